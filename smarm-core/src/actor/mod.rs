@@ -1,0 +1,209 @@
+//! Actors: spawning, identity, joining, yielding and cooperative stop.
+//!
+//! An actor is a green thread: a closure running on its own stack,
+//! scheduled cooperatively across the runtime's scheduler threads. It
+//! blocks only itself: `sleep`, `join` and every other blocking call park
+//! the actor and let the scheduler run another.
+//!
+//! # Design
+//!
+//! `spawn` takes a stack from the pool and a slot from the table, writes
+//! the entry frame, counts the actor live (runtime (I1)) and enqueues it
+//! into the spawner's LIFO next slot, so a fresh child runs as soon as its
+//! parent blocks or yields. The closure runs under `catch_unwind` at the
+//! actor's base frame; its result becomes the actor's outcome (exit,
+//! panic, stopped), which the `JoinHandle` collects.
+//!
+//! `request_stop` sets the target's stop flag and wakes it whatever it
+//! waits for. The actor observes the flag at its next safepoint (every
+//! blocking call, `yield_now`) and unwinds from there with a private
+//! payload, running destructors; its outcome is Stopped and `join`
+//! returns `Ok`.
+//!
+//! # Invariants
+//!
+//! - (I1) A slot stays reserved from spawn until the actor is finished and
+//!   its `JoinHandle` is joined or dropped (slot (I4)); the handle's pid
+//!   therefore always reaches its own actor's outcome.
+//! - (I2) A stop unwind never starts while the thread is already
+//!   unwinding, and never while an internal lock is held (safepoints are
+//!   outside every critical section).
+
+mod error;
+mod join;
+mod outcome;
+mod pid;
+
+pub use error::SpawnError;
+pub use join::JoinHandle;
+pub(crate) use outcome::{Outcome, StopSignal};
+pub use outcome::JoinError;
+pub use pid::Pid;
+
+use crate::loom::Ordering;
+use crate::runtime::Shared;
+use crate::scheduler::{self, with_current_actor, Intent};
+use crate::slot::table::Entry;
+
+/// Start a new actor running `f` and return its [`JoinHandle`].
+///
+/// The child runs concurrently with its parent; it starts as soon as the
+/// parent blocks or yields (or on another scheduler thread sooner). Drop
+/// the handle to let the actor run detached.
+///
+/// ```
+/// smarm::run(|| {
+///     let handles: Vec<_> = (0..10).map(|i| smarm::spawn(move || assert!(i < 10))).collect();
+///     for h in handles {
+///         h.join().unwrap();
+///     }
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor, or if the actor cannot be created (see
+/// [`try_spawn`], which returns the [`SpawnError`] instead).
+pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
+    match try_spawn(f) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Like [`spawn`], but a full actor table or exhausted stack memory is an
+/// error instead of a panic.
+pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
+    with_current_actor("try_spawn", |me, shared| spawn_in(shared, Some(me), Box::new(f)))
+}
+
+/// Like [`spawn`], but record `parent` as the new actor's parent instead of
+/// the caller (for supervisors that start children on behalf of others).
+///
+/// ```
+/// smarm::run(|| {
+///     let me = smarm::self_pid();
+///     smarm::spawn_under(me, || {}).join().unwrap();
+/// });
+/// ```
+pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> JoinHandle {
+    let parent = parent.erase();
+    match with_current_actor("spawn_under", |_, shared| spawn_in(shared, Some(parent), Box::new(f))) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The pid of the calling actor.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn self_pid() -> Pid {
+    with_current_actor("self_pid", |me, _| me)
+}
+
+/// Let every other runnable actor have a turn, then continue. A long
+/// computation that never blocks should call this now and then.
+///
+/// ```
+/// smarm::run(|| {
+///     let mut sum = 0u64;
+///     for i in 0..1_000_000u64 {
+///         sum += i;
+///         if i % 10_000 == 0 {
+///             smarm::yield_now();
+///         }
+///     }
+///     assert_eq!(sum, 499_999_500_000);
+/// });
+/// ```
+pub fn yield_now() {
+    scheduler::check_stop();
+    with_current_actor("yield_now", |_, _| ());
+    scheduler::switch_out(Intent::Yield);
+    scheduler::check_stop();
+}
+
+/// Ask actor `pid` to stop. The actor unwinds from its next safepoint
+/// (any blocking call, or `yield_now`), running its destructors; its
+/// [`JoinHandle::join`] then returns `Ok(())`. A finished or unknown pid is
+/// ignored. An actor that loops without ever reaching a safepoint cannot be
+/// stopped.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let sleeper = smarm::spawn(|| smarm::sleep(Duration::from_secs(3600)));
+///     smarm::request_stop(sleeper.pid());
+///     assert!(sleeper.join().is_ok());
+/// });
+/// ```
+pub fn request_stop<A>(pid: Pid<A>) {
+    let pid = pid.erase();
+    with_current_actor("request_stop", |_, shared| request_stop_in(shared, pid));
+}
+
+/// Set `pid`'s stop flag (if it is still that incarnation) and wake it.
+pub(crate) fn request_stop_in(shared: &Shared, pid: Pid) {
+    let Some(slot) = shared.slots.get(pid.index()) else { return };
+    {
+        // Under the cold lock so a recycle cannot slip between the check and
+        // the store: finalisation clears the flag under no lock, but only
+        // after `finish`, which the generation check below does not see as
+        // live.
+        let _cold = slot.cold.lock();
+        let s = slot.word.load();
+        if s.generation() != pid.generation()
+            || matches!(s.state(), crate::slot::word::State::Vacant | crate::slot::word::State::Done)
+        {
+            return;
+        }
+        slot.stop.store(true, Ordering::Release);
+    }
+    shared.unpark(pid, None);
+}
+
+/// Create an actor in `shared` (the spawner is `parent`): stack, slot,
+/// entry frame, live count, enqueue.
+pub(crate) fn spawn_in(shared: &Shared, parent: Option<Pid>, f: Entry) -> Result<JoinHandle, SpawnError> {
+    let stack = shared.stacks.take()?;
+    let index = match shared.slots.alloc() {
+        Ok(i) => i,
+        Err(e) => {
+            shared.stacks.give_back(stack);
+            return Err(e);
+        }
+    };
+    let Some(slot) = shared.slots.get(index) else {
+        shared.stacks.give_back(stack);
+        return Err(SpawnError::AtCapacity { max_actors: shared.slots.capacity() });
+    };
+    // SAFETY: the slot is Vacant and was just taken off the free list, so
+    // the spawner owns its runner cells until the enqueue below (slot
+    // (I2)); the 64 bytes below the stack top belong to this fresh stack.
+    unsafe {
+        let runner = slot.runner();
+        runner.sp = crate::context::init_stack(
+            stack.top(),
+            scheduler::actor_entry,
+            (slot as *const crate::slot::Slot).cast_mut().cast(),
+        );
+        runner.stack = Some(stack);
+        runner.entry = Some(f);
+    }
+    slot.pinned.store(0, Ordering::Relaxed);
+    {
+        let mut cold = slot.cold.lock();
+        cold.parent = parent;
+        cold.joiner = None;
+        cold.outcome = None;
+        cold.handle_alive = true;
+    }
+    shared.live_actors.fetch_add(1, Ordering::AcqRel);
+    let generation = slot.word.spawn_queued();
+    let pid = Pid::from_parts(index, generation);
+    shared.enqueue_woken(pid, slot);
+    Ok(JoinHandle::new(pid, shared))
+}

@@ -1,0 +1,103 @@
+//! `Pid<A>`: an actor's identity, (slot index, generation).
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::marker::PhantomData;
+
+/// The identity of one actor incarnation: a slot index and the slot's
+/// generation when the actor was spawned. A pid never refers to a later
+/// actor that reuses the slot; operations on a finished actor's pid are
+/// no-ops or errors, never misdirected.
+///
+/// `A` is an optional address type: `Pid` (that is, `Pid<()>`) is the plain
+/// identity; typed layers (the registry, derived actors) use `Pid<A>` to
+/// say what the actor accepts. [`erase`](Pid::erase) forgets the type.
+///
+/// Pids print the Erlang way, `<0.INDEX.GENERATION>`:
+///
+/// ```
+/// smarm::run(|| {
+///     let me = smarm::self_pid();
+///     assert!(me.to_string().starts_with("<0."));
+/// });
+/// ```
+pub struct Pid<A = ()> {
+    index: u32,
+    generation: u32,
+    _addr: PhantomData<fn() -> A>,
+}
+
+impl<A> Pid<A> {
+    pub(crate) const fn from_parts(index: u32, generation: u32) -> Self {
+        Pid { index, generation, _addr: PhantomData }
+    }
+
+    /// The slot index.
+    pub const fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The slot generation this pid was issued for.
+    pub const fn generation(self) -> u32 {
+        self.generation
+    }
+
+    /// The same identity without the address type.
+    pub const fn erase(self) -> Pid {
+        Pid::from_parts(self.index, self.generation)
+    }
+
+    /// Reinterpret as a pid of another address type. For typed layers that
+    /// have checked what the actor accepts.
+    pub const fn cast<B>(self) -> Pid<B> {
+        Pid::from_parts(self.index, self.generation)
+    }
+
+    /// Packed form `index << 32 | generation`.
+    pub(crate) const fn to_bits(self) -> u64 {
+        ((self.index as u64) << 32) | self.generation as u64
+    }
+
+    /// Inverse of [`to_bits`](Self::to_bits).
+    pub(crate) const fn from_bits(bits: u64) -> Self {
+        Pid::from_parts((bits >> 32) as u32, bits as u32)
+    }
+}
+
+impl<A> Clone for Pid<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for Pid<A> {}
+impl<A> PartialEq for Pid<A> {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index && self.generation == other.generation
+    }
+}
+impl<A> Eq for Pid<A> {}
+impl<A> Hash for Pid<A> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.to_bits().hash(state);
+    }
+}
+impl<A> PartialOrd for Pid<A> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<A> Ord for Pid<A> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.to_bits().cmp(&other.to_bits())
+    }
+}
+impl<A> fmt::Display for Pid<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<0.{}.{}>", self.index, self.generation)
+    }
+}
+impl<A> fmt::Debug for Pid<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

@@ -1,0 +1,101 @@
+//! `Config`: how many scheduler threads, how many actors, how big a stack.
+
+use thiserror::Error;
+
+/// Most scheduler threads one runtime may have: the idle mask is one `u64`.
+pub const MAX_THREADS: usize = 64;
+/// Most actors one runtime may hold at once: a pid's index is 32 bits and
+/// the slot table is segmented in 4,096-slot pages.
+pub const MAX_ACTORS_LIMIT: usize = 1 << 26;
+/// Smallest stack an actor may be given (the entry frames and a panic need
+/// room of their own).
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+
+/// Runtime configuration, passed to [`init`](crate::runtime::init).
+///
+/// ```
+/// use smarm::runtime::{self, Config};
+///
+/// let rt = runtime::init(Config::default().threads(2).max_actors(10_000));
+/// rt.run(|| {
+///     smarm::spawn(|| println!("hello")).join().unwrap();
+/// });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub(crate) threads: usize,
+    pub(crate) max_actors: usize,
+    pub(crate) stack_size: usize,
+}
+
+impl Default for Config {
+    /// One scheduler thread per available core, 1,048,576 actors, 256 KiB
+    /// stacks (virtual: an actor pays only for the pages it touches).
+    fn default() -> Self {
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(MAX_THREADS);
+        Config { threads, max_actors: 1 << 20, stack_size: 256 * 1024 }
+    }
+}
+
+impl Config {
+    /// The default configuration with exactly `threads` scheduler threads.
+    pub fn exact(threads: usize) -> Self {
+        Config::default().threads(threads)
+    }
+
+    /// Number of scheduler threads (1..=64).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Most actors alive (or finished but not yet joined) at once. A spawn
+    /// past it fails with [`SpawnError::AtCapacity`](crate::SpawnError).
+    pub fn max_actors(mut self, max_actors: usize) -> Self {
+        self.max_actors = max_actors;
+        self
+    }
+
+    /// Usable stack size of every actor, in bytes (rounded up to whole
+    /// pages; at least 16 KiB). A guard page below it catches overflow.
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// The configured scheduler thread count.
+    pub fn thread_count(&self) -> usize {
+        self.threads
+    }
+
+    /// Check every limit; [`init`](crate::runtime::init) calls this.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=MAX_THREADS).contains(&self.threads) {
+            return Err(ConfigError::Threads(self.threads));
+        }
+        if !(1..=MAX_ACTORS_LIMIT).contains(&self.max_actors) {
+            return Err(ConfigError::MaxActors(self.max_actors));
+        }
+        if self.stack_size < MIN_STACK_SIZE || self.stack_size > (1 << 30) {
+            return Err(ConfigError::StackSize(self.stack_size));
+        }
+        Ok(())
+    }
+}
+
+/// A [`Config`] value out of range.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The thread count is outside 1..=64.
+    #[error("smarm: scheduler threads must be in 1..={MAX_THREADS}, got {0}")]
+    Threads(usize),
+    /// `max_actors` is zero or above the table limit.
+    #[error("smarm: max_actors must be in 1..={MAX_ACTORS_LIMIT}, got {0}")]
+    MaxActors(usize),
+    /// The stack size is below 16 KiB or above 1 GiB.
+    #[error("smarm: stack_size must be between 16 KiB and 1 GiB, got {0} bytes")]
+    StackSize(usize),
+}

@@ -1,0 +1,24 @@
+//! smarm-core: the smarm runtime.
+//!
+//! Stackful actors on a few scheduler threads that park on per-thread
+//! futexes, with timers and cooperative stop. Users depend on the `smarm`
+//! facade, which re-exports this crate.
+
+pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
+pub mod config; //        Config and its limits
+mod context; //           the assembly context switch
+mod loom; //              the sync facade (loom or std)
+mod park; //              scheduler park/wake coordination
+pub mod runtime; //       run, Runtime, the termination verdict
+mod scheduler; //         worker loop, run queues, preemption gate
+mod slot; //              slot table, state word, park/wake protocol
+mod stack; //             mmap'ed stacks, guard pages, overflow report
+mod sync; //              futex, RawMutex, lock classes
+pub mod time; //          sleep and the timer heap
+
+pub use actor::{
+    request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, JoinError, JoinHandle, Pid,
+    SpawnError,
+};
+pub use runtime::run;
+pub use time::sleep;

@@ -1,0 +1,236 @@
+//! `Coordinator`: the idle mask, the wake protocol, the timekeeper role and
+//! the earliest-deadline snapshot (see the module docs for the proofs).
+
+use super::parker::Parker;
+use crate::loom::{fence, AtomicU64, Ordering};
+use std::time::Instant;
+
+/// "No timekeeper" in the holder word.
+const NO_TIMEKEEPER: u64 = u64::MAX;
+/// "No deadline" in the deadline words; also what the due-check compares
+/// against, so `now < NO_DEADLINE` is one branch.
+pub(crate) const NO_DEADLINE: u64 = u64::MAX;
+
+/// How a [`Coordinator::park`] call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParkResult {
+    /// A permit was consumed (a wake landed before or during the park).
+    Woken,
+    /// The deadline passed with no wake (never under loom).
+    TimedOut,
+    /// The post-publish re-check found work; the thread never blocked. A
+    /// permit may still be pending from a racing `wake_one`; it surfaces as
+    /// one spurious `Woken` later (over-wake by design).
+    WorkFound,
+}
+
+pub(crate) struct Coordinator {
+    parkers: Box<[Parker]>,
+    /// Bit `i` set = scheduler `i` is parked or committed to parking (I1).
+    idle: AtomicU64,
+    /// Timekeeper holder id, or `NO_TIMEKEEPER` (I4).
+    tk_holder: AtomicU64,
+    /// The holder's armed deadline in nanos since `origin`, or `NO_DEADLINE`.
+    tk_armed: AtomicU64,
+    /// Earliest known timer deadline (nanos since `origin`) or `NO_DEADLINE`,
+    /// whether or not anyone is parked: the busy-path due-check reads it.
+    next_deadline: AtomicU64,
+    origin: Instant,
+}
+
+impl Coordinator {
+    /// A coordinator for `schedulers` schedulers (1..=64: the mask is a u64).
+    pub(crate) fn new(schedulers: usize) -> Self {
+        assert!(
+            (1..=64).contains(&schedulers),
+            "smarm: scheduler count must be 1..=64 (the idle mask is one u64); got {schedulers}"
+        );
+        Coordinator {
+            parkers: (0..schedulers).map(|_| Parker::new()).collect(),
+            idle: AtomicU64::new(0),
+            tk_holder: AtomicU64::new(NO_TIMEKEEPER),
+            tk_armed: AtomicU64::new(NO_DEADLINE),
+            next_deadline: AtomicU64::new(NO_DEADLINE),
+            origin: Instant::now(),
+        }
+    }
+
+    /// Encode a deadline as nanos since `origin`, saturating: at or before
+    /// the origin is 0 (always due), beyond ~584 years is `NO_DEADLINE - 1`.
+    pub(crate) fn deadline_nanos(&self, deadline: Instant) -> u64 {
+        let nanos = deadline.checked_duration_since(self.origin).map_or(0, |d| d.as_nanos());
+        u64::try_from(nanos).map_or(NO_DEADLINE - 1, |n| n.min(NO_DEADLINE - 1))
+    }
+
+    /// Park scheduler `id` until a wake, `deadline`, or a positive re-check.
+    ///
+    /// Protocol: (1) publish the idle bit, (2) fence, (3) run `recheck`,
+    /// which must re-read every work source (a `true` aborts the park),
+    /// (4) block on the parker. (I2)
+    pub(crate) fn park(
+        &self,
+        id: usize,
+        deadline: Option<Instant>,
+        recheck: impl FnOnce() -> bool,
+    ) -> ParkResult {
+        debug_assert!(id < self.parkers.len(), "park: scheduler id out of range");
+        let bit = 1u64 << id;
+        let prev = self.idle.fetch_or(bit, Ordering::AcqRel);
+        debug_assert_eq!(prev & bit, 0, "park: idle bit already set (I1)");
+        // Pairs with the producer's fence in `wake_one_if_idle` (module docs).
+        fence(Ordering::SeqCst);
+        if recheck() {
+            self.idle.fetch_and(!bit, Ordering::AcqRel);
+            return ParkResult::WorkFound;
+        }
+        // A wake_one that picked us after the re-check has CASed our bit
+        // clear and left a permit, so this returns at once.
+        let woken = self.parkers[id].park(deadline);
+        self.idle.fetch_and(!bit, Ordering::AcqRel);
+        if woken {
+            ParkResult::Woken
+        } else {
+            ParkResult::TimedOut
+        }
+    }
+
+    /// Wake exactly one parked scheduler, if any: the highest idle bit
+    /// (warmest cache), CASed clear, then a permit (I3). Returns whether a
+    /// scheduler was woken.
+    pub(crate) fn wake_one(&self) -> bool {
+        // RMW read: the latest mask by modification-order coherence.
+        let mut mask = self.idle.fetch_or(0, Ordering::AcqRel);
+        loop {
+            if mask == 0 {
+                return false;
+            }
+            let id = 63 - mask.leading_zeros() as usize;
+            let bit = 1u64 << id;
+            match self.idle.compare_exchange(mask, mask & !bit, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.parkers[id].unpark();
+                    return true;
+                }
+                Err(current) => mask = current,
+            }
+        }
+    }
+
+    /// The producer wake tail, run after every enqueue: a fence, then one
+    /// Relaxed load of the mask; only if someone is idle, `wake_one`. (I2)
+    pub(crate) fn wake_one_if_idle(&self) -> bool {
+        fence(Ordering::SeqCst);
+        if self.idle.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.wake_one()
+    }
+
+    /// Wake scheduler `id` specifically (a permit if it is not parked).
+    pub(crate) fn unpark(&self, id: usize) {
+        self.parkers[id].unpark();
+    }
+
+    /// Terminal wake: clear the mask and permit every parker. Idempotent; a
+    /// permit left on a busy scheduler costs one spurious park return.
+    pub(crate) fn wake_all(&self) {
+        self.idle.store(0, Ordering::Release);
+        for p in self.parkers.iter() {
+            p.unpark();
+        }
+    }
+
+    /// The latest idle mask (RMW read).
+    pub(crate) fn idle_mask(&self) -> u64 {
+        self.idle.fetch_or(0, Ordering::AcqRel)
+    }
+
+    // ----- timekeeper (I4: callers hold the timers mutex) -----
+
+    /// Try to take the timekeeper role for scheduler `id`, with `deadline`
+    /// the heap minimum peeked under the same timers-mutex hold. `false` =
+    /// someone else holds it (park with no deadline).
+    pub(crate) fn try_arm_timer(&self, id: usize, deadline: Instant) -> bool {
+        debug_assert!(id < self.parkers.len(), "try_arm_timer: id out of range");
+        if self
+            .tk_holder
+            .compare_exchange(NO_TIMEKEEPER, id as u64, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return false;
+        }
+        // Holder before deadline: an insert-check that sees the holder with
+        // NO_DEADLINE still in place compares `new < MAX` and over-wakes.
+        self.tk_armed.store(self.deadline_nanos(deadline), Ordering::SeqCst);
+        true
+    }
+
+    /// Hand back the timekeeper role (the holder, on waking, before it
+    /// fires timers). A racing insert may then wake a non-holder: over-wake.
+    pub(crate) fn disarm_timer(&self, id: usize) {
+        debug_assert_eq!(
+            self.tk_holder.load(Ordering::SeqCst),
+            id as u64,
+            "disarm_timer by a non-holder"
+        );
+        // Deadline first, so a concurrent insert-check skips a pointless wake.
+        self.tk_armed.store(NO_DEADLINE, Ordering::SeqCst);
+        self.tk_holder.store(NO_TIMEKEEPER, Ordering::SeqCst);
+    }
+
+    /// Insert-side re-arm check: wake the timekeeper if `deadline` is
+    /// earlier than the one it sleeps toward.
+    pub(crate) fn timer_inserted(&self, deadline: Instant) {
+        if self.deadline_nanos(deadline) < self.tk_armed.load(Ordering::SeqCst) {
+            let holder = self.tk_holder.load(Ordering::SeqCst);
+            if holder != NO_TIMEKEEPER {
+                // Direct: the holder must re-peek, whoever else is idle.
+                self.parkers[holder as usize].unpark();
+            }
+        }
+    }
+
+    /// The timekeeper's armed deadline (nanos since origin).
+    #[cfg(test)]
+    pub(crate) fn armed_deadline_nanos(&self) -> u64 {
+        self.tk_armed.load(Ordering::Relaxed)
+    }
+
+    // ----- earliest-deadline snapshot (busy-path due-check) -----
+
+    /// Note a newly inserted timer deadline (timers mutex held): lower the
+    /// snapshot if earlier, and run the timekeeper re-arm check.
+    pub(crate) fn note_deadline(&self, deadline: Instant) {
+        let n = self.deadline_nanos(deadline);
+        if n < self.next_deadline.load(Ordering::Relaxed) {
+            self.next_deadline.store(n, Ordering::Release);
+        }
+        self.timer_inserted(deadline);
+    }
+
+    /// Re-anchor the snapshot to the heap minimum after a pop or clear
+    /// (timers mutex held). `None` = the heap is empty.
+    pub(crate) fn refresh_deadline(&self, next: Option<Instant>) {
+        let n = next.map_or(NO_DEADLINE, |d| self.deadline_nanos(d));
+        self.next_deadline.store(n, Ordering::Release);
+    }
+
+    /// Busy-path due-check: one Relaxed load when no timer exists; the clock
+    /// is read only when one does.
+    pub(crate) fn deadline_due(&self) -> bool {
+        let n = self.next_deadline.load(Ordering::Relaxed);
+        n != NO_DEADLINE && self.deadline_nanos(Instant::now()) >= n
+    }
+
+    /// The snapshot as an `Instant` (`None` = no timer pending).
+    #[cfg(test)]
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        let n = self.next_deadline.load(Ordering::Acquire);
+        if n == NO_DEADLINE {
+            None
+        } else {
+            self.origin.checked_add(std::time::Duration::from_nanos(n))
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Scheduler park/wake coordination: how idle schedulers sleep and exactly
+//! one of them is woken when work appears.
+//!
+//! # Design
+//!
+//! Schedulers never sleep on a shared fd. Each parks on its own [`Parker`]
+//! and is woken through an idle-mask protocol the runtime owns. Producers
+//! (an actor waking another, a timer, an IO thread) follow a two-call
+//! contract: make the actor runnable (push it on a queue), then run the
+//! enqueue wake tail ([`Coordinator::wake_one_if_idle`]).
+//!
+//! - **Parker** (one per scheduler): permit semantics in the shape of
+//!   `std::thread::park`. An unpark delivered before the park leaves a
+//!   permit; the next park consumes it and returns at once. Linux: a private
+//!   futex with a nanosecond relative timeout. Loom and other targets: a
+//!   `Mutex<bool>` + `Condvar`.
+//! - **Idle mask**: an `AtomicU64` of parked scheduler ids. A scheduler
+//!   parks by publishing its bit, re-checking every work source, then
+//!   blocking. [`Coordinator::wake_one`] picks the highest set bit, CASes it
+//!   clear and unparks that one scheduler: one wake, one scheduler.
+//! - **Chain rule**: a scheduler that pops work and sees more queued wakes
+//!   one more sibling, so one producer wake fans out to as many schedulers
+//!   as there is work.
+//! - **Timekeeper**: at most one parked scheduler holds the earliest timer
+//!   deadline and parks with that timeout; the rest park with none. An
+//!   expiry wakes one scheduler, never a herd. An insert of an earlier
+//!   deadline wakes the holder to re-peek.
+//! - **Busy-path due-check**: an earliest-deadline snapshot read with one
+//!   Relaxed load per scheduler loop, so timers fire even when no scheduler
+//!   ever parks (and so no timekeeper exists).
+//! - **Terminal wake**: [`Coordinator::wake_all`] permits every parker.
+//!
+//! # Invariants
+//!
+//! - (I1) A scheduler's idle bit is set only by itself, between the start
+//!   of [`Coordinator::park`] and its return; it is cleared by a waker's CAS
+//!   or by the scheduler on return.
+//! - (I2) Work published before a producer's wake tail is seen either by
+//!   the producer's mask load (it wakes someone) or by the parking
+//!   scheduler's re-check (it does not block). No lost wake.
+//! - (I3) `wake_one` wakes at most one scheduler per call: the CAS that
+//!   clears a bit owns the wake.
+//! - (I4) The timekeeper role and the deadline snapshot are written only
+//!   under the caller's timer serialization (the timers mutex), so an
+//!   insert of an earlier deadline either is seen by the arming scheduler's
+//!   peek or sees the armed deadline and wakes its holder.
+//!
+//! # Memory ordering
+//!
+//! The publish/re-check pair is a store-buffer (Dekker) shape, resolved two
+//! ways by call-site cost:
+//!
+//! - Producer hot path, [`Coordinator::wake_one_if_idle`]: push work;
+//!   `fence(SeqCst)`; one Relaxed load of the mask. Consumer:
+//!   `fetch_or(bit)`; `fence(SeqCst)`; re-check. The two SeqCst fences are
+//!   totally ordered: if the producer's fence is first, the consumer's
+//!   re-check (after its fence) sees the push; if the consumer's is first,
+//!   the producer's mask load (after its fence) sees the bit. (I2) When
+//!   everyone is busy the producer pays a fence and a load of a line nobody
+//!   writes.
+//! - Rare paths ([`Coordinator::wake_one`] on its own): an RMW read
+//!   (`fetch_or(0)`) of the mask, which reads the latest value in the
+//!   mask's modification order.
+//!
+//! Every race is biased towards over-waking: a spurious permit costs one
+//! failed pop; a missed wake would strand an actor. The four loom models in
+//! `loom_models.rs` (no lost wake, chain propagation, timekeeper handoff,
+//! termination) check these claims under `--cfg loom`.
+//!
+//! # Safety
+//!
+//! The only unsafe code is the futex syscall in `parker/futex.rs` (see
+//! [`crate::sync::futex`]).
+
+mod coordinator;
+mod parker;
+
+#[cfg(all(test, loom))]
+mod loom_models;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub(crate) use coordinator::{Coordinator, ParkResult};
+#[allow(unused_imports)] // the Parker name is documented above
+pub(crate) use parker::Parker;

@@ -1,0 +1,234 @@
+//! `Shared`: the state every scheduler of one runtime shares, and the
+//! enqueue and wake paths through it.
+
+use crate::actor::{request_stop_in, Pid};
+use crate::config::Config;
+use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::park::Coordinator;
+use crate::scheduler::{with_worker, RunQueue, Worker};
+use crate::slot::word::{State, Unpark};
+use crate::slot::{Slot, SlotTable};
+use crate::stack::StackPool;
+use crate::sync::{LockClass, RawMutex};
+use crate::time::{Entry, TimerAction, TimerHeap};
+use std::sync::Arc as StdArc;
+use std::time::Instant;
+
+/// One scheduler's queues, reachable by every scheduler.
+pub(crate) struct SchedulerQueues {
+    /// Stealable local queue.
+    pub(crate) local: RunQueue,
+    /// Actors only this scheduler may run (scheduler (I3)).
+    pub(crate) pinned: RunQueue,
+}
+
+/// What an idle scheduler should do (runtime (I2), (I3)).
+pub(crate) enum Verdict {
+    /// No actor is alive and no IO is in flight: leave the loop.
+    AllDone,
+    /// The root exited and every remaining actor is parked with no timer or
+    /// IO that could wake it: stop them.
+    Sweep,
+    /// Park and wait for work.
+    Idle,
+}
+
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) slots: SlotTable,
+    pub(crate) queues: Box<[SchedulerQueues]>,
+    pub(crate) injector: RunQueue,
+    pub(crate) coord: Coordinator,
+    pub(crate) timers: RawMutex<TimerHeap>,
+    pub(crate) stacks: StdArc<StackPool>,
+    /// Actors spawned and not yet finalised (runtime (I2)).
+    pub(crate) live_actors: AtomicUsize,
+    /// `block_on_io` requests in flight (fed by the IO driver).
+    pub(crate) io_outstanding: AtomicU32,
+    /// Actors parked on fd readiness (fed by the IO driver).
+    pub(crate) io_fd_waiters: AtomicU32,
+    /// The root actor's pid bits for the current run.
+    pub(crate) root: AtomicU64,
+    pub(crate) root_exited: AtomicBool,
+    pub(crate) root_swept: AtomicBool,
+    /// A `run` is in progress.
+    pub(crate) running: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config, stacks: StdArc<StackPool>) -> Self {
+        let threads = config.threads;
+        Shared {
+            slots: SlotTable::new(config.max_actors),
+            queues: (0..threads)
+                .map(|_| SchedulerQueues { local: RunQueue::new(), pinned: RunQueue::new() })
+                .collect(),
+            injector: RunQueue::new(),
+            coord: Coordinator::new(threads),
+            timers: RawMutex::new(LockClass::Timers, TimerHeap::default()),
+            stacks,
+            live_actors: AtomicUsize::new(0),
+            io_outstanding: AtomicU32::new(0),
+            io_fd_waiters: AtomicU32::new(0),
+            root: AtomicU64::new(0),
+            root_exited: AtomicBool::new(false),
+            root_swept: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            config,
+        }
+    }
+
+    pub(crate) fn is_root(&self, pid: Pid) -> bool {
+        self.root.load(Ordering::Acquire) == pid.to_bits()
+    }
+
+    /// The worker of *this* runtime running on this thread, if any.
+    fn local_worker<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
+        with_worker(|w, shared| std::ptr::eq(shared, self).then(|| f(w))).flatten()
+    }
+
+    // ----- enqueue paths: each ends with the wake tail (park (I2)) -----
+
+    /// Make a woken or freshly spawned actor runnable: the next slot of the
+    /// current scheduler (displacing its previous occupant to the local
+    /// queue front), its pinned scheduler, or the injector.
+    pub(crate) fn enqueue_woken(&self, pid: Pid, slot: &Slot) {
+        if self.route_pinned(pid, slot) {
+            return;
+        }
+        let displaced = self.local_worker(|w| (w.id, w.next.replace(Some(pid))));
+        match displaced {
+            Some((_, None)) => {} // only this scheduler can run it: no wake
+            Some((id, Some(prev))) => {
+                self.queues[id].local.push_front(prev);
+                self.coord.wake_one_if_idle();
+            }
+            None => {
+                self.injector.push_back(pid);
+                self.coord.wake_one_if_idle();
+            }
+        }
+    }
+
+    /// Queue an actor that yielded (or whose park found a wake already
+    /// landed) at the back of the current scheduler's local queue.
+    pub(crate) fn enqueue_yielded(&self, w: &Worker, pid: Pid, slot: &Slot) {
+        if self.route_pinned(pid, slot) {
+            return;
+        }
+        self.queues[w.id].local.push_back(pid);
+        self.coord.wake_one_if_idle();
+    }
+
+    fn route_pinned(&self, pid: Pid, slot: &Slot) -> bool {
+        let pin = slot.pinned.load(Ordering::Relaxed);
+        if pin == 0 {
+            return false;
+        }
+        let id = pin as usize - 1;
+        self.queues[id].pinned.push_back(pid);
+        // That scheduler, specifically, must look (it may be parked).
+        self.coord.unpark(id);
+        true
+    }
+
+    /// Deliver a wake for `pid`'s wait `epoch` (slot (I3)).
+    pub(crate) fn unpark_at(&self, pid: Pid, epoch: u32) {
+        self.unpark(pid, Some(epoch));
+    }
+
+    /// Wake `pid` whatever it waits for (a stop request).
+    pub(crate) fn unpark(&self, pid: Pid, epoch: Option<u32>) {
+        if let Some(slot) = self.slots.get(pid.index()) {
+            if slot.word.unpark_at(pid.generation(), epoch) == Unpark::Enqueue {
+                self.enqueue_woken(pid, slot);
+            }
+        }
+    }
+
+    // ----- timers -----
+
+    /// Pop and dispatch every due timer; `try_only` (the busy path) skips
+    /// if another scheduler holds the timers lock: the snapshot stays due,
+    /// so the check fires again next loop.
+    pub(crate) fn fire_due_timers(&self, try_only: bool) {
+        let mut due: Vec<Entry> = Vec::new();
+        {
+            let mut timers = if try_only {
+                match self.timers.try_lock() {
+                    Some(t) => t,
+                    None => return,
+                }
+            } else {
+                self.timers.lock()
+            };
+            timers.pop_due(&self.coord, Instant::now(), &mut due);
+        }
+        for entry in due {
+            match entry.action {
+                TimerAction::Wake { epoch } => self.unpark_at(entry.pid, epoch),
+            }
+        }
+    }
+
+    // ----- termination (runtime (I2), (I3)) -----
+
+    fn io_in_flight(&self) -> bool {
+        self.io_outstanding.load(Ordering::Acquire) + self.io_fd_waiters.load(Ordering::Acquire) > 0
+    }
+
+    /// The idle scheduler `id`'s verdict.
+    pub(crate) fn verdict(&self, id: usize) -> Verdict {
+        if self.io_in_flight() {
+            return Verdict::Idle;
+        }
+        if self.live_actors.load(Ordering::Acquire) == 0 {
+            return Verdict::AllDone;
+        }
+        if self.sweep_due(id) {
+            return Verdict::Sweep;
+        }
+        Verdict::Idle
+    }
+
+    /// The mandatory re-check of an idle scheduler that has published its
+    /// idle bit: is there anything it must not sleep through?
+    pub(crate) fn work_visible(&self, id: usize) -> bool {
+        self.injector.len() > 0
+            || self.queues[id].pinned.len() > 0
+            || self.queues.iter().any(|q| q.local.len() > 0)
+            || self.coord.deadline_due()
+            || (!self.io_in_flight() && self.live_actors.load(Ordering::Acquire) == 0)
+            || self.sweep_due(id)
+    }
+
+    /// Root exited, nothing queued anywhere, no timer armed, no IO, and
+    /// every other scheduler idle: every remaining actor is parked with no
+    /// possible waker (runtime (I3)).
+    fn sweep_due(&self, id: usize) -> bool {
+        if !self.root_exited.load(Ordering::Acquire) || self.root_swept.load(Ordering::Acquire) {
+            return false;
+        }
+        let all = if self.queues.len() == 64 { u64::MAX } else { (1u64 << self.queues.len()) - 1 };
+        (self.coord.idle_mask() | (1u64 << id)) == all
+            && self.injector.len() == 0
+            && self.queues.iter().all(|q| q.local.len() == 0 && q.pinned.len() == 0)
+            && !self.io_in_flight()
+            && self.timers.lock().armed() == 0
+    }
+
+    /// Stop every actor still alive (once per run).
+    pub(crate) fn root_exit_sweep(&self) {
+        if self.root_swept.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return;
+        }
+        for index in 0..self.slots.high_water() {
+            let Some(slot) = self.slots.get(index as u32) else { continue };
+            let s = slot.word.load();
+            if matches!(s.state(), State::Vacant | State::Done) {
+                continue;
+            }
+            request_stop_in(self, Pid::from_parts(index as u32, s.generation()));
+        }
+    }
+}

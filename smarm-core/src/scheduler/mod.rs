@@ -1,0 +1,204 @@
+//! The schedulers: one OS thread each, running actors popped from run
+//! queues until the runtime's termination verdict.
+//!
+//! # Design
+//!
+//! Each scheduler loop (`worker.rs`) does, per iteration: the busy-path
+//! timer due-check (one Relaxed load), a pop, and a resume of the popped
+//! actor until it yields, parks or finishes. The pop order is:
+//!
+//! 1. the LIFO **next slot**: the actor most recently woken or spawned by
+//!    the running actor, which runs next while its data is cache-warm (a
+//!    fresh child runs first: depth-first, so the live set stays small);
+//!    at most [`LIFO_STREAK`] times in a row, so a ping-pong pair cannot
+//!    starve the queue;
+//! 2. the local queue front (every [`FAIRNESS_TICK`]th pop, its back, so a
+//!    yielded actor is reached even under a stream of new work); every
+//!    [`INJECTOR_TICK`]th pop the global injector comes first;
+//! 3. the global injector (work from threads that are not schedulers);
+//! 4. stealing half of another scheduler's local queue (from its back).
+//!
+//! An actor that was switched out while its thread was unwinding a panic
+//! (a destructor blocked) is **pinned**: until it next parks normally it is
+//! queued only on its own scheduler's pinned queue, because std keeps the
+//! panic count per OS thread and the unwind must finish where it started.
+//!
+//! When nothing is found, the scheduler goes idle through the coordination
+//! layer ([`crate::park`]): termination verdict, root-exit sweep, then the
+//! timekeeper protocol and a futex park with a mandatory re-check.
+//!
+//! # Invariants
+//!
+//! - (I1) Only the scheduler thread itself touches its `Worker` (it lives
+//!   on that thread's stack and is reached through a thread-local); other
+//!   threads reach a scheduler only through `Shared::queues`.
+//! - (I2) Actor code never holds a reference derived from the thread-local
+//!   across a switch: after a switch the actor may be on another thread.
+//!   Every access re-reads it through the `#[inline(never)]`
+//!   [`current_worker`].
+//! - (I3) The next slot and the pinned queue hold actors only this
+//!   scheduler may run; every other queued actor is reachable by all.
+//!
+//! # Safety
+//!
+//! The context switch is called here (scheduler side) and in
+//! [`switch_out`] (actor side); see [`crate::context`] for its contract.
+
+pub(crate) mod preempt;
+mod run_queue;
+mod worker;
+
+use crate::actor::{Outcome, Pid, StopSignal};
+use crate::runtime::Shared;
+use std::cell::Cell;
+
+pub(crate) use run_queue::RunQueue;
+pub(crate) use worker::{actor_entry, run_worker};
+
+/// Most consecutive pops from the next slot.
+pub(crate) const LIFO_STREAK: u32 = 16;
+/// Every this many pops, take the local queue's back instead of its front.
+pub(crate) const FAIRNESS_TICK: u32 = 31;
+/// Every this many pops, look at the injector before the local queue.
+pub(crate) const INJECTOR_TICK: u32 = 61;
+
+/// Why an actor switched back to its scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// Run again later (back of the local queue).
+    Yield,
+    /// Suspend until a matching wake (commit the park on the slot word).
+    Park,
+    /// The actor finished; its outcome is in `Worker::exit_outcome`.
+    Exit,
+}
+
+/// Per-scheduler state, on the scheduler thread's stack (I1).
+pub(crate) struct Worker {
+    pub(crate) id: usize,
+    pub(crate) shared: *const Shared,
+    /// The scheduler context's saved stack pointer while an actor runs.
+    sched_sp: Cell<*mut u8>,
+    /// The actor running on this thread, if any.
+    pub(crate) current: Cell<Option<Pid>>,
+    intent: Cell<Intent>,
+    exit_outcome: Cell<Option<Outcome>>,
+    /// The LIFO next slot (I3).
+    pub(crate) next: Cell<Option<Pid>>,
+    lifo_streak: Cell<u32>,
+    tick: Cell<u32>,
+}
+
+std::thread_local! {
+    static CURRENT: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The scheduler running on this thread, or null. Never inlined, so the
+/// thread-local address is recomputed on every call (I2).
+#[inline(never)]
+pub(crate) fn current_worker() -> *const Worker {
+    CURRENT.with(|c| c.get())
+}
+
+/// Run `f` with the current scheduler and its runtime, if this thread is
+/// one. The references must not outlive `f` and `f` must not switch (I2).
+#[inline]
+pub(crate) fn with_worker<R>(f: impl FnOnce(&Worker, &Shared) -> R) -> Option<R> {
+    let w = current_worker();
+    if w.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null CURRENT points to the Worker on this thread's
+    // scheduler stack frame, which outlives all actor code run on this
+    // thread (run_worker clears CURRENT before returning); `shared` points
+    // into the Arc that run_worker holds for the same span.
+    let (worker, shared) = unsafe { (&*w, &*(*w).shared) };
+    Some(f(worker, shared))
+}
+
+/// The running actor's pid and runtime, or a panic naming `what` that says
+/// how to fix the call.
+#[inline]
+pub(crate) fn with_current_actor<R>(what: &str, f: impl FnOnce(Pid, &Shared) -> R) -> R {
+    match with_worker(|w, shared| w.current.get().map(|pid| (pid, shared as *const Shared))) {
+        Some(Some((pid, shared))) => {
+            // SAFETY: as in `with_worker`: the runtime outlives the actor.
+            f(pid, unsafe { &*shared })
+        }
+        _ => outside_actor(what),
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn outside_actor(what: &str) -> ! {
+    panic!(
+        "smarm: `{what}` must be called from inside an actor: start the runtime with \
+         smarm::run(|| ...) (or Runtime::run) and call it from that closure or an actor it spawns"
+    )
+}
+
+/// Switch from the running actor back to its scheduler with `intent`.
+/// Returns when the actor is resumed, possibly on another thread (I2).
+pub(crate) fn switch_out(intent: Intent) {
+    crate::sync::assert_no_locks_held();
+    debug_assert!(preempt::preemption_enabled(), "smarm: switch while preemption is disabled");
+    let (slot_sp, sched_sp) = match with_worker(|w, shared| {
+        let pid = w.current.get()?;
+        let slot = shared.slots.get(pid.index())?;
+        let pin = if std::thread::panicking() { w.id as u32 + 1 } else { 0 };
+        slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
+        w.intent.set(intent);
+        Some((slot.sp_ptr(), w.sched_sp.get()))
+    }) {
+        Some(Some(ptrs)) => ptrs,
+        _ => outside_actor("park"),
+    };
+    // SAFETY: `slot_sp` is the running actor's save cell (we are that
+    // actor); `sched_sp` was saved by this scheduler's switch into us and
+    // its stack is parked in `run_actor` waiting for exactly this switch.
+    unsafe { crate::context::switch(slot_sp, sched_sp) };
+}
+
+/// Unwind the running actor if a stop was requested: the cooperative stop
+/// observed at every safepoint. Not while already unwinding (a second
+/// panic would abort the process).
+#[inline]
+pub(crate) fn check_stop() {
+    let stop = with_worker(|w, shared| {
+        w.current
+            .get()
+            .and_then(|pid| shared.slots.get(pid.index()))
+            .is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
+    });
+    if stop == Some(true) && !std::thread::panicking() {
+        std::panic::resume_unwind(Box::new(StopSignal));
+    }
+}
+
+/// Park the running actor until a wake for its current wait (opened with
+/// `begin_wait`), observing a stop before and after.
+pub(crate) fn park() {
+    check_stop();
+    switch_out(Intent::Park);
+    check_stop();
+}
+
+/// Open a new wait for the running actor; returns its epoch.
+pub(crate) fn begin_wait() -> (Pid, u32) {
+    with_current_actor("begin_wait", |pid, shared| match shared.slots.get(pid.index()) {
+        Some(slot) => (pid, slot.word.begin_wait()),
+        None => outside_actor("begin_wait"),
+    })
+}
+
+/// Close the running actor's current wait without parking: every waker
+/// registered for it becomes stale (slot (I3)). Observes a stop.
+pub(crate) fn retire_wait() {
+    with_current_actor("retire_wait", |pid, shared| {
+        if let Some(slot) = shared.slots.get(pid.index()) {
+            slot.word.retire_wait();
+        }
+    });
+    check_stop();
+}

@@ -1,0 +1,86 @@
+//! Run queues: one per scheduler plus the global injector, each a deque
+//! under a Queue-class lock, with a published length for lock-free
+//! emptiness checks and half-stealing from the back.
+//!
+//! New work (a spawned child, a woken actor displaced from the LIFO slot)
+//! goes to the front and is popped from the front, so a scheduler works
+//! depth-first and keeps the live set small; yields go to the back. A thief
+//! takes the back half: the oldest work, furthest from the victim's cache.
+
+use crate::actor::Pid;
+use crate::loom::{AtomicUsize, Ordering};
+use crate::sync::{LockClass, RawMutex};
+use std::collections::VecDeque;
+
+/// Most actors one steal moves.
+const STEAL_MAX: usize = 64;
+
+pub(crate) struct RunQueue {
+    deque: RawMutex<VecDeque<Pid>>,
+    /// `deque.len()`, stored under the lock after every change.
+    len: AtomicUsize,
+}
+
+impl RunQueue {
+    pub(crate) fn new() -> Self {
+        RunQueue { deque: RawMutex::new(LockClass::Queue, VecDeque::new()), len: AtomicUsize::new(0) }
+    }
+
+    /// Lock-free length reading (exact when read under a fence that pairs
+    /// with the producer's, see `park`).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    pub(crate) fn push_front(&self, pid: Pid) {
+        let mut d = self.deque.lock();
+        d.push_front(pid);
+        self.len.store(d.len(), Ordering::Release);
+    }
+
+    #[inline]
+    pub(crate) fn push_back(&self, pid: Pid) {
+        let mut d = self.deque.lock();
+        d.push_back(pid);
+        self.len.store(d.len(), Ordering::Release);
+    }
+
+    #[inline]
+    pub(crate) fn pop_front(&self) -> Option<Pid> {
+        if self.len() == 0 {
+            return None;
+        }
+        let mut d = self.deque.lock();
+        let pid = d.pop_front();
+        self.len.store(d.len(), Ordering::Release);
+        pid
+    }
+
+    pub(crate) fn pop_back(&self) -> Option<Pid> {
+        if self.len() == 0 {
+            return None;
+        }
+        let mut d = self.deque.lock();
+        let pid = d.pop_back();
+        self.len.store(d.len(), Ordering::Release);
+        pid
+    }
+
+    /// Move up to half of this queue (from the back) into `out`.
+    pub(crate) fn steal_into(&self, out: &mut Vec<Pid>) {
+        if self.len() == 0 {
+            return;
+        }
+        let mut d = self.deque.lock();
+        let n = d.len().div_ceil(2).min(STEAL_MAX);
+        for _ in 0..n {
+            match d.pop_back() {
+                Some(pid) => out.push(pid),
+                None => break,
+            }
+        }
+        self.len.store(d.len(), Ordering::Release);
+    }
+}

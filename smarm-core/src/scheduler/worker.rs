@@ -1,0 +1,248 @@
+//! The scheduler loop: due-check, pop, resume, handle the intent; idle
+//! through the coordination layer.
+
+use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
+use crate::actor::{Outcome, Pid};
+use crate::loom::Ordering;
+use std::sync::Arc;
+use crate::park::ParkResult;
+use crate::runtime::{Shared, Verdict};
+use crate::slot::Slot;
+use std::cell::Cell;
+
+/// Run scheduler `id` of `shared` on this thread until the verdict says
+/// the runtime is done.
+pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
+    let _altstack = crate::stack::ensure_altstack();
+    let worker = Worker {
+        id,
+        shared: Arc::as_ptr(shared),
+        sched_sp: Cell::new(std::ptr::null_mut()),
+        current: Cell::new(None),
+        intent: Cell::new(Intent::Exit),
+        exit_outcome: Cell::new(None),
+        next: Cell::new(None),
+        lifo_streak: Cell::new(0),
+        tick: Cell::new(0),
+    };
+    CURRENT.with(|c| c.set(&worker));
+    let mut steal_buf = Vec::new();
+    loop {
+        if shared.coord.deadline_due() {
+            shared.fire_due_timers(true);
+        }
+        let Some(pid) = pop(shared, &worker, &mut steal_buf) else {
+            match idle(shared, &worker) {
+                Idle::Continue => continue,
+                Idle::Done => break,
+            }
+        };
+        // Chain rule: we took one; if stealable work remains and a sibling
+        // is parked, wake one so the surplus runs in parallel.
+        if shared.queues[id].local.len() > 0 || shared.injector.len() > 0 {
+            shared.coord.wake_one_if_idle();
+        }
+        run_actor(shared, &worker, pid);
+    }
+    CURRENT.with(|c| c.set(std::ptr::null()));
+}
+
+fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
+    let tick = w.tick.get().wrapping_add(1);
+    w.tick.set(tick);
+    let queues = &shared.queues[w.id];
+    if let Some(pid) = queues.pinned.pop_front() {
+        return Some(pid);
+    }
+    if w.lifo_streak.get() < LIFO_STREAK {
+        if let Some(pid) = w.next.take() {
+            w.lifo_streak.set(w.lifo_streak.get() + 1);
+            return Some(pid);
+        }
+    } else if let Some(pid) = w.next.take() {
+        // Streak spent: the next-slot actor yields its turn to the queue.
+        queues.local.push_back(pid);
+    }
+    w.lifo_streak.set(0);
+    if tick.is_multiple_of(INJECTOR_TICK) {
+        if let Some(pid) = shared.injector.pop_front() {
+            return Some(pid);
+        }
+    }
+    let local = if tick.is_multiple_of(FAIRNESS_TICK) { queues.local.pop_back() } else { queues.local.pop_front() };
+    if let Some(pid) = local {
+        return Some(pid);
+    }
+    if let Some(pid) = shared.injector.pop_front() {
+        return Some(pid);
+    }
+    steal(shared, w, steal_buf)
+}
+
+fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
+    let n = shared.queues.len();
+    for k in 1..n {
+        let victim = (w.id + k) % n;
+        shared.queues[victim].local.steal_into(buf);
+        if let Some(first) = buf.pop() {
+            let own = &shared.queues[w.id].local;
+            // Keep the stolen order: the victim's oldest runs last.
+            for pid in buf.drain(..).rev() {
+                own.push_front(pid);
+            }
+            return Some(first);
+        }
+    }
+    None
+}
+
+enum Idle {
+    Continue,
+    Done,
+}
+
+fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
+    match shared.verdict(w.id) {
+        Verdict::AllDone => {
+            shared.timers.lock().clear(&shared.coord);
+            // Terminal wake: siblings parked on a now-stale picture re-run
+            // the verdict and reach AllDone themselves.
+            shared.coord.wake_all();
+            return Idle::Done;
+        }
+        Verdict::Sweep => {
+            shared.root_exit_sweep();
+            return Idle::Continue;
+        }
+        Verdict::Idle => {}
+    }
+    // Timekeeper: at most one idle scheduler parks toward the earliest
+    // deadline; peek and arm under the timers lock (park (I4)).
+    let tk_deadline = {
+        let timers = shared.timers.lock();
+        timers.peek_deadline().filter(|d| shared.coord.try_arm_timer(w.id, *d))
+    };
+    let result = shared.coord.park(w.id, tk_deadline, || shared.work_visible(w.id));
+    if tk_deadline.is_some() {
+        // Hand the role back before firing, so an insert made by what we
+        // fire sees no stale holder.
+        shared.coord.disarm_timer(w.id);
+        shared.fire_due_timers(false);
+    } else if result == ParkResult::TimedOut {
+        shared.fire_due_timers(false);
+    }
+    Idle::Continue
+}
+
+/// Resume `pid` until it switches back, then act on its intent.
+fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
+    let Some(slot) = shared.slots.get(pid.index()) else { return };
+    debug_assert_eq!(slot.word.load().generation(), pid.generation(), "queued a stale pid");
+    slot.word.start_running();
+    w.current.set(Some(pid));
+    crate::stack::set_running_pid(pid.to_bits());
+    // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)); the
+    // saved `sp` was written by its last switch out (or init_stack), on a
+    // stack it still owns; `sched_sp` is our own save cell.
+    unsafe {
+        let sp = slot.runner().sp;
+        crate::context::switch(w.sched_sp.as_ptr(), sp);
+    }
+    crate::stack::set_running_pid(0);
+    w.current.set(None);
+    match w.intent.get() {
+        Intent::Yield => {
+            slot.word.requeue();
+            shared.enqueue_yielded(w, pid, slot);
+        }
+        Intent::Park => {
+            if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
+                shared.enqueue_yielded(w, pid, slot);
+            }
+        }
+        Intent::Exit => {
+            let outcome = w.exit_outcome.take().unwrap_or(Outcome::Exit);
+            finalize(shared, pid, slot, outcome);
+        }
+    }
+}
+
+/// The actor has switched away for the last time: release its stack, record
+/// its outcome, wake its joiner, recycle the slot if no handle remains, and
+/// only then count it out of `live_actors` (the termination verdict's
+/// soundness rests on this order, runtime (I2)).
+fn finalize(shared: &Shared, pid: Pid, slot: &Slot, outcome: Outcome) {
+    // SAFETY: the actor has switched away for the last time, so this
+    // scheduler is its exclusive owner (slot (I2)) and nothing runs on the
+    // stack any more (stack (I2)).
+    let runner = unsafe { slot.runner() };
+    if let Some(stack) = runner.stack.take() {
+        shared.stacks.give_back(stack);
+    }
+    runner.entry = None;
+    slot.stop.store(false, Ordering::Relaxed);
+    slot.word.finish();
+    let (joiner, recycle, dropped) = {
+        let mut cold = slot.cold.lock();
+        let joiner = cold.joiner.take();
+        cold.parent = None;
+        if cold.handle_alive {
+            cold.outcome = Some(outcome);
+            (joiner, false, None)
+        } else {
+            (joiner, true, Some(outcome))
+        }
+    };
+    if let Some((joiner, epoch)) = joiner {
+        shared.unpark_at(joiner, epoch);
+    }
+    if recycle {
+        slot.word.recycle();
+        shared.slots.release(pid.index());
+    }
+    if shared.is_root(pid) {
+        shared.root_exited.store(true, Ordering::Release);
+    }
+    // A detached actor's panic payload is dropped here, on the scheduler
+    // stack, before the actor stops counting as live.
+    drop(dropped);
+    shared.live_actors.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// The entry function of every actor stack: run the closure, catch every
+/// unwind (context (I1)), hand the outcome to the scheduler, switch away
+/// for good.
+///
+/// # Safety
+///
+/// `arg` must point to the `Slot` of the actor this stack belongs to, and
+/// the calling context must be that actor's first resume by a scheduler.
+pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
+    // SAFETY: per the contract, `arg` is this actor's slot; slots outlive
+    // their actors (the table is dropped after the runtime finishes).
+    let slot = unsafe { &*arg.cast::<Slot>() };
+    // SAFETY: this actor is running, so it owns its runner cells (slot (I2)).
+    let entry = unsafe { slot.runner() }.entry.take();
+    let outcome = match entry {
+        Some(f) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(()) => Outcome::Exit,
+            Err(payload) if payload.is::<crate::actor::StopSignal>() => Outcome::Stopped,
+            Err(payload) => Outcome::Panic(payload),
+        },
+        None => Outcome::Exit,
+    };
+    let sched_sp = super::with_worker(|w, _| {
+        w.exit_outcome.set(Some(outcome));
+        w.intent.set(Intent::Exit);
+        w.sched_sp.get()
+    });
+    if let Some(sched_sp) = sched_sp {
+        crate::sync::assert_no_locks_held();
+        // SAFETY: `sched_sp` is the scheduler that resumed us, parked in
+        // `run_actor` waiting for this switch; our own save cell is written
+        // but never read again (the stack is released).
+        unsafe { crate::context::switch(slot.sp_ptr(), sched_sp) };
+    }
+    // Unreachable: a finished actor is never resumed.
+    std::process::abort()
+}

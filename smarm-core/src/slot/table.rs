@@ -1,0 +1,162 @@
+//! The slab of slots: segments allocated on demand, a free list, and the
+//! runner-owned cells of each slot.
+
+use super::word::SlotWord;
+use super::Cold;
+use crate::actor::SpawnError;
+use crate::loom::{AtomicBool, AtomicU32};
+use crate::stack::Stack;
+use crate::sync::{LockClass, RawMutex};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+const SEGMENT_BITS: u32 = 12;
+const SEGMENT_LEN: usize = 1 << SEGMENT_BITS;
+
+/// The entry closure of an actor that has not started yet.
+pub(crate) type Entry = Box<dyn FnOnce() + Send + 'static>;
+
+/// Data owned by whoever holds the actor Queued or Running (slot (I1),
+/// (I2)), or by the spawner before the first enqueue.
+pub(crate) struct Runner {
+    /// Saved stack pointer while the actor is switched out.
+    pub(crate) sp: *mut u8,
+    /// The actor's stack, from spawn to finalisation.
+    pub(crate) stack: Option<Stack>,
+    /// The closure to run, taken by the entry function.
+    pub(crate) entry: Option<Entry>,
+}
+
+/// One actor's slot.
+pub(crate) struct Slot {
+    pub(crate) word: SlotWord,
+    /// Set by `request_stop`; observed by the actor at its safepoints.
+    pub(crate) stop: AtomicBool,
+    /// Scheduler id + 1 this actor must resume on, or 0 (scheduler docs:
+    /// pinned while unwinding). Written by the actor before it switches out.
+    pub(crate) pinned: AtomicU32,
+    runner: UnsafeCell<Runner>,
+    pub(crate) cold: RawMutex<Cold>,
+}
+
+// SAFETY: `runner` is accessed only by the exclusive owner named in its
+// doc (slot (I1), (I2)); everything else is atomic or behind the RawMutex.
+unsafe impl Sync for Slot {}
+// SAFETY: as above; the raw `sp` is an address in a stack the slot owns.
+unsafe impl Send for Slot {}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            word: SlotWord::vacant(1),
+            stop: AtomicBool::new(false),
+            pinned: AtomicU32::new(0),
+            runner: UnsafeCell::new(Runner { sp: std::ptr::null_mut(), stack: None, entry: None }),
+            cold: RawMutex::new(LockClass::Leaf, Cold::default()),
+        }
+    }
+
+    /// The runner-owned cells.
+    ///
+    /// # Safety
+    ///
+    /// The caller must be the actor's exclusive owner: the spawner before
+    /// the first enqueue, the scheduler that popped it (or the actor itself
+    /// while it runs), per slot (I1)/(I2). No other reference from this
+    /// method may be live.
+    #[allow(clippy::mut_from_ref)] // exclusivity is the caller's contract
+    pub(crate) unsafe fn runner(&self) -> &mut Runner {
+        // SAFETY: exclusivity is the caller's contract (see above).
+        unsafe { &mut *self.runner.get() }
+    }
+
+    /// Raw pointer to the saved stack pointer, for the context switch.
+    pub(crate) fn sp_ptr(&self) -> *mut *mut u8 {
+        // SAFETY: only the address is taken; no reference is created.
+        unsafe { &raw mut (*self.runner.get()).sp }
+    }
+}
+
+struct FreeList {
+    recycled: Vec<u32>,
+    next_fresh: usize,
+}
+
+/// All slots of one runtime.
+pub(crate) struct SlotTable {
+    segments: Box<[AtomicPtr<Slot>]>,
+    free: RawMutex<FreeList>,
+    capacity: usize,
+}
+
+impl SlotTable {
+    pub(crate) fn new(capacity: usize) -> Self {
+        let n = capacity.div_ceil(SEGMENT_LEN);
+        SlotTable {
+            segments: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            free: RawMutex::new(LockClass::Leaf, FreeList { recycled: Vec::new(), next_fresh: 0 }),
+            capacity,
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The slot at `index`, if its segment exists.
+    #[inline]
+    pub(crate) fn get(&self, index: u32) -> Option<&Slot> {
+        let index = index as usize;
+        let seg = self.segments.get(index >> SEGMENT_BITS)?.load(Ordering::Acquire);
+        if seg.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null segment pointer was published (Release) after
+        // its SEGMENT_LEN slots were initialised, and segments are freed
+        // only when the table is dropped.
+        Some(unsafe { &*seg.add(index & (SEGMENT_LEN - 1)) })
+    }
+
+    /// Take a vacant slot index, growing the table by a segment if needed.
+    pub(crate) fn alloc(&self) -> Result<u32, SpawnError> {
+        let mut free = self.free.lock();
+        if let Some(i) = free.recycled.pop() {
+            return Ok(i);
+        }
+        let i = free.next_fresh;
+        if i >= self.capacity {
+            return Err(SpawnError::AtCapacity { max_actors: self.capacity });
+        }
+        let seg = &self.segments[i >> SEGMENT_BITS];
+        if seg.load(Ordering::Acquire).is_null() {
+            let slots: Box<[Slot]> = (0..SEGMENT_LEN).map(|_| Slot::new()).collect();
+            seg.store(Box::into_raw(slots).cast::<Slot>(), Ordering::Release);
+        }
+        free.next_fresh = i + 1;
+        Ok(i as u32)
+    }
+
+    /// Put a recycled (Vacant) slot back on the free list.
+    pub(crate) fn release(&self, index: u32) {
+        self.free.lock().recycled.push(index);
+    }
+
+    /// Indices that have ever held an actor (for sweeps).
+    pub(crate) fn high_water(&self) -> usize {
+        self.free.lock().next_fresh
+    }
+}
+
+impl Drop for SlotTable {
+    fn drop(&mut self) {
+        for seg in self.segments.iter() {
+            let p = seg.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: `p` came from `Box::into_raw` of a SEGMENT_LEN
+                // boxed slice in `alloc`, and `&mut self` means no slot
+                // reference is live.
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, SEGMENT_LEN)) });
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! Actor stacks: `mmap`ed in chunks, a guard page below each stack,
+//! recycled through a pool, and overflow reported by actor.
+//!
+//! # Design
+//!
+//! A stack is `size` usable bytes (default 256 KiB, virtual: an actor pays
+//! only for the pages it touches) above a 4 KiB guard page. Stacks are
+//! carved from chunks of 64 mapped with one `mmap`
+//! (`MAP_NORESERVE`), so spawning normally costs a pop from the pool's free
+//! list, not a syscall.
+//!
+//! The guard page must not cost a kernel mapping: `vm.max_map_count` (65,530
+//! on a stock kernel) caps the mappings of a process, and an `mprotect`ed
+//! guard splits a mapping in two, which would cap live actors near 32,000.
+//! Where the kernel supports it (Linux 6.13+), guards are installed with
+//! `madvise(MADV_GUARD_INSTALL)`, which marks page-table entries and leaves
+//! the chunk one mapping. On older kernels the guard falls back to
+//! `mprotect(PROT_NONE)`, and the pool counts the mappings it creates
+//! against the budget read from `/proc/sys/vm/max_map_count`: running out is
+//! a [`SpawnError`](crate::SpawnError) naming the limit, never a crash.
+//!
+//! A fault inside a guard page is reported by `overflow.rs` as a stack
+//! overflow in the actor that was running, then the process aborts (as
+//! Rust does for a thread's stack overflow).
+//!
+//! # Invariants
+//!
+//! - (I1) Chunks are never unmapped, so a guard address recorded for the
+//!   overflow handler stays valid for the life of the process.
+//! - (I2) A stack is owned by at most one actor, from the pool's `take` to
+//!   its `give_back` after the actor's last switch away from it.
+//! - (I3) Free stacks beyond the pool's warm set have their pages returned
+//!   to the kernel (`MADV_DONTNEED`) when a runtime finishes; the guards
+//!   survive that (guard markers are kept by `MADV_DONTNEED`).
+//!
+//! # Safety
+//!
+//! `mmap`, `madvise`, `mprotect` and the signal handler live here. A
+//! [`Stack`] is a plain address range; handing one to the context switch is
+//! sound because of (I1) and (I2).
+
+mod overflow;
+mod pool;
+
+pub(crate) use overflow::{ensure_altstack, install_overflow_handler, set_running_pid};
+pub(crate) use pool::StackPool;
+
+/// Size of the guard page below every stack.
+pub(crate) const GUARD_SIZE: usize = 4096;
+/// Page size assumed for rounding stack sizes.
+pub(crate) const PAGE_SIZE: usize = 4096;
+
+/// One actor stack: `size` usable bytes starting at `base` (the guard page
+/// sits just below `base`).
+#[derive(Debug)]
+pub(crate) struct Stack {
+    base: *mut u8,
+    size: usize,
+}
+
+// SAFETY: a Stack is an address range owned by one actor at a time (I2);
+// moving that ownership between threads is what the scheduler does.
+unsafe impl Send for Stack {}
+
+impl Stack {
+    /// The highest address (exclusive): where the stack starts growing down.
+    pub(crate) fn top(&self) -> *mut u8 {
+        self.base.wrapping_add(self.size)
+    }
+}

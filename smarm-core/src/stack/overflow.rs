@@ -1,0 +1,209 @@
+//! Stack-overflow reporting: a `SIGSEGV`/`SIGBUS` handler on an alternate
+//! signal stack that recognises our guard pages and names the actor.
+//!
+//! The handler is async-signal-safe: it reads atomics and a `const`
+//! thread-local, formats into a stack buffer and calls `write(2)` and
+//! `abort(3)`. A fault that is not in one of our guard pages is handed to
+//! the previously installed handler (Rust's own thread-stack handler, or
+//! the default action) by restoring it and returning, which re-runs the
+//! faulting instruction.
+
+use super::GUARD_SIZE;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
+
+/// Most chunks the handler can recognise (64 stacks each: 4M stacks).
+const MAX_CHUNKS: usize = 65_536;
+
+struct ChunkRecord {
+    base: AtomicUsize,
+    len: AtomicUsize,
+    stride: AtomicUsize,
+}
+
+#[allow(clippy::declare_interior_mutable_const)] // only used to build the array
+const EMPTY_RECORD: ChunkRecord =
+    ChunkRecord { base: AtomicUsize::new(0), len: AtomicUsize::new(0), stride: AtomicUsize::new(0) };
+
+static CHUNKS: [ChunkRecord; MAX_CHUNKS] = [EMPTY_RECORD; MAX_CHUNKS];
+static CHUNK_COUNT: AtomicUsize = AtomicUsize::new(0);
+static REGISTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+std::thread_local! {
+    /// The pid (index << 32 | generation) of the actor running on this
+    /// thread, or 0. Written by the scheduler around every resume.
+    static RUNNING: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Record the actor now running on this thread (0 = none).
+#[inline]
+pub(crate) fn set_running_pid(bits: u64) {
+    RUNNING.with(|r| r.set(bits));
+}
+
+/// Make a new chunk's guard pages known to the handler.
+pub(crate) fn register_chunk(base: usize, len: usize, stride: usize) {
+    let _serial = REGISTER.lock().unwrap_or_else(|e| e.into_inner());
+    let i = CHUNK_COUNT.load(Ordering::Relaxed);
+    if i >= MAX_CHUNKS {
+        return; // beyond the table: such a fault is reported as a plain SIGSEGV
+    }
+    CHUNKS[i].base.store(base, Ordering::Relaxed);
+    CHUNKS[i].len.store(len, Ordering::Relaxed);
+    CHUNKS[i].stride.store(stride, Ordering::Relaxed);
+    CHUNK_COUNT.store(i + 1, Ordering::Release);
+}
+
+fn in_guard_page(addr: usize) -> bool {
+    let n = CHUNK_COUNT.load(Ordering::Acquire);
+    CHUNKS[..n].iter().any(|c| {
+        let base = c.base.load(Ordering::Relaxed);
+        let len = c.len.load(Ordering::Relaxed);
+        let stride = c.stride.load(Ordering::Relaxed);
+        addr >= base && addr < base + len && (addr - base) % stride < GUARD_SIZE
+    })
+}
+
+static INSTALL: Once = Once::new();
+static mut PREV_SEGV: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
+static mut PREV_BUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
+
+/// Install the handler for the process (once), keeping the previous ones.
+pub(crate) fn install_overflow_handler() {
+    INSTALL.call_once(|| {
+        // SAFETY: (1) `sa` is fully initialised before use; (2) the PREV
+        // statics are written here, inside `call_once`, before the handler
+        // that reads them can run (it is installed by this same call);
+        // (3) `handler` has the signature SA_SIGINFO requires.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGSEGV, &sa, (&raw mut PREV_SEGV).cast());
+            libc::sigaction(libc::SIGBUS, &sa, (&raw mut PREV_BUS).cast());
+        }
+    });
+}
+
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    if in_guard_page(addr) {
+        let pid = RUNNING.with(|r| r.get());
+        report_overflow(pid);
+        // SAFETY: abort is async-signal-safe and does not return.
+        unsafe { libc::abort() };
+    }
+    // Not ours: restore the previous disposition and return, so the fault
+    // re-runs into it.
+    // SAFETY: the PREV statics were initialised by `install_overflow_handler`
+    // before this handler could be installed; sigaction is signal-safe.
+    unsafe {
+        let prev = if sig == libc::SIGBUS { (&raw const PREV_BUS) } else { (&raw const PREV_SEGV) };
+        libc::sigaction(sig, prev.cast(), std::ptr::null_mut());
+    }
+}
+
+/// Write "smarm: stack overflow in actor <0.I.G>" to stderr without
+/// allocating.
+fn report_overflow(pid: u64) {
+    let mut buf = [0u8; 160];
+    let mut n = 0;
+    let mut put = |bytes: &[u8]| {
+        for &b in bytes {
+            if n < buf.len() {
+                buf[n] = b;
+                n += 1;
+            }
+        }
+    };
+    put(b"\nsmarm: stack overflow in actor <0.");
+    put(decimal(pid >> 32).as_bytes_trimmed());
+    put(b".");
+    put(decimal(pid & 0xffff_ffff).as_bytes_trimmed());
+    put(b">; raise runtime::Config::stack_size or reduce recursion. Aborting.\n");
+    // SAFETY: `buf[..n]` is initialised memory we own; write(2) is
+    // async-signal-safe.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, buf.as_ptr().cast(), n);
+    }
+}
+
+struct Decimal {
+    digits: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    fn as_bytes_trimmed(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
+fn decimal(mut v: u64) -> Decimal {
+    let mut d = Decimal { digits: [b'0'; 20], start: 19 };
+    let mut i = 20;
+    loop {
+        i -= 1;
+        d.digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    d.start = i;
+    d
+}
+
+/// An alternate signal stack this thread installed (freed on drop).
+pub(crate) struct AltStack {
+    mapping: *mut libc::c_void,
+    len: usize,
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        // SAFETY: disable the alt stack before unmapping it; both calls act
+        // on this thread's own alt stack, which we mapped.
+        unsafe {
+            let ss = libc::stack_t { ss_sp: std::ptr::null_mut(), ss_flags: libc::SS_DISABLE, ss_size: 0 };
+            libc::sigaltstack(&ss, std::ptr::null_mut());
+            libc::munmap(self.mapping, self.len);
+        }
+    }
+}
+
+/// Make sure this thread has an alternate signal stack (Rust gives its own
+/// threads one; a foreign thread may not have it), so the handler can run
+/// when the actor's stack is exhausted.
+pub(crate) fn ensure_altstack() -> Option<AltStack> {
+    // SAFETY: querying the current alt stack writes only into `old`.
+    let mut old: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::sigaltstack(std::ptr::null(), &mut old) };
+    if old.ss_flags & libc::SS_DISABLE == 0 {
+        return None;
+    }
+    let len = 64 * 1024;
+    // SAFETY: a fresh anonymous mapping.
+    let mapping = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if mapping == libc::MAP_FAILED {
+        return None;
+    }
+    let ss = libc::stack_t { ss_sp: mapping, ss_flags: 0, ss_size: len };
+    // SAFETY: `ss` describes the mapping we own for this thread's lifetime
+    // (the returned AltStack unmaps it only after disabling it).
+    unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
+    Some(AltStack { mapping, len })
+}

@@ -1,0 +1,187 @@
+//! The stack pool: chunked `mmap`, guard installation, the mapping budget.
+
+use super::{overflow, Stack, GUARD_SIZE, PAGE_SIZE};
+use crate::actor::SpawnError;
+use crate::sync::{LockClass, RawMutex};
+
+/// Stacks carved from one `mmap`.
+const STACKS_PER_CHUNK: usize = 64;
+/// Free stacks kept resident when a runtime finishes (I3).
+const WARM_STACKS: usize = 256;
+/// `madvise` advice that installs guard markers (Linux 6.13+).
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+/// Mappings left to the rest of the process when budgeting ours.
+const MAP_RESERVE: usize = 4096;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GuardKind {
+    /// Page-table guard markers: one mapping per chunk.
+    Marker,
+    /// `mprotect(PROT_NONE)`: two mappings per stack.
+    Protect,
+}
+
+struct PoolState {
+    free: Vec<*mut u8>,
+    guard: Option<GuardKind>,
+    /// Mappings this pool created (an upper bound of what it costs).
+    maps_used: usize,
+}
+
+/// A pool of equally sized stacks, shared by the runtimes that use that
+/// size.
+pub(crate) struct StackPool {
+    size: usize,
+    state: RawMutex<PoolState>,
+    max_map_count: usize,
+}
+
+// SAFETY: the raw pointers in `free` are addresses of stacks the pool owns
+// (I2); they are only handed out under the pool lock.
+unsafe impl Send for StackPool {}
+// SAFETY: as above; all access goes through the RawMutex.
+unsafe impl Sync for StackPool {}
+
+impl StackPool {
+    /// A pool of stacks of `size` usable bytes (rounded up to pages).
+    pub(crate) fn new(size: usize) -> Self {
+        let size = size.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        StackPool {
+            size,
+            state: RawMutex::new(
+                LockClass::Pool,
+                PoolState { free: Vec::new(), guard: None, maps_used: 0 },
+            ),
+            max_map_count: read_max_map_count(),
+        }
+    }
+
+    /// Usable size of each stack.
+    pub(crate) fn stack_size(&self) -> usize {
+        self.size
+    }
+
+    /// Take a stack, mapping a new chunk if the free list is empty.
+    pub(crate) fn take(&self) -> Result<Stack, SpawnError> {
+        let mut state = self.state.lock();
+        if let Some(base) = state.free.pop() {
+            return Ok(Stack { base, size: self.size });
+        }
+        self.grow(&mut state)?;
+        match state.free.pop() {
+            Some(base) => Ok(Stack { base, size: self.size }),
+            None => Err(SpawnError::OutOfMemory { stack_size: self.size }),
+        }
+    }
+
+    /// Return a stack no actor runs on any more (I2).
+    pub(crate) fn give_back(&self, stack: Stack) {
+        debug_assert_eq!(stack.size, self.size);
+        self.state.lock().free.push(stack.base);
+    }
+
+    /// Return the pages of free stacks beyond the warm set to the kernel
+    /// (I3). Called when a runtime finishes.
+    pub(crate) fn trim(&self) {
+        let state = self.state.lock();
+        let n = state.free.len();
+        if n <= WARM_STACKS {
+            return;
+        }
+        // The oldest entries are at the front (take pops from the back).
+        for &base in &state.free[..n - WARM_STACKS] {
+            // SAFETY: `base..base+size` is a free stack of ours (I2): no
+            // actor runs on it, so discarding its contents is unobservable.
+            unsafe {
+                libc::madvise(base.cast(), self.size, libc::MADV_DONTNEED);
+            }
+        }
+    }
+
+    fn grow(&self, state: &mut PoolState) -> Result<(), SpawnError> {
+        let stride = self.size + GUARD_SIZE;
+        let len = stride * STACKS_PER_CHUNK;
+        let cost = match state.guard {
+            Some(GuardKind::Protect) => 2 * STACKS_PER_CHUNK,
+            _ => 1,
+        };
+        let budget = self.max_map_count.saturating_sub(MAP_RESERVE);
+        if state.maps_used + cost > budget {
+            return Err(SpawnError::MapLimit { max_map_count: self.max_map_count });
+        }
+        // SAFETY: a fresh anonymous private mapping; no existing memory is
+        // touched. MAP_NORESERVE: pages are committed only when touched.
+        let chunk = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if chunk == libc::MAP_FAILED {
+            let err = std::io::Error::last_os_error();
+            return Err(if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
+                SpawnError::MapLimit { max_map_count: self.max_map_count }
+            } else {
+                SpawnError::OutOfMemory { stack_size: self.size }
+            });
+        }
+        let chunk = chunk.cast::<u8>();
+        let kind = match state.guard {
+            Some(kind) => kind,
+            None => {
+                let kind = probe_guard_kind(chunk);
+                state.guard = Some(kind);
+                kind
+            }
+        };
+        for i in 0..STACKS_PER_CHUNK {
+            let guard = chunk.wrapping_add(i * stride);
+            // SAFETY: `guard..guard+GUARD_SIZE` lies inside the chunk we
+            // just mapped and nothing uses it yet.
+            let rc = unsafe {
+                match kind {
+                    GuardKind::Marker => libc::madvise(guard.cast(), GUARD_SIZE, MADV_GUARD_INSTALL),
+                    GuardKind::Protect => libc::mprotect(guard.cast(), GUARD_SIZE, libc::PROT_NONE),
+                }
+            };
+            if rc != 0 {
+                // SAFETY: unmapping the chunk we just mapped; no stack of it
+                // has been handed out.
+                unsafe { libc::munmap(chunk.cast(), len) };
+                return Err(SpawnError::MapLimit { max_map_count: self.max_map_count });
+            }
+        }
+        state.maps_used += if kind == GuardKind::Protect { 2 * STACKS_PER_CHUNK } else { 1 };
+        overflow::register_chunk(chunk as usize, len, stride);
+        // Push in reverse so the lowest stack is handed out first.
+        for i in (0..STACKS_PER_CHUNK).rev() {
+            state.free.push(chunk.wrapping_add(i * stride + GUARD_SIZE));
+        }
+        Ok(())
+    }
+}
+
+/// Does this kernel support guard markers? Tried on the first guard page
+/// of the first chunk.
+fn probe_guard_kind(chunk: *mut u8) -> GuardKind {
+    // SAFETY: the first page of a chunk we own and have not handed out;
+    // the marker is what `grow` installs there next anyway.
+    let rc = unsafe { libc::madvise(chunk.cast(), GUARD_SIZE, MADV_GUARD_INSTALL) };
+    if rc == 0 {
+        GuardKind::Marker
+    } else {
+        GuardKind::Protect
+    }
+}
+
+/// `vm.max_map_count`, or the kernel default if it cannot be read.
+fn read_max_map_count() -> usize {
+    std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(65_530)
+}

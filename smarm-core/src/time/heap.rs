@@ -1,0 +1,172 @@
+//! The timer heap: a min-heap of `(deadline, seq)` entries, with an armed
+//! set that makes cancellation O(1) and firing at-most-once.
+
+use crate::actor::Pid;
+use crate::park::Coordinator;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashSet};
+use std::time::Instant;
+
+/// Identifies an armed timer, for [`TimerHeap::cancel`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct TimerId(u64);
+
+/// What an expired timer does.
+pub(crate) enum TimerAction {
+    /// Wake `pid` for wait `epoch` (sleep, and the deadline of a bounded
+    /// wait). A stale epoch makes it a no-op at the slot word.
+    Wake { epoch: u32 },
+}
+
+pub(crate) struct Entry {
+    pub(crate) deadline: Instant,
+    seq: u64,
+    pub(crate) pid: Pid,
+    pub(crate) action: TimerAction,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline && self.seq == other.seq
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.deadline, self.seq).cmp(&(other.deadline, other.seq))
+    }
+}
+
+/// All timers of a runtime. Lives under the runtime's Timers-class lock,
+/// which is also the serialization the coordinator's timekeeper protocol
+/// requires (park (I4)).
+#[derive(Default)]
+pub(crate) struct TimerHeap {
+    heap: BinaryHeap<Reverse<Entry>>,
+    next_seq: u64,
+    /// Timers neither fired nor cancelled. An entry not in here is skipped.
+    armed: HashSet<u64>,
+}
+
+impl TimerHeap {
+    /// Arm a timer and note its deadline with the coordinator.
+    pub(crate) fn insert(
+        &mut self,
+        coord: &Coordinator,
+        deadline: Instant,
+        pid: Pid,
+        action: TimerAction,
+    ) -> TimerId {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.heap.push(Reverse(Entry { deadline, seq, pid, action }));
+        self.armed.insert(seq);
+        coord.note_deadline(deadline);
+        TimerId(seq)
+    }
+
+    /// Disarm a timer. `true` if it was still armed (it will not fire).
+    pub(crate) fn cancel(&mut self, coord: &Coordinator, id: TimerId) -> bool {
+        let was_armed = self.armed.remove(&id.0);
+        if was_armed && self.armed.is_empty() {
+            // Nothing armed: drop the cancelled entries now so the deadline
+            // snapshot (and the root-exit sweep's "no timers" test) is exact.
+            self.heap.clear();
+            coord.refresh_deadline(None);
+        }
+        was_armed
+    }
+
+    /// Number of armed timers.
+    pub(crate) fn armed(&self) -> usize {
+        self.armed.len()
+    }
+
+    /// The earliest deadline, cancelled entries included.
+    pub(crate) fn peek_deadline(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse(e)| e.deadline)
+    }
+
+    /// Pop every armed entry due at `now` into `out`, then re-anchor the
+    /// coordinator's deadline snapshot to the new minimum.
+    pub(crate) fn pop_due(&mut self, coord: &Coordinator, now: Instant, out: &mut Vec<Entry>) {
+        while let Some(Reverse(top)) = self.heap.peek() {
+            if top.deadline > now {
+                break;
+            }
+            let Some(Reverse(entry)) = self.heap.pop() else { break };
+            if self.armed.remove(&entry.seq) {
+                out.push(entry);
+            }
+        }
+        coord.refresh_deadline(self.peek_deadline());
+    }
+
+    /// Drop every timer (the runtime is finishing).
+    pub(crate) fn clear(&mut self, coord: &Coordinator) {
+        self.heap.clear();
+        self.armed.clear();
+        coord.refresh_deadline(None);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn wake(pid: u32) -> (Pid, TimerAction) {
+        (Pid::from_parts(pid, 1), TimerAction::Wake { epoch: 0 })
+    }
+
+    #[test]
+    fn pops_in_deadline_then_insertion_order() {
+        let c = Coordinator::new(1);
+        let mut h = TimerHeap::default();
+        let t0 = Instant::now();
+        for (i, ms) in [(1u32, 30u64), (2, 10), (3, 20), (4, 10)] {
+            let (pid, a) = wake(i);
+            h.insert(&c, t0 + Duration::from_millis(ms), pid, a);
+        }
+        let mut out = Vec::new();
+        h.pop_due(&c, t0 + Duration::from_millis(25), &mut out);
+        let order: Vec<u32> = out.iter().map(|e| e.pid.index()).collect();
+        assert_eq!(order, [2, 4, 3], "earliest first, ties in insertion order");
+        assert_eq!(c.next_deadline(), Some(t0 + Duration::from_millis(30)));
+    }
+
+    #[test]
+    fn cancelled_timer_never_fires_and_cancel_is_once() {
+        let c = Coordinator::new(1);
+        let mut h = TimerHeap::default();
+        let t0 = Instant::now();
+        let (p1, a1) = wake(1);
+        let (p2, a2) = wake(2);
+        let id = h.insert(&c, t0, p1, a1);
+        h.insert(&c, t0, p2, a2);
+        assert!(h.cancel(&c, id));
+        assert!(!h.cancel(&c, id), "a second cancel reports the timer was not armed");
+        let mut out = Vec::new();
+        h.pop_due(&c, t0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].pid.index(), 2);
+        assert_eq!(h.armed(), 0);
+    }
+
+    #[test]
+    fn cancelling_the_last_armed_timer_clears_the_snapshot() {
+        let c = Coordinator::new(1);
+        let mut h = TimerHeap::default();
+        let (p, a) = wake(1);
+        let id = h.insert(&c, Instant::now() + Duration::from_secs(3600), p, a);
+        assert!(c.next_deadline().is_some());
+        assert!(h.cancel(&c, id));
+        assert_eq!(c.next_deadline(), None);
+        assert_eq!(h.peek_deadline(), None);
+    }
+}

@@ -1,0 +1,44 @@
+//! # smarm
+//!
+//! Erlang/OTP-style actors for Rust. Actors are stackful green threads:
+//! ordinary blocking-style code (`sleep`, `join`, and soon channels, mutexes
+//! and IO) that parks only the actor, on a few scheduler threads that sleep
+//! on per-thread futexes and are woken one at a time.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! smarm::run(|| {
+//!     let children: Vec<_> = (0..3u64)
+//!         .map(|i| smarm::spawn(move || smarm::sleep(Duration::from_millis(10 * i))))
+//!         .collect();
+//!     for child in children {
+//!         child.join().unwrap();
+//!     }
+//! });
+//! ```
+//!
+//! The guide (`guide/`, an mdBook) walks through the concepts; this crate
+//! re-exports `smarm-core` (the runtime), `smarm-otp` (OTP behaviours) and
+//! `smarm-macros`.
+
+pub use smarm_core::{
+    request_stop, run, self_pid, sleep, spawn, spawn_under, try_spawn, yield_now, JoinError,
+    JoinHandle, Pid, SpawnError,
+};
+
+/// Runtime construction and configuration: [`init`](runtime::init),
+/// [`Config`](runtime::Config), [`Runtime`](runtime::Runtime).
+pub mod runtime {
+    pub use smarm_core::runtime::{init, run, Config, ConfigError, Runtime};
+}
+
+/// Time: [`sleep`](time::sleep).
+pub mod time {
+    pub use smarm_core::time::sleep;
+}
+
+#[doc(hidden)]
+pub use smarm_macros as macros;
+#[doc(hidden)]
+pub use smarm_otp as otp;

@@ -1,0 +1,210 @@
+//! Spawning and joining: many actors, spawn trees, capacity, re-running.
+
+mod support;
+
+use smarm::runtime::{self, Config};
+use smarm::SpawnError;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use support::{run_with, THREADS};
+
+#[test]
+fn hundred_thousand_actors_all_joined() {
+    for threads in THREADS {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        run_with(threads, move || {
+            let handles: Vec<_> = (0..100_000)
+                .map(|_| {
+                    let r = r.clone();
+                    smarm::spawn(move || {
+                        r.fetch_add(1, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(r.load(Ordering::Relaxed), 100_000, "join returned before the actor ran");
+        });
+        assert_eq!(ran.load(Ordering::Relaxed), 100_000, "threads={threads}");
+    }
+}
+
+/// Sum 0..leaves with a 10-ary spawn tree; each node joins its children.
+fn tree(lo: u64, n: u64, sum: Arc<AtomicU64>) {
+    if n == 1 {
+        sum.fetch_add(lo, Ordering::Relaxed);
+        return;
+    }
+    let step = n / 10;
+    let children: Vec<_> = (0..10)
+        .map(|i| {
+            let sum = sum.clone();
+            smarm::spawn(move || tree(lo + i * step, step, sum))
+        })
+        .collect();
+    for c in children {
+        c.join().unwrap();
+    }
+}
+
+#[test]
+fn hundred_thousand_leaf_spawn_tree_sums_correctly() {
+    for threads in THREADS {
+        let sum = Arc::new(AtomicU64::new(0));
+        let s = sum.clone();
+        run_with(threads, move || tree(0, 100_000, s));
+        assert_eq!(sum.load(Ordering::Relaxed), 99_999 * 100_000 / 2, "threads={threads}");
+    }
+}
+
+#[test]
+fn try_spawn_past_max_actors_errors_and_runtime_keeps_working() {
+    let rt = runtime::init(Config::exact(2).max_actors(64));
+    rt.run(|| {
+        // The root holds one slot; 63 sleepers fill the rest.
+        let sleepers: Vec<_> = (0..63)
+            .map(|_| smarm::spawn(|| smarm::sleep(Duration::from_millis(50))))
+            .collect();
+        let err = smarm::try_spawn(|| {}).unwrap_err();
+        assert_eq!(err, SpawnError::AtCapacity { max_actors: 64 });
+        assert!(err.to_string().contains("max_actors = 64"), "message names the limit: {err}");
+        for s in sleepers {
+            s.join().unwrap();
+        }
+        // Joined handles free their slots: spawning works again.
+        let again: Vec<_> = (0..63).map(|_| smarm::try_spawn(|| {}).unwrap()).collect();
+        for h in again {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[test]
+#[should_panic(expected = "max_actors = 1")]
+fn spawn_past_capacity_panics_with_the_limit() {
+    runtime::init(Config::exact(1).max_actors(1)).run(|| {
+        let _ = smarm::spawn(|| {});
+    });
+}
+
+#[test]
+fn dropped_handle_detaches_and_the_actor_still_runs() {
+    for threads in THREADS {
+        let done = Arc::new(AtomicUsize::new(0));
+        let d = done.clone();
+        run_with(threads, move || {
+            for _ in 0..100 {
+                let d = d.clone();
+                drop(smarm::spawn(move || {
+                    smarm::sleep(Duration::from_millis(1));
+                    d.fetch_add(1, Ordering::Relaxed);
+                }));
+            }
+        });
+        assert_eq!(done.load(Ordering::Relaxed), 100, "run returned before detached actors finished");
+    }
+}
+
+#[test]
+fn pids_are_distinct_and_match_handles() {
+    run_with(2, || {
+        let me = smarm::self_pid();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handles: Vec<_> = (0..50)
+            .map(|_| {
+                let tx = tx.clone();
+                smarm::spawn(move || tx.send(smarm::self_pid()).unwrap())
+            })
+            .collect();
+        let pids: Vec<_> = handles.iter().map(|h| h.pid()).collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let mut seen: Vec<_> = (0..50).map(|_| rx.recv().unwrap()).collect();
+        seen.sort();
+        let mut expected = pids.clone();
+        expected.sort();
+        assert_eq!(seen, expected, "self_pid inside each actor equals its handle's pid");
+        assert!(!pids.contains(&me));
+    });
+}
+
+#[test]
+fn a_recycled_slot_gets_a_new_generation() {
+    run_with(1, || {
+        let first = smarm::spawn(|| {});
+        let p1 = first.pid();
+        first.join().unwrap();
+        let second = smarm::spawn(|| {});
+        let p2 = second.pid();
+        second.join().unwrap();
+        assert_eq!(p1.index(), p2.index(), "LIFO free list reuses the slot");
+        assert_ne!(p1, p2, "but the pid differs by generation");
+        // A stop request to the old pid must not touch the new tenant.
+        let third = smarm::spawn(|| smarm::sleep(Duration::from_millis(20)));
+        assert_eq!(third.pid().index(), p1.index());
+        smarm::request_stop(p1);
+        third.join().unwrap();
+    });
+}
+
+#[test]
+fn run_can_be_called_again_and_runtimes_on_threads_do_not_interfere() {
+    let rt = runtime::init(Config::exact(2));
+    for round in 0..3u64 {
+        let total = Arc::new(AtomicU64::new(0));
+        let t = total.clone();
+        rt.run(move || tree(0, 1_000, t));
+        assert_eq!(total.load(Ordering::Relaxed), 999 * 1_000 / 2, "round {round}");
+    }
+    let threads: Vec<_> = (0..4u64)
+        .map(|k| {
+            std::thread::spawn(move || {
+                let total = Arc::new(AtomicU64::new(0));
+                let t = total.clone();
+                runtime::init(Config::exact(2)).run(move || {
+                    tree(0, 10_000, t.clone());
+                    smarm::sleep(Duration::from_millis(k));
+                });
+                total.load(Ordering::Relaxed)
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 9_999 * 10_000 / 2);
+    }
+}
+
+#[test]
+fn spawn_under_records_a_chosen_parent() {
+    run_with(2, || {
+        let me = smarm::self_pid();
+        let h = smarm::spawn_under(me, || smarm::yield_now());
+        h.join().unwrap();
+    });
+}
+
+#[test]
+#[should_panic(expected = "must be called from inside an actor")]
+fn spawn_outside_run_panics_with_guidance() {
+    let _ = smarm::spawn(|| {});
+}
+
+#[test]
+#[should_panic(expected = "called from inside an actor")]
+fn nested_run_panics_with_guidance() {
+    run_with(1, || runtime::init(Config::exact(1)).run(|| {}));
+}
+
+#[test]
+fn invalid_config_is_an_error_naming_the_limit() {
+    let err = runtime::Runtime::new(Config::default().threads(0)).unwrap_err();
+    assert!(err.to_string().contains("1..=64"), "{err}");
+    let err = runtime::Runtime::new(Config::default().threads(65)).unwrap_err();
+    assert!(err.to_string().contains("got 65"), "{err}");
+    assert!(runtime::Runtime::new(Config::default().stack_size(1024)).is_err());
+    assert!(runtime::Runtime::new(Config::default().max_actors(0)).is_err());
+}

@@ -1,0 +1,32 @@
+//! Shared helpers for the integration tests.
+#![allow(dead_code)] // each test file uses a subset
+
+use smarm::runtime::{self, Config};
+
+/// Scheduler thread counts every runtime test runs at.
+pub const THREADS: [usize; 3] = [1, 2, 4];
+
+/// Run `f` as the root actor on a fresh runtime with `threads` schedulers.
+pub fn run_with<F: FnOnce() + Send + 'static>(threads: usize, f: F) {
+    runtime::init(Config::exact(threads)).run(f);
+}
+
+/// A small deterministic PRNG (xorshift64*), so tests need no crate.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
