@@ -192,7 +192,7 @@ impl Coordinator {
     }
 
     /// The timekeeper's armed deadline (nanos since origin).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn armed_deadline_nanos(&self) -> u64 {
         self.tk_armed.load(Ordering::Relaxed)
     }
@@ -224,7 +224,7 @@ impl Coordinator {
     }
 
     /// The snapshot as an `Instant` (`None` = no timer pending).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         let n = self.next_deadline.load(Ordering::Acquire);
         if n == NO_DEADLINE {

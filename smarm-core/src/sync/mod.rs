@@ -23,7 +23,7 @@
 //! `futex.rs` issues the raw syscall on a live `AtomicU32`; `raw_mutex.rs`
 //! hands out `&mut T` only through a guard that proves the lock is held.
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) mod futex;
 mod lock_class;
 mod raw_mutex;

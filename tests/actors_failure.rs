@@ -1,0 +1,86 @@
+//! Panics: caught at the actor's base frame, reported by join, contained.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use support::{run_with, THREADS};
+
+#[test]
+fn panicking_actor_join_returns_payload_and_others_are_unaffected() {
+    for threads in THREADS {
+        let survivors = Arc::new(AtomicUsize::new(0));
+        let s = survivors.clone();
+        run_with(threads, move || {
+            let handles: Vec<_> = (0..200u32)
+                .map(|i| {
+                    let s = s.clone();
+                    smarm::spawn(move || {
+                        smarm::yield_now();
+                        if i % 10 == 0 {
+                            panic!("actor {i} failed");
+                        }
+                        s.fetch_add(1, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            for (i, h) in handles.into_iter().enumerate() {
+                match h.join() {
+                    Ok(()) => assert_ne!(i % 10, 0, "actor {i} should have panicked"),
+                    Err(e) => {
+                        assert_eq!(i % 10, 0, "actor {i} should not have panicked");
+                        let msg = e.payload.downcast_ref::<String>().unwrap();
+                        assert_eq!(msg, &format!("actor {i} failed"));
+                        assert_eq!(e.to_string(), format!("the actor panicked: actor {i} failed"));
+                    }
+                }
+            }
+        });
+        assert_eq!(survivors.load(Ordering::Relaxed), 180, "threads={threads}");
+    }
+}
+
+#[test]
+fn non_string_payload_is_preserved() {
+    run_with(1, || {
+        let err = smarm::spawn(|| std::panic::panic_any(42u32)).join().unwrap_err();
+        assert_eq!(err.payload.downcast_ref::<u32>(), Some(&42));
+        assert!(err.to_string().contains("non-string"));
+    });
+}
+
+#[test]
+fn a_panic_in_the_root_is_reraised_by_run() {
+    let r = std::panic::catch_unwind(|| run_with(2, || panic!("root failed")));
+    let payload = r.unwrap_err();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"root failed"));
+}
+
+#[test]
+fn a_detached_panicking_actor_does_not_fail_run() {
+    run_with(2, || {
+        drop(smarm::spawn(|| panic!("nobody joins me")));
+        smarm::yield_now();
+    });
+}
+
+#[test]
+fn destructors_run_when_an_actor_panics() {
+    struct Flag(Arc<AtomicUsize>);
+    impl Drop for Flag {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let d = dropped.clone();
+    run_with(2, move || {
+        let h = smarm::spawn(move || {
+            let _flag = Flag(d);
+            smarm::yield_now();
+            panic!("unwind me");
+        });
+        assert!(h.join().is_err());
+    });
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+}

@@ -1,0 +1,70 @@
+//! Scheduler park/wake: the observable timer-latency properties, at 1, 2
+//! and 4 scheduler threads.
+//!
+//! - `sleep_fires_under_saturation`: due timers fire even when every
+//!   scheduler is busy (nobody parked, so no timekeeper): the busy-path
+//!   due-check.
+//! - `submillisecond_sleep_is_prompt`: a sub-ms sleep completes promptly
+//!   (the futex timeout carries nanoseconds).
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{run_with, THREADS};
+
+fn sleep_fires_under_saturation(threads: usize) {
+    run_with(threads, move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        // Twice as many spinners as schedulers: the run queues never empty,
+        // so no scheduler ever parks and no timekeeper exists.
+        let spinners: Vec<_> = (0..2 * threads)
+            .map(|_| {
+                let stop = stop.clone();
+                smarm::spawn(move || {
+                    let t0 = Instant::now();
+                    while !stop.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(5) {
+                        smarm::yield_now();
+                    }
+                })
+            })
+            .collect();
+        let t0 = Instant::now();
+        smarm::sleep(Duration::from_millis(10));
+        let dt = t0.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        for s in spinners {
+            let _ = s.join();
+        }
+        assert!(
+            dt < Duration::from_millis(500),
+            "10ms sleep took {dt:?} under saturation at {threads} threads: busy-path timer firing is broken"
+        );
+    });
+}
+
+fn submillisecond_sleep_is_prompt(threads: usize) {
+    run_with(threads, move || {
+        smarm::sleep(Duration::from_micros(500));
+        let t0 = Instant::now();
+        smarm::sleep(Duration::from_micros(500));
+        let dt = t0.elapsed();
+        assert!(dt >= Duration::from_micros(500), "woke early: {dt:?}");
+        assert!(dt < Duration::from_millis(100), "500µs sleep took {dt:?} at {threads} threads");
+    });
+}
+
+#[test]
+fn sleep_fires_under_saturation_at_1_2_4_threads() {
+    for threads in THREADS {
+        sleep_fires_under_saturation(threads);
+    }
+}
+
+#[test]
+fn submillisecond_sleep_is_prompt_at_1_2_4_threads() {
+    for threads in THREADS {
+        submillisecond_sleep_is_prompt(threads);
+    }
+}
