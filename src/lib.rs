@@ -42,3 +42,14 @@ pub mod time {
 pub use smarm_macros as macros;
 #[doc(hidden)]
 pub use smarm_otp as otp;
+
+/// The guide's chapters, compiled and run as doctests by `cargo test`.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../README.md")]
+    pub struct Readme;
+    #[doc = include_str!("../guide/src/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../guide/src/actors.md")]
+    pub struct Actors;
+}

@@ -1,5 +1,7 @@
 //! Panics: caught at the actor's base frame, reported by join, contained.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,7 +33,10 @@ fn panicking_actor_join_returns_payload_and_others_are_unaffected() {
                         assert_eq!(i % 10, 0, "actor {i} should not have panicked");
                         let msg = e.payload.downcast_ref::<String>().unwrap();
                         assert_eq!(msg, &format!("actor {i} failed"));
-                        assert_eq!(e.to_string(), format!("the actor panicked: actor {i} failed"));
+                        assert_eq!(
+                            e.to_string(),
+                            format!("the actor panicked: actor {i} failed")
+                        );
                     }
                 }
             }
@@ -43,7 +48,9 @@ fn panicking_actor_join_returns_payload_and_others_are_unaffected() {
 #[test]
 fn non_string_payload_is_preserved() {
     run_with(1, || {
-        let err = smarm::spawn(|| std::panic::panic_any(42u32)).join().unwrap_err();
+        let err = smarm::spawn(|| std::panic::panic_any(42u32))
+            .join()
+            .unwrap_err();
         assert_eq!(err.payload.downcast_ref::<u32>(), Some(&42));
         assert!(err.to_string().contains("non-string"));
     });

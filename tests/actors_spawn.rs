@@ -1,5 +1,7 @@
 //! Spawning and joining: many actors, spawn trees, capacity, re-running.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
 mod support;
 
 use smarm::runtime::{self, Config};
@@ -26,7 +28,11 @@ fn hundred_thousand_actors_all_joined() {
             for h in handles {
                 h.join().unwrap();
             }
-            assert_eq!(r.load(Ordering::Relaxed), 100_000, "join returned before the actor ran");
+            assert_eq!(
+                r.load(Ordering::Relaxed),
+                100_000,
+                "join returned before the actor ran"
+            );
         });
         assert_eq!(ran.load(Ordering::Relaxed), 100_000, "threads={threads}");
     }
@@ -56,7 +62,11 @@ fn hundred_thousand_leaf_spawn_tree_sums_correctly() {
         let sum = Arc::new(AtomicU64::new(0));
         let s = sum.clone();
         run_with(threads, move || tree(0, 100_000, s));
-        assert_eq!(sum.load(Ordering::Relaxed), 99_999 * 100_000 / 2, "threads={threads}");
+        assert_eq!(
+            sum.load(Ordering::Relaxed),
+            99_999 * 100_000 / 2,
+            "threads={threads}"
+        );
     }
 }
 
@@ -70,7 +80,10 @@ fn try_spawn_past_max_actors_errors_and_runtime_keeps_working() {
             .collect();
         let err = smarm::try_spawn(|| {}).unwrap_err();
         assert_eq!(err, SpawnError::AtCapacity { max_actors: 64 });
-        assert!(err.to_string().contains("max_actors = 64"), "message names the limit: {err}");
+        assert!(
+            err.to_string().contains("max_actors = 64"),
+            "message names the limit: {err}"
+        );
         for s in sleepers {
             s.join().unwrap();
         }
@@ -104,7 +117,11 @@ fn dropped_handle_detaches_and_the_actor_still_runs() {
                 }));
             }
         });
-        assert_eq!(done.load(Ordering::Relaxed), 100, "run returned before detached actors finished");
+        assert_eq!(
+            done.load(Ordering::Relaxed),
+            100,
+            "run returned before detached actors finished"
+        );
     }
 }
 
@@ -127,7 +144,10 @@ fn pids_are_distinct_and_match_handles() {
         seen.sort();
         let mut expected = pids.clone();
         expected.sort();
-        assert_eq!(seen, expected, "self_pid inside each actor equals its handle's pid");
+        assert_eq!(
+            seen, expected,
+            "self_pid inside each actor equals its handle's pid"
+        );
         assert!(!pids.contains(&me));
     });
 }
@@ -158,7 +178,11 @@ fn run_can_be_called_again_and_runtimes_on_threads_do_not_interfere() {
         let total = Arc::new(AtomicU64::new(0));
         let t = total.clone();
         rt.run(move || tree(0, 1_000, t));
-        assert_eq!(total.load(Ordering::Relaxed), 999 * 1_000 / 2, "round {round}");
+        assert_eq!(
+            total.load(Ordering::Relaxed),
+            999 * 1_000 / 2,
+            "round {round}"
+        );
     }
     let threads: Vec<_> = (0..4u64)
         .map(|k| {
@@ -179,11 +203,17 @@ fn run_can_be_called_again_and_runtimes_on_threads_do_not_interfere() {
 }
 
 #[test]
-fn spawn_under_records_a_chosen_parent() {
+fn spawn_under_runs_the_child_and_joins() {
     run_with(2, || {
         let me = smarm::self_pid();
-        let h = smarm::spawn_under(me, || smarm::yield_now());
+        let ran = Arc::new(AtomicUsize::new(0));
+        let r = ran.clone();
+        let h = smarm::spawn_under(me, move || {
+            smarm::yield_now();
+            r.fetch_add(1, Ordering::SeqCst);
+        });
         h.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
     });
 }
 

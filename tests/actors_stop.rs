@@ -1,5 +1,7 @@
 //! Cooperative stop and the root-exit sweep.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
 mod support;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -30,10 +32,20 @@ fn request_stop_unwinds_a_parked_actor_running_its_destructors() {
             let t0 = Instant::now();
             smarm::request_stop(h.pid());
             assert!(h.join().is_ok(), "a stopped actor joins Ok");
-            assert!(t0.elapsed() < Duration::from_secs(5), "stop did not wake the sleeper");
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "stop did not wake the sleeper"
+            );
         });
-        assert_eq!(dropped.load(Ordering::SeqCst), 1, "destructor ran (threads={threads})");
-        assert!(!after.load(Ordering::SeqCst), "code after the blocking call did not run");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "destructor ran (threads={threads})"
+        );
+        assert!(
+            !after.load(Ordering::SeqCst),
+            "code after the blocking call did not run"
+        );
     }
 }
 
@@ -67,7 +79,10 @@ fn stop_requested_before_the_actor_first_runs() {
         });
         smarm::request_stop(h.pid());
         h.join().unwrap();
-        assert!(!ran.load(Ordering::SeqCst), "the actor stopped at its first safepoint");
+        assert!(
+            !ran.load(Ordering::SeqCst),
+            "the actor stopped at its first safepoint"
+        );
     });
 }
 
@@ -110,7 +125,10 @@ fn stop_while_joining_leaves_the_joined_actor_running() {
         smarm::request_stop(waiter.pid());
         waiter.join().unwrap();
         smarm::sleep(Duration::from_millis(60));
-        assert!(finished.load(Ordering::SeqCst), "the joined child ran to completion");
+        assert!(
+            finished.load(Ordering::SeqCst),
+            "the joined child ran to completion"
+        );
     });
 }
 
@@ -138,8 +156,15 @@ fn root_returning_while_children_are_parked_forever_lets_run_return() {
             });
             *slot.lock().unwrap() = Some(b);
         });
-        assert!(t0.elapsed() < Duration::from_secs(10), "run hung (threads={threads})");
-        assert_eq!(dropped.load(Ordering::SeqCst), 2, "both were unwound (threads={threads})");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "run hung (threads={threads})"
+        );
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            2,
+            "both were unwound (threads={threads})"
+        );
     }
 }
 
@@ -154,6 +179,9 @@ fn root_exit_does_not_sweep_a_sleeping_child() {
                 w.store(true, Ordering::SeqCst);
             }));
         });
-        assert!(woke.load(Ordering::SeqCst), "a sleeper will wake, so it is not swept");
+        assert!(
+            woke.load(Ordering::SeqCst),
+            "a sleeper will wake, so it is not swept"
+        );
     }
 }

@@ -7,6 +7,8 @@
 //! - `submillisecond_sleep_is_prompt`: a sub-ms sleep completes promptly
 //!   (the futex timeout carries nanoseconds).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
 mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +53,10 @@ fn submillisecond_sleep_is_prompt(threads: usize) {
         smarm::sleep(Duration::from_micros(500));
         let dt = t0.elapsed();
         assert!(dt >= Duration::from_micros(500), "woke early: {dt:?}");
-        assert!(dt < Duration::from_millis(100), "500µs sleep took {dt:?} at {threads} threads");
+        assert!(
+            dt < Duration::from_millis(100),
+            "500µs sleep took {dt:?} at {threads} threads"
+        );
     });
 }
 

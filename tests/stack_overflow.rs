@@ -2,6 +2,8 @@
 //! before the process aborts. Run in a child process (the test binary
 //! re-executes itself), since the overflow ends that process.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
 use std::process::Command;
 
 const CHILD_ENV: &str = "SMARM_TEST_OVERFLOW_CHILD";
@@ -31,19 +33,33 @@ fn stack_overflow_in_an_actor_is_reported_with_its_pid() {
     }
     let exe = std::env::current_exe().unwrap();
     let out = Command::new(exe)
-        .args(["--exact", "stack_overflow_in_an_actor_is_reported_with_its_pid", "--nocapture"])
+        .args([
+            "--exact",
+            "stack_overflow_in_an_actor_is_reported_with_its_pid",
+            "--nocapture",
+        ])
         .env(CHILD_ENV, "1")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the child must not survive a stack overflow");
+    assert!(
+        !out.status.success(),
+        "the child must not survive a stack overflow"
+    );
     use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(libc::SIGABRT), "aborted, not a bare SIGSEGV: {stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGABRT),
+        "aborted, not a bare SIGSEGV: {stderr}"
+    );
     let pid = stdout
         .lines()
         .find_map(|l| l.strip_prefix("CHILD_PID="))
         .unwrap_or_else(|| panic!("child printed no pid; stdout: {stdout}; stderr: {stderr}"));
     let expected = format!("smarm: stack overflow in actor {pid}");
-    assert!(stderr.contains(&expected), "stderr lacks {expected:?}: {stderr}");
+    assert!(
+        stderr.contains(&expected),
+        "stderr lacks {expected:?}: {stderr}"
+    );
 }

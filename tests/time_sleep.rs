@@ -1,5 +1,7 @@
 //! Sleep: never early, sleepers in parallel, timers under saturation.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
 mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,9 +34,17 @@ fn thousand_sleepers_with_random_deadlines_never_wake_early() {
                 h.join().unwrap();
             }
         });
-        assert_eq!(early.load(Ordering::Relaxed), 0, "a sleeper woke early (threads={threads})");
+        assert_eq!(
+            early.load(Ordering::Relaxed),
+            0,
+            "a sleeper woke early (threads={threads})"
+        );
         // Sleeps overlap: 1,000 sleeps of up to 50 ms take ~50 ms, not 25 s.
-        assert!(t0.elapsed() < Duration::from_secs(5), "sleeps did not overlap: {:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "sleeps did not overlap: {:?}",
+            t0.elapsed()
+        );
     }
 }
 

@@ -36,7 +36,11 @@ impl Default for Config {
             .map(|n| n.get())
             .unwrap_or(1)
             .min(MAX_THREADS);
-        Config { threads, max_actors: 1 << 20, stack_size: 256 * 1024 }
+        Config {
+            threads,
+            max_actors: 1 << 20,
+            stack_size: 256 * 1024,
+        }
     }
 }
 

@@ -5,9 +5,13 @@
 //! exercise the same code the runtime runs.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 // The condvar parker backs loom builds and non-Linux targets only.
 #[cfg(loom)]

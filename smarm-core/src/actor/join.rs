@@ -21,7 +21,9 @@ pub struct JoinHandle {
 
 impl std::fmt::Debug for JoinHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JoinHandle").field("pid", &self.pid).finish()
+        f.debug_struct("JoinHandle")
+            .field("pid", &self.pid)
+            .finish()
     }
 }
 
@@ -36,7 +38,11 @@ impl JoinHandle {
             Arc::increment_strong_count(ptr);
             Arc::from_raw(ptr)
         };
-        JoinHandle { pid, shared, released: false }
+        JoinHandle {
+            pid,
+            shared,
+            released: false,
+        }
     }
 
     /// The actor's pid.

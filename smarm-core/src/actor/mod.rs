@@ -36,8 +36,8 @@ mod pid;
 
 pub use error::SpawnError;
 pub use join::JoinHandle;
-pub(crate) use outcome::{Outcome, StopSignal};
 pub use outcome::JoinError;
+pub(crate) use outcome::{Outcome, StopSignal};
 pub use pid::Pid;
 
 use crate::loom::Ordering;
@@ -74,7 +74,9 @@ pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 /// Like [`spawn`], but a full actor table or exhausted stack memory is an
 /// error instead of a panic.
 pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
-    with_current_actor("try_spawn", |me, shared| spawn_in(shared, Some(me), Box::new(f)))
+    with_current_actor("try_spawn", |me, shared| {
+        spawn_in(shared, Some(me), Box::new(f))
+    })
 }
 
 /// Like [`spawn`], but record `parent` as the new actor's parent instead of
@@ -88,7 +90,9 @@ pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnE
 /// ```
 pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let parent = parent.erase();
-    match with_current_actor("spawn_under", |_, shared| spawn_in(shared, Some(parent), Box::new(f))) {
+    match with_current_actor("spawn_under", |_, shared| {
+        spawn_in(shared, Some(parent), Box::new(f))
+    }) {
         Ok(h) => h,
         Err(e) => panic!("{e}"),
     }
@@ -147,7 +151,9 @@ pub fn request_stop<A>(pid: Pid<A>) {
 
 /// Set `pid`'s stop flag (if it is still that incarnation) and wake it.
 pub(crate) fn request_stop_in(shared: &Shared, pid: Pid) {
-    let Some(slot) = shared.slots.get(pid.index()) else { return };
+    let Some(slot) = shared.slots.get(pid.index()) else {
+        return;
+    };
     {
         // Under the cold lock so a recycle cannot slip between the check and
         // the store: finalisation clears the flag under no lock, but only
@@ -156,7 +162,10 @@ pub(crate) fn request_stop_in(shared: &Shared, pid: Pid) {
         let _cold = slot.cold.lock();
         let s = slot.word.load();
         if s.generation() != pid.generation()
-            || matches!(s.state(), crate::slot::word::State::Vacant | crate::slot::word::State::Done)
+            || matches!(
+                s.state(),
+                crate::slot::word::State::Vacant | crate::slot::word::State::Done
+            )
         {
             return;
         }
@@ -167,7 +176,11 @@ pub(crate) fn request_stop_in(shared: &Shared, pid: Pid) {
 
 /// Create an actor in `shared` (the spawner is `parent`): stack, slot,
 /// entry frame, live count, enqueue.
-pub(crate) fn spawn_in(shared: &Shared, parent: Option<Pid>, f: Entry) -> Result<JoinHandle, SpawnError> {
+pub(crate) fn spawn_in(
+    shared: &Shared,
+    parent: Option<Pid>,
+    f: Entry,
+) -> Result<JoinHandle, SpawnError> {
     let stack = shared.stacks.take()?;
     let index = match shared.slots.alloc() {
         Ok(i) => i,
@@ -178,7 +191,9 @@ pub(crate) fn spawn_in(shared: &Shared, parent: Option<Pid>, f: Entry) -> Result
     };
     let Some(slot) = shared.slots.get(index) else {
         shared.stacks.give_back(stack);
-        return Err(SpawnError::AtCapacity { max_actors: shared.slots.capacity() });
+        return Err(SpawnError::AtCapacity {
+            max_actors: shared.slots.capacity(),
+        });
     };
     // SAFETY: the slot is Vacant and was just taken off the free list, so
     // the spawner owns its runner cells until the enqueue below (slot

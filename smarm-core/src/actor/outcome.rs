@@ -39,7 +39,9 @@ pub struct JoinError {
 
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("JoinError").field("message", &panic_message(self.payload.as_ref())).finish()
+        f.debug_struct("JoinError")
+            .field("message", &panic_message(self.payload.as_ref()))
+            .finish()
     }
 }
 

@@ -29,7 +29,11 @@ pub struct Pid<A = ()> {
 
 impl<A> Pid<A> {
     pub(crate) const fn from_parts(index: u32, generation: u32) -> Self {
-        Pid { index, generation, _addr: PhantomData }
+        Pid {
+            index,
+            generation,
+            _addr: PhantomData,
+        }
     }
 
     /// The slot index.

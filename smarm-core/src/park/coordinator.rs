@@ -58,7 +58,9 @@ impl Coordinator {
     /// Encode a deadline as nanos since `origin`, saturating: at or before
     /// the origin is 0 (always due), beyond ~584 years is `NO_DEADLINE - 1`.
     pub(crate) fn deadline_nanos(&self, deadline: Instant) -> u64 {
-        let nanos = deadline.checked_duration_since(self.origin).map_or(0, |d| d.as_nanos());
+        let nanos = deadline
+            .checked_duration_since(self.origin)
+            .map_or(0, |d| d.as_nanos());
         u64::try_from(nanos).map_or(NO_DEADLINE - 1, |n| n.min(NO_DEADLINE - 1))
     }
 
@@ -106,7 +108,9 @@ impl Coordinator {
             }
             let id = 63 - mask.leading_zeros() as usize;
             let bit = 1u64 << id;
-            match self.idle.compare_exchange(mask, mask & !bit, Ordering::AcqRel, Ordering::Acquire)
+            match self
+                .idle
+                .compare_exchange(mask, mask & !bit, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
                     self.parkers[id].unpark();
@@ -162,7 +166,8 @@ impl Coordinator {
         }
         // Holder before deadline: an insert-check that sees the holder with
         // NO_DEADLINE still in place compares `new < MAX` and over-wakes.
-        self.tk_armed.store(self.deadline_nanos(deadline), Ordering::SeqCst);
+        self.tk_armed
+            .store(self.deadline_nanos(deadline), Ordering::SeqCst);
         true
     }
 

@@ -56,7 +56,10 @@ fn chain_propagation() {
                         break;
                     }
                     let cur = items.load(O::SeqCst);
-                    if cur > 0 && items.compare_exchange(cur, cur - 1, O::SeqCst, O::SeqCst).is_ok()
+                    if cur > 0
+                        && items
+                            .compare_exchange(cur, cur - 1, O::SeqCst, O::SeqCst)
+                            .is_ok()
                     {
                         consumed.fetch_add(1, O::SeqCst);
                         // The chain rule, as the scheduler loop expresses it.
@@ -106,7 +109,11 @@ fn timekeeper_handoff() {
                     assert_eq!(r, ParkResult::Woken, "re-arm wake lost");
                 }
                 c.disarm_timer(0);
-                assert_eq!(*heap_min.lock().unwrap(), near, "earlier deadline not visible");
+                assert_eq!(
+                    *heap_min.lock().unwrap(),
+                    near,
+                    "earlier deadline not visible"
+                );
             })
         };
         {

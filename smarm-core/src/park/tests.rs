@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {
     let t0 = Instant::now();
     while !cond() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "timed out waiting: {what}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "timed out waiting: {what}"
+        );
         std::thread::yield_now();
     }
 }
@@ -20,7 +23,10 @@ fn permit_before_park_returns_immediately() {
     c.wake_all();
     let t0 = Instant::now();
     assert_eq!(c.park(0, None, || false), ParkResult::Woken);
-    assert!(t0.elapsed() < Duration::from_secs(1), "park blocked despite a permit");
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "park blocked despite a permit"
+    );
 }
 
 #[test]
@@ -50,7 +56,11 @@ fn recheck_observes_own_bit_published() {
         true
     });
     assert_eq!(r, ParkResult::WorkFound);
-    assert_eq!(seen.get() & 0b10, 0b10, "bit not published before the re-check");
+    assert_eq!(
+        seen.get() & 0b10,
+        0b10,
+        "bit not published before the re-check"
+    );
 }
 
 #[test]
@@ -119,11 +129,17 @@ fn timekeeper_arm_is_exclusive_and_snapshot_readable() {
     let d1 = Instant::now() + Duration::from_secs(1);
     assert_eq!(c.armed_deadline_nanos(), NO_DEADLINE);
     assert!(c.try_arm_timer(0, d2));
-    assert!(!c.try_arm_timer(1, d1), "a second arm must fail while the role is held");
+    assert!(
+        !c.try_arm_timer(1, d1),
+        "a second arm must fail while the role is held"
+    );
     assert_eq!(c.armed_deadline_nanos(), c.deadline_nanos(d2));
     c.disarm_timer(0);
     assert_eq!(c.armed_deadline_nanos(), NO_DEADLINE);
-    assert!(c.try_arm_timer(1, d1), "the role must be re-takeable after disarm");
+    assert!(
+        c.try_arm_timer(1, d1),
+        "the role must be re-takeable after disarm"
+    );
     c.disarm_timer(1);
 }
 
@@ -135,8 +151,15 @@ fn earlier_insert_wakes_timekeeper() {
     assert!(c.try_arm_timer(0, far));
     c.timer_inserted(near); // holder not parked yet: lands as a permit
     let t0 = Instant::now();
-    assert_eq!(c.park(0, Some(far), || false), ParkResult::Woken, "re-arm wake lost");
-    assert!(t0.elapsed() < Duration::from_secs(5), "slept toward the stale deadline");
+    assert_eq!(
+        c.park(0, Some(far), || false),
+        ParkResult::Woken,
+        "re-arm wake lost"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "slept toward the stale deadline"
+    );
     c.disarm_timer(0);
 }
 
@@ -147,7 +170,11 @@ fn later_insert_does_not_wake_timekeeper() {
     let far = Instant::now() + Duration::from_secs(60);
     assert!(c.try_arm_timer(0, near));
     c.timer_inserted(far);
-    assert_eq!(c.park(0, Some(near), || false), ParkResult::TimedOut, "spurious wake");
+    assert_eq!(
+        c.park(0, Some(near), || false),
+        ParkResult::TimedOut,
+        "spurious wake"
+    );
     c.disarm_timer(0);
 }
 
@@ -188,7 +215,10 @@ fn deadline_snapshot_min_maintenance_and_due_check() {
     c.refresh_deadline(None);
     assert_eq!(c.next_deadline(), None);
     c.note_deadline(Instant::now() - Duration::from_secs(1));
-    assert!(c.deadline_due(), "a deadline before the origin is always due");
+    assert!(
+        c.deadline_due(),
+        "a deadline before the origin is always due"
+    );
 }
 
 #[test]
@@ -198,6 +228,10 @@ fn note_deadline_earlier_wakes_timekeeper() {
     let near = Instant::now() + Duration::from_millis(1);
     assert!(c.try_arm_timer(0, far));
     c.note_deadline(near);
-    assert_eq!(c.park(0, Some(far), || false), ParkResult::Woken, "re-arm wake lost");
+    assert_eq!(
+        c.park(0, Some(far), || false),
+        ParkResult::Woken,
+        "re-arm wake lost"
+    );
     c.disarm_timer(0);
 }

@@ -38,11 +38,11 @@ mod shared;
 
 pub(crate) use shared::{Shared, Verdict};
 
-pub use crate::config::{Config, ConfigError};
 use crate::actor::{spawn_in, Outcome, Pid};
+pub use crate::config::{Config, ConfigError};
 use crate::loom::Ordering;
-use std::sync::Arc;
 use crate::stack::StackPool;
+use std::sync::Arc;
 use std::sync::Arc as StdArc;
 use std::sync::Mutex as StdMutex;
 
@@ -61,7 +61,9 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("config", &self.shared.config).finish()
+        f.debug_struct("Runtime")
+            .field("config", &self.shared.config)
+            .finish()
     }
 }
 
@@ -112,7 +114,9 @@ impl Runtime {
         config.validate()?;
         crate::stack::install_overflow_handler();
         let stacks = pool_for(config.stack_size);
-        Ok(Runtime { shared: Arc::new(Shared::new(config, stacks)) })
+        Ok(Runtime {
+            shared: Arc::new(Shared::new(config, stacks)),
+        })
     }
 
     /// This runtime's configuration.

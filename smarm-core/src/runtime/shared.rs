@@ -61,7 +61,10 @@ impl Shared {
         Shared {
             slots: SlotTable::new(config.max_actors),
             queues: (0..threads)
-                .map(|_| SchedulerQueues { local: RunQueue::new(), pinned: RunQueue::new() })
+                .map(|_| SchedulerQueues {
+                    local: RunQueue::new(),
+                    pinned: RunQueue::new(),
+                })
                 .collect(),
             injector: RunQueue::new(),
             coord: Coordinator::new(threads),
@@ -209,21 +212,34 @@ impl Shared {
         if !self.root_exited.load(Ordering::Acquire) || self.root_swept.load(Ordering::Acquire) {
             return false;
         }
-        let all = if self.queues.len() == 64 { u64::MAX } else { (1u64 << self.queues.len()) - 1 };
+        let all = if self.queues.len() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.queues.len()) - 1
+        };
         (self.coord.idle_mask() | (1u64 << id)) == all
             && self.injector.len() == 0
-            && self.queues.iter().all(|q| q.local.len() == 0 && q.pinned.len() == 0)
+            && self
+                .queues
+                .iter()
+                .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
             && !self.io_in_flight()
             && self.timers.lock().armed() == 0
     }
 
     /// Stop every actor still alive (once per run).
     pub(crate) fn root_exit_sweep(&self) {
-        if self.root_swept.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if self
+            .root_swept
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return;
         }
         for index in 0..self.slots.high_water() {
-            let Some(slot) = self.slots.get(index as u32) else { continue };
+            let Some(slot) = self.slots.get(index as u32) else {
+                continue;
+            };
             let s = slot.word.load();
             if matches!(s.state(), State::Vacant | State::Done) {
                 continue;

@@ -142,11 +142,18 @@ pub(crate) fn outside_actor(what: &str) -> ! {
 /// Returns when the actor is resumed, possibly on another thread (I2).
 pub(crate) fn switch_out(intent: Intent) {
     crate::sync::assert_no_locks_held();
-    debug_assert!(preempt::preemption_enabled(), "smarm: switch while preemption is disabled");
+    debug_assert!(
+        preempt::preemption_enabled(),
+        "smarm: switch while preemption is disabled"
+    );
     let (slot_sp, sched_sp) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
         let slot = shared.slots.get(pid.index())?;
-        let pin = if std::thread::panicking() { w.id as u32 + 1 } else { 0 };
+        let pin = if std::thread::panicking() {
+            w.id as u32 + 1
+        } else {
+            0
+        };
         slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
         w.intent.set(intent);
         Some((slot.sp_ptr(), w.sched_sp.get()))
@@ -186,9 +193,11 @@ pub(crate) fn park() {
 
 /// Open a new wait for the running actor; returns its epoch.
 pub(crate) fn begin_wait() -> (Pid, u32) {
-    with_current_actor("begin_wait", |pid, shared| match shared.slots.get(pid.index()) {
-        Some(slot) => (pid, slot.word.begin_wait()),
-        None => outside_actor("begin_wait"),
+    with_current_actor("begin_wait", |pid, shared| {
+        match shared.slots.get(pid.index()) {
+            Some(slot) => (pid, slot.word.begin_wait()),
+            None => outside_actor("begin_wait"),
+        }
     })
 }
 

@@ -23,7 +23,10 @@ pub(crate) struct RunQueue {
 
 impl RunQueue {
     pub(crate) fn new() -> Self {
-        RunQueue { deque: RawMutex::new(LockClass::Queue, VecDeque::new()), len: AtomicUsize::new(0) }
+        RunQueue {
+            deque: RawMutex::new(LockClass::Queue, VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
     }
 
     /// Lock-free length reading (exact when read under a fence that pairs

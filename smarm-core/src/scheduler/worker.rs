@@ -4,11 +4,11 @@
 use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
 use crate::actor::{Outcome, Pid};
 use crate::loom::Ordering;
-use std::sync::Arc;
 use crate::park::ParkResult;
 use crate::runtime::{Shared, Verdict};
 use crate::slot::Slot;
 use std::cell::Cell;
+use std::sync::Arc;
 
 /// Run scheduler `id` of `shared` on this thread until the verdict says
 /// the runtime is done.
@@ -69,7 +69,11 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
             return Some(pid);
         }
     }
-    let local = if tick.is_multiple_of(FAIRNESS_TICK) { queues.local.pop_back() } else { queues.local.pop_front() };
+    let local = if tick.is_multiple_of(FAIRNESS_TICK) {
+        queues.local.pop_back()
+    } else {
+        queues.local.pop_front()
+    };
     if let Some(pid) = local {
         return Some(pid);
     }
@@ -120,9 +124,13 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     // deadline; peek and arm under the timers lock (park (I4)).
     let tk_deadline = {
         let timers = shared.timers.lock();
-        timers.peek_deadline().filter(|d| shared.coord.try_arm_timer(w.id, *d))
+        timers
+            .peek_deadline()
+            .filter(|d| shared.coord.try_arm_timer(w.id, *d))
     };
-    let result = shared.coord.park(w.id, tk_deadline, || shared.work_visible(w.id));
+    let result = shared
+        .coord
+        .park(w.id, tk_deadline, || shared.work_visible(w.id));
     if tk_deadline.is_some() {
         // Hand the role back before firing, so an insert made by what we
         // fire sees no stale holder.
@@ -136,8 +144,14 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
 
 /// Resume `pid` until it switches back, then act on its intent.
 fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
-    let Some(slot) = shared.slots.get(pid.index()) else { return };
-    debug_assert_eq!(slot.word.load().generation(), pid.generation(), "queued a stale pid");
+    let Some(slot) = shared.slots.get(pid.index()) else {
+        return;
+    };
+    debug_assert_eq!(
+        slot.word.load().generation(),
+        pid.generation(),
+        "queued a stale pid"
+    );
     slot.word.start_running();
     w.current.set(Some(pid));
     crate::stack::set_running_pid(pid.to_bits());

@@ -25,7 +25,8 @@ fn wake_between_begin_wait_and_park_is_never_lost() {
         };
         let commit = w.commit_park();
         let woke = waker.join().unwrap();
-        let deliveries = usize::from(commit == ParkCommit::Requeue) + usize::from(woke == Unpark::Enqueue);
+        let deliveries =
+            usize::from(commit == ParkCommit::Requeue) + usize::from(woke == Unpark::Enqueue);
         assert_eq!(deliveries, 1, "commit {commit:?}, waker {woke:?}");
         assert_eq!(w.load().state(), State::Queued);
     });
@@ -45,7 +46,11 @@ fn stale_epoch_never_wakes() {
         let _new = w.begin_wait();
         let commit = w.commit_park();
         let woke = waker.join().unwrap();
-        assert_eq!(commit, ParkCommit::Parked, "an old wait's wake ended the new wait");
+        assert_eq!(
+            commit,
+            ParkCommit::Parked,
+            "an old wait's wake ended the new wait"
+        );
         assert_ne!(woke, Unpark::Enqueue);
         assert_eq!(w.load().state(), State::Parked);
     });
@@ -65,8 +70,11 @@ fn two_wakers_enqueue_at_most_once() {
             })
             .collect();
         let commit = w.commit_park();
-        let enqueues =
-            wakers.into_iter().map(|h| h.join().unwrap()).filter(|u| *u == Unpark::Enqueue).count();
+        let enqueues = wakers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|u| *u == Unpark::Enqueue)
+            .count();
         assert_eq!(enqueues + usize::from(commit == ParkCommit::Requeue), 1);
     });
 }
@@ -83,6 +91,9 @@ fn stop_wake_racing_the_park_is_never_lost() {
         };
         let commit = w.commit_park();
         let woke = stopper.join().unwrap();
-        assert_eq!(usize::from(commit == ParkCommit::Requeue) + usize::from(woke == Unpark::Enqueue), 1);
+        assert_eq!(
+            usize::from(commit == ParkCommit::Requeue) + usize::from(woke == Unpark::Enqueue),
+            1
+        );
     });
 }

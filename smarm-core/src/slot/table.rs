@@ -51,7 +51,11 @@ impl Slot {
             word: SlotWord::vacant(1),
             stop: AtomicBool::new(false),
             pinned: AtomicU32::new(0),
-            runner: UnsafeCell::new(Runner { sp: std::ptr::null_mut(), stack: None, entry: None }),
+            runner: UnsafeCell::new(Runner {
+                sp: std::ptr::null_mut(),
+                stack: None,
+                entry: None,
+            }),
             cold: RawMutex::new(LockClass::Leaf, Cold::default()),
         }
     }
@@ -93,8 +97,16 @@ impl SlotTable {
     pub(crate) fn new(capacity: usize) -> Self {
         let n = capacity.div_ceil(SEGMENT_LEN);
         SlotTable {
-            segments: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
-            free: RawMutex::new(LockClass::Leaf, FreeList { recycled: Vec::new(), next_fresh: 0 }),
+            segments: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            free: RawMutex::new(
+                LockClass::Leaf,
+                FreeList {
+                    recycled: Vec::new(),
+                    next_fresh: 0,
+                },
+            ),
             capacity,
         }
     }
@@ -107,7 +119,10 @@ impl SlotTable {
     #[inline]
     pub(crate) fn get(&self, index: u32) -> Option<&Slot> {
         let index = index as usize;
-        let seg = self.segments.get(index >> SEGMENT_BITS)?.load(Ordering::Acquire);
+        let seg = self
+            .segments
+            .get(index >> SEGMENT_BITS)?
+            .load(Ordering::Acquire);
         if seg.is_null() {
             return None;
         }
@@ -125,7 +140,9 @@ impl SlotTable {
         }
         let i = free.next_fresh;
         if i >= self.capacity {
-            return Err(SpawnError::AtCapacity { max_actors: self.capacity });
+            return Err(SpawnError::AtCapacity {
+                max_actors: self.capacity,
+            });
         }
         let seg = &self.segments[i >> SEGMENT_BITS];
         if seg.load(Ordering::Acquire).is_null() {

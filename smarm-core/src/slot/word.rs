@@ -101,7 +101,9 @@ pub(crate) struct SlotWord(AtomicU64);
 impl SlotWord {
     /// A vacant word of generation `generation`.
     pub(crate) fn vacant(generation: u32) -> Self {
-        SlotWord(AtomicU64::new(Snapshot::pack(generation, 0, State::Vacant).0))
+        SlotWord(AtomicU64::new(
+            Snapshot::pack(generation, 0, State::Vacant).0,
+        ))
     }
 
     /// Read the word.
@@ -111,11 +113,17 @@ impl SlotWord {
 
     /// The one CAS loop every transition goes through: `f` maps the current
     /// reading to the next one, or `None` to leave the word alone.
-    fn transition(&self, mut f: impl FnMut(Snapshot) -> Option<Snapshot>) -> Result<Snapshot, Snapshot> {
+    fn transition(
+        &self,
+        mut f: impl FnMut(Snapshot) -> Option<Snapshot>,
+    ) -> Result<Snapshot, Snapshot> {
         let mut cur = self.load();
         loop {
             let Some(next) = f(cur) else { return Err(cur) };
-            match self.0.compare_exchange_weak(cur.0, next.0, Ordering::AcqRel, Ordering::Acquire) {
+            match self
+                .0
+                .compare_exchange_weak(cur.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+            {
                 Ok(_) => return Ok(cur),
                 Err(actual) => cur = Snapshot(actual),
             }
@@ -176,8 +184,9 @@ impl SlotWord {
         match r {
             Ok(prev) if prev.state() == State::Parked => Unpark::Enqueue,
             Ok(_) => Unpark::Noted,
-            Err(s) if s.generation() == generation
-                && matches!(s.state(), State::RunningNotified | State::Queued) =>
+            Err(s)
+                if s.generation() == generation
+                    && matches!(s.state(), State::RunningNotified | State::Queued) =>
             {
                 Unpark::Noted
             }
@@ -251,7 +260,11 @@ mod tests {
     fn epoch_wraps_within_its_field() {
         let s = Snapshot::pack(7, (1 << EPOCH_BITS) - 1, State::Running).with_next_epoch();
         assert_eq!(s.epoch(), 0);
-        assert_eq!(s.generation(), 7, "epoch overflow must not carry into the generation");
+        assert_eq!(
+            s.generation(),
+            7,
+            "epoch overflow must not carry into the generation"
+        );
     }
 
     #[test]
@@ -262,7 +275,11 @@ mod tests {
         assert_eq!(w.commit_park(), ParkCommit::Parked);
         assert_eq!(w.unpark_at(1, Some(e)), Unpark::Enqueue);
         assert_eq!(w.load().state(), State::Queued);
-        assert_eq!(w.unpark_at(1, Some(e)), Unpark::Noted, "second wake must not enqueue twice");
+        assert_eq!(
+            w.unpark_at(1, Some(e)),
+            Unpark::Noted,
+            "second wake must not enqueue twice"
+        );
     }
 
     #[test]
@@ -287,7 +304,11 @@ mod tests {
         assert_eq!(w.unpark_at(1, Some(old)), Unpark::Stale);
         assert_eq!(w.unpark_at(2, Some(new)), Unpark::Stale);
         assert_eq!(w.load().state(), State::Parked);
-        assert_eq!(w.unpark_at(1, None), Unpark::Enqueue, "the wildcard wake ignores epochs");
+        assert_eq!(
+            w.unpark_at(1, None),
+            Unpark::Enqueue,
+            "the wildcard wake ignores epochs"
+        );
     }
 
     #[test]
@@ -297,7 +318,11 @@ mod tests {
         let e = w.begin_wait();
         assert_eq!(w.unpark_at(1, Some(e)), Unpark::Noted);
         let _ = w.begin_wait();
-        assert_eq!(w.commit_park(), ParkCommit::Parked, "an old wait's wake must not end a new wait");
+        assert_eq!(
+            w.commit_park(),
+            ParkCommit::Parked,
+            "an old wait's wake must not end a new wait"
+        );
     }
 
     #[test]

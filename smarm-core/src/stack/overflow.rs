@@ -23,8 +23,11 @@ struct ChunkRecord {
 }
 
 #[allow(clippy::declare_interior_mutable_const)] // only used to build the array
-const EMPTY_RECORD: ChunkRecord =
-    ChunkRecord { base: AtomicUsize::new(0), len: AtomicUsize::new(0), stride: AtomicUsize::new(0) };
+const EMPTY_RECORD: ChunkRecord = ChunkRecord {
+    base: AtomicUsize::new(0),
+    len: AtomicUsize::new(0),
+    stride: AtomicUsize::new(0),
+};
 
 static CHUNKS: [ChunkRecord; MAX_CHUNKS] = [EMPTY_RECORD; MAX_CHUNKS];
 static CHUNK_COUNT: AtomicUsize = AtomicUsize::new(0);
@@ -101,7 +104,11 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     // SAFETY: the PREV statics were initialised by `install_overflow_handler`
     // before this handler could be installed; sigaction is signal-safe.
     unsafe {
-        let prev = if sig == libc::SIGBUS { (&raw const PREV_BUS) } else { (&raw const PREV_SEGV) };
+        let prev = if sig == libc::SIGBUS {
+            (&raw const PREV_BUS)
+        } else {
+            (&raw const PREV_SEGV)
+        };
         libc::sigaction(sig, prev.cast(), std::ptr::null_mut());
     }
 }
@@ -143,7 +150,10 @@ impl Decimal {
 }
 
 fn decimal(mut v: u64) -> Decimal {
-    let mut d = Decimal { digits: [b'0'; 20], start: 19 };
+    let mut d = Decimal {
+        digits: [b'0'; 20],
+        start: 19,
+    };
     let mut i = 20;
     loop {
         i -= 1;
@@ -168,7 +178,11 @@ impl Drop for AltStack {
         // SAFETY: disable the alt stack before unmapping it; both calls act
         // on this thread's own alt stack, which we mapped.
         unsafe {
-            let ss = libc::stack_t { ss_sp: std::ptr::null_mut(), ss_flags: libc::SS_DISABLE, ss_size: 0 };
+            let ss = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
             libc::sigaltstack(&ss, std::ptr::null_mut());
             libc::munmap(self.mapping, self.len);
         }
@@ -201,7 +215,11 @@ pub(crate) fn ensure_altstack() -> Option<AltStack> {
     if mapping == libc::MAP_FAILED {
         return None;
     }
-    let ss = libc::stack_t { ss_sp: mapping, ss_flags: 0, ss_size: len };
+    let ss = libc::stack_t {
+        ss_sp: mapping,
+        ss_flags: 0,
+        ss_size: len,
+    };
     // SAFETY: `ss` describes the mapping we own for this thread's lifetime
     // (the returned AltStack unmaps it only after disabling it).
     unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };

@@ -50,7 +50,11 @@ impl StackPool {
             size,
             state: RawMutex::new(
                 LockClass::Pool,
-                PoolState { free: Vec::new(), guard: None, maps_used: 0 },
+                PoolState {
+                    free: Vec::new(),
+                    guard: None,
+                    maps_used: 0,
+                },
             ),
             max_map_count: read_max_map_count(),
         }
@@ -65,12 +69,20 @@ impl StackPool {
     pub(crate) fn take(&self) -> Result<Stack, SpawnError> {
         let mut state = self.state.lock();
         if let Some(base) = state.free.pop() {
-            return Ok(Stack { base, size: self.size });
+            return Ok(Stack {
+                base,
+                size: self.size,
+            });
         }
         self.grow(&mut state)?;
         match state.free.pop() {
-            Some(base) => Ok(Stack { base, size: self.size }),
-            None => Err(SpawnError::OutOfMemory { stack_size: self.size }),
+            Some(base) => Ok(Stack {
+                base,
+                size: self.size,
+            }),
+            None => Err(SpawnError::OutOfMemory {
+                stack_size: self.size,
+            }),
         }
     }
 
@@ -107,7 +119,9 @@ impl StackPool {
         };
         let budget = self.max_map_count.saturating_sub(MAP_RESERVE);
         if state.maps_used + cost > budget {
-            return Err(SpawnError::MapLimit { max_map_count: self.max_map_count });
+            return Err(SpawnError::MapLimit {
+                max_map_count: self.max_map_count,
+            });
         }
         // SAFETY: a fresh anonymous private mapping; no existing memory is
         // touched. MAP_NORESERVE: pages are committed only when touched.
@@ -123,11 +137,17 @@ impl StackPool {
         };
         if chunk == libc::MAP_FAILED {
             let err = std::io::Error::last_os_error();
-            return Err(if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
-                SpawnError::MapLimit { max_map_count: self.max_map_count }
-            } else {
-                SpawnError::OutOfMemory { stack_size: self.size }
-            });
+            return Err(
+                if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
+                    SpawnError::MapLimit {
+                        max_map_count: self.max_map_count,
+                    }
+                } else {
+                    SpawnError::OutOfMemory {
+                        stack_size: self.size,
+                    }
+                },
+            );
         }
         let chunk = chunk.cast::<u8>();
         let kind = match state.guard {
@@ -144,7 +164,9 @@ impl StackPool {
             // just mapped and nothing uses it yet.
             let rc = unsafe {
                 match kind {
-                    GuardKind::Marker => libc::madvise(guard.cast(), GUARD_SIZE, MADV_GUARD_INSTALL),
+                    GuardKind::Marker => {
+                        libc::madvise(guard.cast(), GUARD_SIZE, MADV_GUARD_INSTALL)
+                    }
                     GuardKind::Protect => libc::mprotect(guard.cast(), GUARD_SIZE, libc::PROT_NONE),
                 }
             };
@@ -152,10 +174,16 @@ impl StackPool {
                 // SAFETY: unmapping the chunk we just mapped; no stack of it
                 // has been handed out.
                 unsafe { libc::munmap(chunk.cast(), len) };
-                return Err(SpawnError::MapLimit { max_map_count: self.max_map_count });
+                return Err(SpawnError::MapLimit {
+                    max_map_count: self.max_map_count,
+                });
             }
         }
-        state.maps_used += if kind == GuardKind::Protect { 2 * STACKS_PER_CHUNK } else { 1 };
+        state.maps_used += if kind == GuardKind::Protect {
+            2 * STACKS_PER_CHUNK
+        } else {
+            1
+        };
         overflow::register_chunk(chunk as usize, len, stride);
         // Push in reverse so the lowest stack is handed out first.
         for i in (0..STACKS_PER_CHUNK).rev() {

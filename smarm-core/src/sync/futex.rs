@@ -37,6 +37,11 @@ pub(crate) fn wake(word: &AtomicU32, n: u32) {
     // SAFETY: `word.as_ptr()` is a live, aligned u32; FUTEX_WAKE does not
     // access memory beyond using the address as a key.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, n);
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            n,
+        );
     }
 }

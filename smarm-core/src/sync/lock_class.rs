@@ -51,6 +51,10 @@ pub(crate) fn release(class: LockClass) {
 pub(crate) fn assert_no_locks_held() {
     #[cfg(debug_assertions)]
     HELD.with(|h| {
-        assert_eq!(h.get(), 0, "smarm: an internal lock is held across a context switch");
+        assert_eq!(
+            h.get(),
+            0,
+            "smarm: an internal lock is held across a context switch"
+        );
     });
 }

@@ -25,7 +25,11 @@ unsafe impl<T: Send> Send for RawMutex<T> {}
 
 impl<T> RawMutex<T> {
     pub(crate) fn new(class: LockClass, value: T) -> Self {
-        RawMutex { state: AtomicU32::new(UNLOCKED), class, data: UnsafeCell::new(value) }
+        RawMutex {
+            state: AtomicU32::new(UNLOCKED),
+            class,
+            data: UnsafeCell::new(value),
+        }
     }
 
     /// Take the lock (preemption is disabled until the guard drops, I3).
@@ -40,7 +44,10 @@ impl<T> RawMutex<T> {
         {
             self.lock_contended();
         }
-        RawMutexGuard { mutex: self, _no_preempt: no_preempt }
+        RawMutexGuard {
+            mutex: self,
+            _no_preempt: no_preempt,
+        }
     }
 
     /// Take the lock if it is free.
@@ -55,7 +62,10 @@ impl<T> RawMutex<T> {
             return None;
         }
         lock_class::acquire(self.class);
-        Some(RawMutexGuard { mutex: self, _no_preempt: no_preempt })
+        Some(RawMutexGuard {
+            mutex: self,
+            _no_preempt: no_preempt,
+        })
     }
 
     #[cold]

@@ -64,7 +64,12 @@ impl TimerHeap {
     ) -> TimerId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.heap.push(Reverse(Entry { deadline, seq, pid, action }));
+        self.heap.push(Reverse(Entry {
+            deadline,
+            seq,
+            pid,
+            action,
+        }));
         self.armed.insert(seq);
         coord.note_deadline(deadline);
         TimerId(seq)
@@ -99,7 +104,9 @@ impl TimerHeap {
             if top.deadline > now {
                 break;
             }
-            let Some(Reverse(entry)) = self.heap.pop() else { break };
+            let Some(Reverse(entry)) = self.heap.pop() else {
+                break;
+            };
             if self.armed.remove(&entry.seq) {
                 out.push(entry);
             }
@@ -150,7 +157,10 @@ mod tests {
         let id = h.insert(&c, t0, p1, a1);
         h.insert(&c, t0, p2, a2);
         assert!(h.cancel(&c, id));
-        assert!(!h.cancel(&c, id), "a second cancel reports the timer was not armed");
+        assert!(
+            !h.cancel(&c, id),
+            "a second cancel reports the timer was not armed"
+        );
         let mut out = Vec::new();
         h.pop_due(&c, t0, &mut out);
         assert_eq!(out.len(), 1);

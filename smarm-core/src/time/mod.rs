@@ -54,7 +54,10 @@ pub fn sleep(duration: Duration) {
     loop {
         let (me, epoch) = scheduler::begin_wait();
         let id = scheduler::with_current_actor("sleep", |_, shared| {
-            shared.timers.lock().insert(&shared.coord, deadline, me, TimerAction::Wake { epoch })
+            shared
+                .timers
+                .lock()
+                .insert(&shared.coord, deadline, me, TimerAction::Wake { epoch })
         });
         let armed = CancelOnDrop(id);
         scheduler::park();

@@ -14,7 +14,10 @@ pub(crate) struct Parker {
 
 impl Parker {
     pub(crate) fn new() -> Self {
-        Parker { permit: Mutex::new(false), cv: Condvar::new() }
+        Parker {
+            permit: Mutex::new(false),
+            cv: Condvar::new(),
+        }
     }
 
     /// Block until a permit or `deadline`. `true` = a permit was consumed.

@@ -19,7 +19,9 @@ pub(crate) struct Parker {
 
 impl Parker {
     pub(crate) fn new() -> Self {
-        Parker { state: AtomicU32::new(EMPTY) }
+        Parker {
+            state: AtomicU32::new(EMPTY),
+        }
     }
 
     /// Block until a permit or `deadline`. `true` = a permit was consumed.
