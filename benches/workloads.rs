@@ -32,13 +32,22 @@ fn main() -> ExitCode {
         return run_child(&name);
     }
     // `cargo bench` passes `--bench`; everything else names workloads.
-    let wanted: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
-    let selected: Vec<&str> =
-        WORKLOADS.iter().copied().filter(|w| wanted.is_empty() || wanted.iter().any(|x| x == w)).collect();
+    let wanted: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let selected: Vec<&str> = WORKLOADS
+        .iter()
+        .copied()
+        .filter(|w| wanted.is_empty() || wanted.iter().any(|x| x == w))
+        .collect();
     let exe = std::env::current_exe().expect("own path");
     let mut ok = true;
     for w in selected {
-        let status = Command::new(&exe).env(CHILD_ENV, w).status().expect("spawn benchmark child");
+        let status = Command::new(&exe)
+            .env(CHILD_ENV, w)
+            .status()
+            .expect("spawn benchmark child");
         if !status.success() {
             eprintln!("FAIL peer=smarm workload={w} exit={status}");
             ok = false;
@@ -70,7 +79,11 @@ fn run_child(name: &str) -> ExitCode {
         }
     };
     runtime::init(Config::exact(2)).run(move || *r.lock().unwrap() = Some(body()));
-    let (value, unit) = result.lock().unwrap().take().expect("workload produced no value");
+    let (value, unit) = result
+        .lock()
+        .unwrap()
+        .take()
+        .expect("workload produced no value");
     println!("RESULT peer=smarm workload={name} value={value:.1} unit={unit}");
     if let Some(kib) = proc_status_kib("VmHWM") {
         println!("EXTRA peer=smarm workload={name} metric=peak_rss value={kib} unit=KiB");
@@ -119,7 +132,9 @@ fn skynet_workload() -> (f64, &'static str) {
     let t0 = Instant::now();
     let total = Arc::new(AtomicU64::new(0));
     let t = total.clone();
-    smarm::spawn(move || skynet(0, 1_000_000, t)).join().unwrap();
+    smarm::spawn(move || skynet(0, 1_000_000, t))
+        .join()
+        .unwrap();
     let ms = t0.elapsed().as_secs_f64() * 1e3;
     assert_eq!(total.load(Ordering::Relaxed), 499_999_500_000, "skynet sum");
     (ms, "ms")
@@ -129,8 +144,9 @@ const TIMERS_N: usize = 100_000;
 
 fn timers_workload() -> (f64, &'static str) {
     let t0 = Instant::now();
-    let handles: Vec<_> =
-        (0..TIMERS_N).map(|_| smarm::spawn(|| smarm::sleep(Duration::from_millis(50)))).collect();
+    let handles: Vec<_> = (0..TIMERS_N)
+        .map(|_| smarm::spawn(|| smarm::sleep(Duration::from_millis(50))))
+        .collect();
     for h in handles {
         h.join().unwrap();
     }
@@ -162,5 +178,8 @@ fn memory_workload() -> (f64, &'static str) {
     for h in handles {
         h.join().unwrap();
     }
-    (((after - before) * 1024) as f64 / MEMORY_N as f64, "bytes/proc")
+    (
+        ((after - before) * 1024) as f64 / MEMORY_N as f64,
+        "bytes/proc",
+    )
 }

@@ -74,10 +74,26 @@ pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 /// Like [`spawn`], but a full actor table or exhausted stack memory is an
 /// error instead of a panic.
 pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
-    with_current_actor("try_spawn", |me, shared| {
+    let handle = with_current_actor("try_spawn", |me, shared| {
         spawn_in(shared, Some(me), Box::new(f))
-    })
+    })?;
+    spawn_backpressure();
+    Ok(handle)
 }
+
+/// A spawner that has queued [`SPAWN_BACKLOG`] children on its scheduler
+/// without blocking yields to them, so they run (and free their stacks)
+/// before it spawns more: the live set stays bounded by scheduling, not by
+/// memory. Not a stop safepoint: `spawn` never unwinds.
+fn spawn_backpressure() {
+    let backlog = scheduler::with_worker(|w, shared| shared.queues[w.id].local.len());
+    if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) {
+        scheduler::switch_out(Intent::Yield);
+    }
+}
+
+/// Local queue length at which a spawner yields to its children.
+const SPAWN_BACKLOG: usize = 1024;
 
 /// Like [`spawn`], but record `parent` as the new actor's parent instead of
 /// the caller (for supervisors that start children on behalf of others).
@@ -93,7 +109,10 @@ pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> Join
     match with_current_actor("spawn_under", |_, shared| {
         spawn_in(shared, Some(parent), Box::new(f))
     }) {
-        Ok(h) => h,
+        Ok(h) => {
+            spawn_backpressure();
+            h
+        }
         Err(e) => panic!("{e}"),
     }
 }
@@ -181,30 +200,28 @@ pub(crate) fn spawn_in(
     parent: Option<Pid>,
     f: Entry,
 ) -> Result<JoinHandle, SpawnError> {
-    let stack = shared.stacks.take()?;
+    let stack = shared.take_stack()?;
     let index = match shared.slots.alloc() {
         Ok(i) => i,
         Err(e) => {
-            shared.stacks.give_back(stack);
+            shared.release_stack(stack);
             return Err(e);
         }
     };
     let Some(slot) = shared.slots.get(index) else {
-        shared.stacks.give_back(stack);
+        shared.release_stack(stack);
         return Err(SpawnError::AtCapacity {
             max_actors: shared.slots.capacity(),
         });
     };
     // SAFETY: the slot is Vacant and was just taken off the free list, so
     // the spawner owns its runner cells until the enqueue below (slot
-    // (I2)); the 64 bytes below the stack top belong to this fresh stack.
+    // (I2)). A null `sp` tells the first resume to write the entry frame:
+    // the stack's first page is then touched by the thread that runs the
+    // actor, not by the spawner.
     unsafe {
         let runner = slot.runner();
-        runner.sp = crate::context::init_stack(
-            stack.top(),
-            scheduler::actor_entry,
-            (slot as *const crate::slot::Slot).cast_mut().cast(),
-        );
+        runner.sp = std::ptr::null_mut();
         runner.stack = Some(stack);
         runner.entry = Some(f);
     }

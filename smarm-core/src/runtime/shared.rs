@@ -1,14 +1,15 @@
 //! `Shared`: the state every scheduler of one runtime shares, and the
 //! enqueue and wake paths through it.
 
-use crate::actor::{request_stop_in, Pid};
+use crate::actor::{request_stop_in, Pid, SpawnError};
 use crate::config::Config;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::park::Coordinator;
 use crate::scheduler::{with_worker, RunQueue, Worker};
+use crate::scheduler::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::slot::word::{State, Unpark};
 use crate::slot::{Slot, SlotTable};
-use crate::stack::StackPool;
+use crate::stack::{Stack, StackPool};
 use crate::sync::{LockClass, RawMutex};
 use crate::time::{Entry, TimerAction, TimerHeap};
 use std::sync::Arc as StdArc;
@@ -78,6 +79,41 @@ impl Shared {
             root_swept: AtomicBool::new(false),
             running: AtomicBool::new(false),
             config,
+        }
+    }
+
+    /// A stack for a new actor: from this scheduler's cache (refilled from
+    /// the pool in batches), or straight from the pool off-scheduler.
+    pub(crate) fn take_stack(&self) -> Result<Stack, SpawnError> {
+        let cached = self.local_worker(|w| {
+            let mut cache = w.stack_cache.borrow_mut();
+            if cache.is_empty() {
+                self.stacks.take_batch(STACK_BATCH, &mut cache)?;
+            }
+            cache.pop().ok_or(SpawnError::OutOfMemory {
+                stack_size: self.stacks.stack_size(),
+            })
+        });
+        match cached {
+            Some(r) => r,
+            None => self.stacks.take(),
+        }
+    }
+
+    /// Return a finished actor's stack to this scheduler's cache (spilling
+    /// a batch to the pool when it is full), or to the pool.
+    pub(crate) fn release_stack(&self, stack: Stack) {
+        let mut stack = Some(stack);
+        self.local_worker(|w| {
+            let mut cache = w.stack_cache.borrow_mut();
+            cache.extend(stack.take());
+            if cache.len() > STACK_CACHE_MAX {
+                let keep = cache.len() - STACK_BATCH;
+                self.stacks.give_back_batch(cache.drain(keep..));
+            }
+        });
+        if let Some(stack) = stack {
+            self.stacks.give_back(stack);
         }
     }
 

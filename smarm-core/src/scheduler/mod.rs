@@ -53,7 +53,7 @@ use crate::runtime::Shared;
 use std::cell::Cell;
 
 pub(crate) use run_queue::RunQueue;
-pub(crate) use worker::{actor_entry, run_worker};
+pub(crate) use worker::run_worker;
 
 /// Most consecutive pops from the next slot.
 pub(crate) const LIFO_STREAK: u32 = 16;
@@ -87,7 +87,15 @@ pub(crate) struct Worker {
     pub(crate) next: Cell<Option<Pid>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
+    /// Stacks cached by this scheduler, so spawn and finalisation rarely
+    /// take the pool lock.
+    pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
 }
+
+/// Stacks a scheduler fetches from the pool at once.
+pub(crate) const STACK_BATCH: usize = 32;
+/// A scheduler's cache spills `STACK_BATCH` stacks back beyond this.
+pub(crate) const STACK_CACHE_MAX: usize = 2 * STACK_BATCH;
 
 std::thread_local! {
     static CURRENT: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };

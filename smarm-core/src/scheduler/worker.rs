@@ -24,6 +24,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         next: Cell::new(None),
         lifo_streak: Cell::new(0),
         tick: Cell::new(0),
+        stack_cache: std::cell::RefCell::new(Vec::new()),
     };
     CURRENT.with(|c| c.set(&worker));
     let mut steal_buf = Vec::new();
@@ -45,6 +46,9 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         run_actor(shared, &worker, pid);
     }
     CURRENT.with(|c| c.set(std::ptr::null()));
+    shared
+        .stacks
+        .give_back_batch(worker.stack_cache.borrow_mut().drain(..));
 }
 
 fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
@@ -155,11 +159,22 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     slot.word.start_running();
     w.current.set(Some(pid));
     crate::stack::set_running_pid(pid.to_bits());
-    // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)); the
-    // saved `sp` was written by its last switch out (or init_stack), on a
-    // stack it still owns; `sched_sp` is our own save cell.
+    // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
+    // null `sp` is a first resume: the entry frame goes at the top of the
+    // actor's own fresh stack. Otherwise `sp` was saved by its last switch
+    // out, on a stack it still owns. `sched_sp` is our own save cell.
     unsafe {
-        let sp = slot.runner().sp;
+        let runner = slot.runner();
+        if runner.sp.is_null() {
+            if let Some(stack) = &runner.stack {
+                runner.sp = crate::context::init_stack(
+                    stack.top(),
+                    actor_entry,
+                    (slot as *const Slot).cast_mut().cast(),
+                );
+            }
+        }
+        let sp = runner.sp;
         crate::context::switch(w.sched_sp.as_ptr(), sp);
     }
     crate::stack::set_running_pid(0);
@@ -191,7 +206,7 @@ fn finalize(shared: &Shared, pid: Pid, slot: &Slot, outcome: Outcome) {
     // stack any more (stack (I2)).
     let runner = unsafe { slot.runner() };
     if let Some(stack) = runner.stack.take() {
-        shared.stacks.give_back(stack);
+        shared.release_stack(stack);
     }
     runner.entry = None;
     slot.stop.store(false, Ordering::Relaxed);

@@ -92,6 +92,27 @@ impl StackPool {
         self.state.lock().free.push(stack.base);
     }
 
+    /// Move up to `n` stacks into `out` under one lock hold (a scheduler's
+    /// cache refill), mapping a chunk if the pool is empty.
+    pub(crate) fn take_batch(&self, n: usize, out: &mut Vec<Stack>) -> Result<(), SpawnError> {
+        let mut state = self.state.lock();
+        if state.free.is_empty() {
+            self.grow(&mut state)?;
+        }
+        let keep = state.free.len().saturating_sub(n);
+        out.extend(state.free.drain(keep..).map(|base| Stack {
+            base,
+            size: self.size,
+        }));
+        Ok(())
+    }
+
+    /// Return many stacks under one lock hold (a scheduler's cache spill).
+    pub(crate) fn give_back_batch(&self, stacks: impl Iterator<Item = Stack>) {
+        let mut state = self.state.lock();
+        state.free.extend(stacks.map(|s| s.base));
+    }
+
     /// Return the pages of free stacks beyond the warm set to the kernel
     /// (I3). Called when a runtime finishes.
     pub(crate) fn trim(&self) {
@@ -158,7 +179,11 @@ impl StackPool {
                 kind
             }
         };
+        let batched = kind == GuardKind::Marker && install_markers_batched(chunk, stride);
         for i in 0..STACKS_PER_CHUNK {
+            if batched {
+                break;
+            }
             let guard = chunk.wrapping_add(i * stride);
             // SAFETY: `guard..guard+GUARD_SIZE` lies inside the chunk we
             // just mapped and nothing uses it yet.
@@ -191,6 +216,40 @@ impl StackPool {
         }
         Ok(())
     }
+}
+
+/// Install the guard markers of a whole chunk with one
+/// `process_madvise(2)` call (half the cost of one `madvise` per guard).
+/// `false` if the kernel refuses it; the caller then installs them one by
+/// one.
+fn install_markers_batched(chunk: *mut u8, stride: usize) -> bool {
+    static PIDFD: std::sync::OnceLock<libc::c_int> = std::sync::OnceLock::new();
+    // SAFETY: pidfd_open on our own pid; the fd is kept for the process's
+    // life (one per process, in the OnceLock).
+    let pidfd = *PIDFD.get_or_init(|| unsafe {
+        libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as libc::c_int
+    });
+    if pidfd < 0 {
+        return false;
+    }
+    let iov: [libc::iovec; STACKS_PER_CHUNK] = std::array::from_fn(|i| libc::iovec {
+        iov_base: chunk.wrapping_add(i * stride).cast(),
+        iov_len: GUARD_SIZE,
+    });
+    // SAFETY: every iovec names the guard page of a stack in the chunk we
+    // just mapped, and nothing uses the chunk yet; the kernel only reads
+    // `iov`, which outlives the call.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            pidfd,
+            iov.as_ptr(),
+            STACKS_PER_CHUNK,
+            MADV_GUARD_INSTALL,
+            0,
+        )
+    };
+    done == (STACKS_PER_CHUNK * GUARD_SIZE) as libc::c_long
 }
 
 /// Does this kernel support guard markers? Tried on the first guard page
