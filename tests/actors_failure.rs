@@ -91,3 +91,66 @@ fn destructors_run_when_an_actor_panics() {
     });
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
 }
+
+/// A destructor that blocks while its actor unwinds a panic: the actor is
+/// pinned to its OS thread until the unwind finishes (std keeps the panic
+/// count per thread), and the process neither aborts nor corrupts that
+/// count for the actors that run afterwards.
+#[test]
+fn blocking_in_a_destructor_during_a_panic_resumes_on_the_same_thread() {
+    struct SlowDrop(Arc<AtomicUsize>);
+    impl Drop for SlowDrop {
+        fn drop(&mut self) {
+            let before = std::thread::current().id();
+            assert!(std::thread::panicking());
+            smarm::sleep(std::time::Duration::from_millis(1));
+            smarm::yield_now();
+            assert_eq!(
+                std::thread::current().id(),
+                before,
+                "an unwinding actor migrated"
+            );
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    for threads in THREADS {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        run_with(threads, move || {
+            // Busy neighbours so idle schedulers try to steal.
+            let busy: Vec<_> = (0..8)
+                .map(|_| {
+                    smarm::spawn(|| {
+                        for _ in 0..200 {
+                            smarm::yield_now();
+                        }
+                    })
+                })
+                .collect();
+            let failing: Vec<_> = (0..50)
+                .map(|_| {
+                    let d = d.clone();
+                    smarm::spawn(move || {
+                        let _slow = SlowDrop(d);
+                        smarm::yield_now();
+                        panic!("unwinding through a blocking destructor");
+                    })
+                })
+                .collect();
+            for f in failing {
+                assert!(f.join().is_err());
+            }
+            for b in busy {
+                b.join().unwrap();
+            }
+            // Afterwards no scheduler thread believes it is still panicking.
+            let checks: Vec<_> = (0..64)
+                .map(|_| smarm::spawn(|| assert!(!std::thread::panicking())))
+                .collect();
+            for c in checks {
+                c.join().unwrap();
+            }
+        });
+        assert_eq!(dropped.load(Ordering::SeqCst), 50, "threads={threads}");
+    }
+}

@@ -36,6 +36,15 @@ pub enum SpawnError {
         /// The kernel's `vm.max_map_count` as read at start.
         max_map_count: usize,
     },
+    /// The kernel refused memory for a new segment of the actor table.
+    #[error(
+        "smarm: cannot spawn: out of memory growing the actor table by {bytes} bytes; keep \
+         fewer actors alive or lower runtime::Config::max_actors"
+    )]
+    TableOutOfMemory {
+        /// The size of the segment that could not be mapped.
+        bytes: usize,
+    },
     /// The kernel refused memory for a new stack chunk.
     #[error(
         "smarm: cannot spawn: out of memory mapping {stack_size}-byte actor stacks; keep \

@@ -72,36 +72,46 @@ impl JoinHandle {
     /// runtime that spawned it (only such an actor can park to wait).
     pub fn join(mut self) -> Result<(), JoinError> {
         loop {
+            if let Some(outcome) = self.take_if_finished() {
+                return to_result(outcome);
+            }
             let in_own_runtime = scheduler::with_worker(|w, shared| {
                 w.current.get().is_some() && std::ptr::eq(shared, Arc::as_ptr(&self.shared))
             }) == Some(true);
             if !in_own_runtime {
-                return match self.release() {
-                    Some(outcome) => to_result(outcome),
-                    None => panic!(
-                        "smarm: JoinHandle::join on a running actor from outside its runtime; join \
-                         it from an actor of the runtime that spawned it"
-                    ),
-                };
+                panic!(
+                    "smarm: JoinHandle::join on a running actor from outside its runtime; join it \
+                     from an actor of the runtime that spawned it"
+                );
             }
-            // Open the wait before looking, so a finish in between lands as
-            // a notification (slot (I3)).
+            // Open the wait before registering, so a finish in between
+            // lands as a notification (slot (I3)).
             let (me, epoch) = scheduler::begin_wait();
-            {
+            let registered = {
                 let mut cold = self.slot().cold.lock();
-                if cold.outcome.is_none() {
+                let register = cold.outcome.is_none();
+                if register {
                     cold.joiner = Some((me, epoch));
-                    drop(cold);
-                    scheduler::park();
-                    continue;
                 }
-            }
-            scheduler::retire_wait();
-            return match self.release() {
-                Some(outcome) => to_result(outcome),
-                None => Ok(()),
+                register
             };
+            if registered {
+                scheduler::park();
+            } else {
+                scheduler::retire_wait(); // it finished meanwhile: take it above
+            }
         }
+    }
+
+    /// If the actor has finished, take its outcome and recycle the slot.
+    fn take_if_finished(&mut self) -> Option<Outcome> {
+        let outcome = self.slot().cold.lock().outcome.take()?;
+        // `handle_alive` stays true: the cold data is ready for the next
+        // tenant (slot (I4)).
+        self.released = true;
+        self.slot().word.recycle();
+        self.shared.slots.release(self.pid.index());
+        Some(outcome)
     }
 
     /// Give up the handle; if the actor has finished, take its outcome and
@@ -114,8 +124,11 @@ impl JoinHandle {
         let slot = self.slot();
         let outcome = {
             let mut cold = slot.cold.lock();
-            cold.handle_alive = false;
-            cold.outcome.take()
+            let outcome = cold.outcome.take();
+            // Finished: the slot is recycled now, and its cold data is left
+            // ready for the next tenant. Running: finalisation recycles it.
+            cold.handle_alive = outcome.is_some();
+            outcome
         };
         if outcome.is_some() {
             slot.word.recycle();

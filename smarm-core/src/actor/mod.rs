@@ -93,7 +93,7 @@ fn spawn_backpressure() {
 }
 
 /// Local queue length at which a spawner yields to its children.
-const SPAWN_BACKLOG: usize = 1024;
+const SPAWN_BACKLOG: usize = 256;
 
 /// Like [`spawn`], but record `parent` as the new actor's parent instead of
 /// the caller (for supervisors that start children on behalf of others).
@@ -226,14 +226,9 @@ pub(crate) fn spawn_in(
         runner.entry = Some(f);
     }
     slot.pinned.store(0, Ordering::Relaxed);
-    {
-        let mut cold = slot.cold.lock();
-        cold.parent = parent;
-        cold.joiner = None;
-        cold.outcome = None;
-        cold.handle_alive = true;
-    }
-    shared.live_actors.fetch_add(1, Ordering::AcqRel);
+    slot.parent
+        .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
+    shared.live.spawned(shared.local_scheduler_id());
     let generation = slot.word.spawn_queued();
     let pid = Pid::from_parts(index, generation);
     shared.enqueue_woken(pid, slot);

@@ -34,8 +34,10 @@
 //! lengths and counters after the coordination layer's SeqCst fence (park
 //! (I2)).
 
+mod live;
 mod shared;
 
+pub(crate) use live::LiveCount;
 pub(crate) use shared::{Shared, Verdict};
 
 use crate::actor::{spawn_in, Outcome, Pid};

@@ -3,8 +3,9 @@
 
 use crate::actor::{request_stop_in, Pid, SpawnError};
 use crate::config::Config;
-use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::park::Coordinator;
+use crate::runtime::LiveCount;
 use crate::scheduler::{with_worker, RunQueue, Worker};
 use crate::scheduler::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::slot::word::{State, Unpark};
@@ -42,8 +43,8 @@ pub(crate) struct Shared {
     pub(crate) coord: Coordinator,
     pub(crate) timers: RawMutex<TimerHeap>,
     pub(crate) stacks: StdArc<StackPool>,
-    /// Actors spawned and not yet finalised (runtime (I2)).
-    pub(crate) live_actors: AtomicUsize,
+    /// Actors spawned and not yet finalised (runtime (I1), (I2)).
+    pub(crate) live: LiveCount,
     /// `block_on_io` requests in flight (fed by the IO driver).
     pub(crate) io_outstanding: AtomicU32,
     /// Actors parked on fd readiness (fed by the IO driver).
@@ -71,7 +72,7 @@ impl Shared {
             coord: Coordinator::new(threads),
             timers: RawMutex::new(LockClass::Timers, TimerHeap::default()),
             stacks,
-            live_actors: AtomicUsize::new(0),
+            live: LiveCount::new(threads),
             io_outstanding: AtomicU32::new(0),
             io_fd_waiters: AtomicU32::new(0),
             root: AtomicU64::new(0),
@@ -119,6 +120,11 @@ impl Shared {
 
     pub(crate) fn is_root(&self, pid: Pid) -> bool {
         self.root.load(Ordering::Acquire) == pid.to_bits()
+    }
+
+    /// The id of this runtime's scheduler running on this thread, if any.
+    pub(crate) fn local_scheduler_id(&self) -> Option<usize> {
+        self.local_worker(|w| w.id)
     }
 
     /// The worker of *this* runtime running on this thread, if any.
@@ -221,7 +227,7 @@ impl Shared {
         if self.io_in_flight() {
             return Verdict::Idle;
         }
-        if self.live_actors.load(Ordering::Acquire) == 0 {
+        if self.live.is_zero() {
             return Verdict::AllDone;
         }
         if self.sweep_due(id) {
@@ -237,7 +243,7 @@ impl Shared {
             || self.queues[id].pinned.len() > 0
             || self.queues.iter().any(|q| q.local.len() > 0)
             || self.coord.deadline_due()
-            || (!self.io_in_flight() && self.live_actors.load(Ordering::Acquire) == 0)
+            || (!self.io_in_flight() && self.live.is_zero())
             || self.sweep_due(id)
     }
 

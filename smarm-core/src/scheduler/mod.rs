@@ -22,6 +22,11 @@
 //! (a destructor blocked) is **pinned**: until it next parks normally it is
 //! queued only on its own scheduler's pinned queue, because std keeps the
 //! panic count per OS thread and the unwind must finish where it started.
+//! While it is parked, other actors on that thread see
+//! `std::thread::panicking()` return `true`: a stop request to them waits
+//! for the unwind to finish, and a `std::sync::Mutex` they unlock in that
+//! window may be marked poisoned. Blocking in a destructor is therefore
+//! supported but discouraged.
 //!
 //! When nothing is found, the scheduler goes idle through the coordination
 //! layer ([`crate::park`]): termination verdict, root-exit sweep, then the

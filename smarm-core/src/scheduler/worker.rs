@@ -191,7 +191,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         }
         Intent::Exit => {
             let outcome = w.exit_outcome.take().unwrap_or(Outcome::Exit);
-            finalize(shared, pid, slot, outcome);
+            finalize(shared, w.id, pid, slot, outcome);
         }
     }
 }
@@ -200,7 +200,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
 /// its outcome, wake its joiner, recycle the slot if no handle remains, and
 /// only then count it out of `live_actors` (the termination verdict's
 /// soundness rests on this order, runtime (I2)).
-fn finalize(shared: &Shared, pid: Pid, slot: &Slot, outcome: Outcome) {
+fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: Outcome) {
     // SAFETY: the actor has switched away for the last time, so this
     // scheduler is its exclusive owner (slot (I2)) and nothing runs on the
     // stack any more (stack (I2)).
@@ -214,11 +214,11 @@ fn finalize(shared: &Shared, pid: Pid, slot: &Slot, outcome: Outcome) {
     let (joiner, recycle, dropped) = {
         let mut cold = slot.cold.lock();
         let joiner = cold.joiner.take();
-        cold.parent = None;
         if cold.handle_alive {
             cold.outcome = Some(outcome);
             (joiner, false, None)
         } else {
+            cold.handle_alive = true; // ready for the next tenant
             (joiner, true, Some(outcome))
         }
     };
@@ -235,7 +235,7 @@ fn finalize(shared: &Shared, pid: Pid, slot: &Slot, outcome: Outcome) {
     // A detached actor's panic payload is dropped here, on the scheduler
     // stack, before the actor stops counting as live.
     drop(dropped);
-    shared.live_actors.fetch_sub(1, Ordering::AcqRel);
+    shared.live.finished(worker_id);
 }
 
 /// The entry function of every actor stack: run the closure, catch every

@@ -2,15 +2,25 @@
 
 use crate::actor::{Outcome, Pid};
 
-/// What a slot keeps about its actor beyond the state word.
-#[derive(Default)]
+/// What a slot keeps about its actor beyond the state word. A vacant
+/// slot's cold data is already set up for its next tenant (no joiner, no
+/// outcome, a handle alive), so spawning does not take this lock.
 pub(crate) struct Cold {
-    /// Who spawned it (or the supervisor it was spawned under).
-    pub(crate) parent: Option<Pid>,
     /// The actor blocked in `join`, with the epoch of that wait.
     pub(crate) joiner: Option<(Pid, u32)>,
     /// How it finished, until the `JoinHandle` takes it.
     pub(crate) outcome: Option<Outcome>,
     /// Whether a `JoinHandle` for this incarnation still exists (slot (I4)).
     pub(crate) handle_alive: bool,
+}
+
+impl Cold {
+    /// The state of a vacant slot, ready for its next tenant.
+    pub(crate) fn vacant() -> Self {
+        Cold {
+            joiner: None,
+            outcome: None,
+            handle_alive: true,
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use super::word::SlotWord;
 use super::Cold;
 use crate::actor::SpawnError;
-use crate::loom::{AtomicBool, AtomicU32};
+use crate::loom::{AtomicBool, AtomicU32, AtomicU64};
 use crate::stack::Stack;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::UnsafeCell;
@@ -35,6 +35,10 @@ pub(crate) struct Slot {
     /// Scheduler id + 1 this actor must resume on, or 0 (scheduler docs:
     /// pinned while unwinding). Written by the actor before it switches out.
     pub(crate) pinned: AtomicU32,
+    /// The parent's pid bits (who spawned it, or the pid given to
+    /// `spawn_under`), 0 for the root. Written by the spawner before the
+    /// first enqueue.
+    pub(crate) parent: AtomicU64,
     runner: UnsafeCell<Runner>,
     pub(crate) cold: RawMutex<Cold>,
 }
@@ -51,12 +55,13 @@ impl Slot {
             word: SlotWord::vacant(1),
             stop: AtomicBool::new(false),
             pinned: AtomicU32::new(0),
+            parent: AtomicU64::new(0),
             runner: UnsafeCell::new(Runner {
                 sp: std::ptr::null_mut(),
                 stack: None,
                 entry: None,
             }),
-            cold: RawMutex::new(LockClass::Leaf, Cold::default()),
+            cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
         }
     }
 
@@ -79,6 +84,36 @@ impl Slot {
         // SAFETY: only the address is taken; no reference is created.
         unsafe { &raw mut (*self.runner.get()).sp }
     }
+}
+
+const SEGMENT_BYTES: usize = SEGMENT_LEN * std::mem::size_of::<Slot>();
+
+/// Map and initialise a segment of SEGMENT_LEN slots. `MAP_POPULATE`
+/// commits its pages in one call instead of one page fault each (a fault
+/// costs microseconds under virtualisation, and a segment is used densely).
+/// Null if the kernel refuses the memory.
+fn new_segment() -> *mut Slot {
+    // SAFETY: a fresh anonymous mapping; nothing else refers to it.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            SEGMENT_BYTES,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return std::ptr::null_mut();
+    }
+    let base = p.cast::<Slot>();
+    for i in 0..SEGMENT_LEN {
+        // SAFETY: `base` is page-aligned (so Slot-aligned) and the mapping
+        // holds SEGMENT_LEN slots; each is written once before publication.
+        unsafe { base.add(i).write(Slot::new()) };
+    }
+    base
 }
 
 struct FreeList {
@@ -146,8 +181,13 @@ impl SlotTable {
         }
         let seg = &self.segments[i >> SEGMENT_BITS];
         if seg.load(Ordering::Acquire).is_null() {
-            let slots: Box<[Slot]> = (0..SEGMENT_LEN).map(|_| Slot::new()).collect();
-            seg.store(Box::into_raw(slots).cast::<Slot>(), Ordering::Release);
+            let new = new_segment();
+            if new.is_null() {
+                return Err(SpawnError::TableOutOfMemory {
+                    bytes: SEGMENT_BYTES,
+                });
+            }
+            seg.store(new, Ordering::Release);
         }
         free.next_fresh = i + 1;
         Ok(i as u32)
@@ -169,10 +209,13 @@ impl Drop for SlotTable {
         for seg in self.segments.iter() {
             let p = seg.load(Ordering::Acquire);
             if !p.is_null() {
-                // SAFETY: `p` came from `Box::into_raw` of a SEGMENT_LEN
-                // boxed slice in `alloc`, and `&mut self` means no slot
-                // reference is live.
-                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, SEGMENT_LEN)) });
+                // SAFETY: `p` came from `new_segment` (SEGMENT_LEN
+                // initialised slots in a mapping of SEGMENT_BYTES), and
+                // `&mut self` means no slot reference is live.
+                unsafe {
+                    std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(p, SEGMENT_LEN));
+                    libc::munmap(p.cast(), SEGMENT_BYTES);
+                }
             }
         }
     }
