@@ -11,20 +11,27 @@
 //! itself), so memory figures do not inherit another workload's pools, and
 //! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads.
 //!
-//! Workloads that need message passing use what the runtime offers today:
-//! skynet's children add their number into the parent's accumulator and are
-//! joined; `memory` parks each actor in a long `sleep` and releases it with
-//! `request_stop`. They switch to channels when channels land.
+//! Mailboxes are smarm channels: each process owns a `Receiver`, and the
+//! others hold `Sender` clones.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed check must fail the run
 
 use smarm::runtime::{self, Config};
+use smarm::{channel, Sender};
 use std::process::{Command, ExitCode};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 4] = ["spawn", "skynet", "timers", "memory"];
+const WORKLOADS: [&str; 8] = [
+    "spawn",
+    "pingpong",
+    "pingpong1",
+    "ring",
+    "skynet",
+    "fanin",
+    "timers",
+    "memory",
+];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
 fn main() -> ExitCode {
@@ -70,6 +77,9 @@ fn run_child(name: &str) -> ExitCode {
     let r = result.clone();
     let body: fn() -> (f64, &'static str) = match name {
         "spawn" => spawn_workload,
+        "pingpong" | "pingpong1" => pingpong_workload,
+        "ring" => ring_workload,
+        "fanin" => fanin_workload,
         "skynet" => skynet_workload,
         "timers" => timers_workload,
         "memory" => memory_workload,
@@ -78,7 +88,8 @@ fn run_child(name: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime::init(Config::exact(2)).run(move || *r.lock().unwrap() = Some(body()));
+    let threads = if name == "pingpong1" { 1 } else { 2 };
+    runtime::init(Config::exact(threads)).run(move || *r.lock().unwrap() = Some(body()));
     let (value, unit) = result
         .lock()
         .unwrap()
@@ -109,35 +120,116 @@ fn spawn_workload() -> (f64, &'static str) {
     (t0.elapsed().as_nanos() as f64 / SPAWN_N as f64, "ns/proc")
 }
 
-fn skynet(num: u64, size: u64, parent: Arc<AtomicU64>) {
+fn skynet(num: u64, size: u64, parent: Sender<u64>) {
     if size == 1 {
-        parent.fetch_add(num, Ordering::Relaxed);
+        parent.send(num).unwrap();
         return;
     }
-    let acc = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = channel();
     let step = size / 10;
-    let children: Vec<_> = (0..10)
-        .map(|i| {
-            let acc = acc.clone();
-            smarm::spawn(move || skynet(num + i * step, step, acc))
-        })
-        .collect();
-    for c in children {
-        c.join().unwrap();
+    for i in 0..10 {
+        let tx = tx.clone();
+        drop(smarm::spawn(move || skynet(num + i * step, step, tx)));
     }
-    parent.fetch_add(acc.load(Ordering::Relaxed), Ordering::Relaxed);
+    let sum: u64 = (0..10).map(|_| rx.recv().unwrap()).sum();
+    parent.send(sum).unwrap();
 }
 
 fn skynet_workload() -> (f64, &'static str) {
     let t0 = Instant::now();
-    let total = Arc::new(AtomicU64::new(0));
-    let t = total.clone();
-    smarm::spawn(move || skynet(0, 1_000_000, t))
-        .join()
-        .unwrap();
+    let (tx, rx) = channel();
+    drop(smarm::spawn(move || skynet(0, 1_000_000, tx)));
+    let total = rx.recv().unwrap();
     let ms = t0.elapsed().as_secs_f64() * 1e3;
-    assert_eq!(total.load(Ordering::Relaxed), 499_999_500_000, "skynet sum");
+    assert_eq!(total, 499_999_500_000, "skynet sum");
     (ms, "ms")
+}
+
+const ROUND_TRIPS: u64 = 1_000_000;
+
+fn pingpong_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let (ping_tx, ping_rx) = channel::<u64>();
+    let (pong_tx, pong_rx) = channel::<u64>();
+    let (done_tx, done_rx) = channel::<u64>();
+    drop(smarm::spawn(move || {
+        while let Ok(i) = ping_rx.recv() {
+            if pong_tx.send(i).is_err() {
+                break;
+            }
+        }
+    }));
+    drop(smarm::spawn(move || {
+        let mut last = 0;
+        for i in 0..ROUND_TRIPS {
+            ping_tx.send(i).unwrap();
+            last = pong_rx.recv().unwrap();
+        }
+        done_tx.send(last).unwrap();
+    }));
+    assert_eq!(done_rx.recv().unwrap(), ROUND_TRIPS - 1);
+    (
+        t0.elapsed().as_nanos() as f64 / ROUND_TRIPS as f64,
+        "ns/roundtrip",
+    )
+}
+
+const RING: usize = 10_000;
+const HOPS: u64 = 1_000_000;
+
+fn ring_workload() -> (f64, &'static str) {
+    let (done_tx, done_rx) = channel::<()>();
+    let (senders, receivers): (Vec<_>, Vec<_>) = (0..RING).map(|_| channel::<u64>()).unzip();
+    for (i, rx) in receivers.into_iter().enumerate() {
+        let next = senders[(i + 1) % RING].clone();
+        let done = done_tx.clone();
+        drop(smarm::spawn(move || {
+            while let Ok(k) = rx.recv() {
+                if k == 0 {
+                    done.send(()).unwrap();
+                } else if next.send(k - 1).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    smarm::yield_now(); // let every member reach its first recv
+    let t0 = Instant::now();
+    senders[0].send(HOPS).unwrap();
+    done_rx.recv().unwrap();
+    let ns = t0.elapsed().as_nanos() as f64 / HOPS as f64;
+    drop(senders); // closes the ring: members exit
+    (ns, "ns/hop")
+}
+
+const FANIN_PRODUCERS: u64 = 4;
+const FANIN_EACH: u64 = 250_000;
+
+fn fanin_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let (tx, rx) = channel::<u64>();
+    let (done_tx, done_rx) = channel::<u64>();
+    drop(smarm::spawn(move || {
+        let mut n = 0u64;
+        while n < FANIN_PRODUCERS * FANIN_EACH {
+            rx.recv().unwrap();
+            n += 1;
+        }
+        done_tx.send(n).unwrap();
+    }));
+    for _ in 0..FANIN_PRODUCERS {
+        let tx = tx.clone();
+        drop(smarm::spawn(move || {
+            for i in 0..FANIN_EACH {
+                tx.send(i).unwrap();
+            }
+        }));
+    }
+    assert_eq!(done_rx.recv().unwrap(), FANIN_PRODUCERS * FANIN_EACH);
+    (
+        t0.elapsed().as_nanos() as f64 / (FANIN_PRODUCERS * FANIN_EACH) as f64,
+        "ns/msg",
+    )
 }
 
 const TIMERS_N: usize = 100_000;
@@ -157,26 +249,29 @@ const MEMORY_N: usize = 100_000;
 
 fn memory_workload() -> (f64, &'static str) {
     let before = proc_status_kib("VmRSS").unwrap();
-    let ready = Arc::new(AtomicUsize::new(0));
-    let handles: Vec<_> = (0..MEMORY_N)
+    let (ready_tx, ready_rx) = channel::<()>();
+    let (bye_tx, bye_rx) = channel::<()>();
+    let mailboxes: Vec<Sender<u64>> = (0..MEMORY_N)
         .map(|_| {
-            let ready = ready.clone();
-            smarm::spawn(move || {
-                ready.fetch_add(1, Ordering::Release);
-                smarm::sleep(Duration::from_secs(3600));
-            })
+            let (tx, rx) = channel::<u64>();
+            let (ready, bye) = (ready_tx.clone(), bye_tx.clone());
+            drop(smarm::spawn(move || {
+                ready.send(()).unwrap();
+                rx.recv().unwrap();
+                bye.send(()).unwrap();
+            }));
+            tx
         })
         .collect();
-    while ready.load(Ordering::Acquire) < MEMORY_N {
-        smarm::sleep(Duration::from_millis(1));
+    for _ in 0..MEMORY_N {
+        ready_rx.recv().unwrap();
     }
-    smarm::sleep(Duration::from_millis(10)); // the last ones finish parking
     let after = proc_status_kib("VmRSS").unwrap();
-    for h in &handles {
-        smarm::request_stop(h.pid());
+    for tx in &mailboxes {
+        tx.send(1).unwrap();
     }
-    for h in handles {
-        h.join().unwrap();
+    for _ in 0..MEMORY_N {
+        bye_rx.recv().unwrap();
     }
     (
         ((after - before) * 1024) as f64 / MEMORY_N as f64,

@@ -23,8 +23,9 @@
 //! `smarm-macros`.
 
 pub use smarm_core::{
-    request_stop, run, self_pid, sleep, spawn, spawn_under, try_spawn, yield_now, JoinError,
-    JoinHandle, Pid, SpawnError,
+    channel, request_stop, run, select, select_timeout, self_pid, sleep, spawn, spawn_under,
+    try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle, Pid, Receiver,
+    RecvError, RecvTimeoutError, Selectable, SendError, Sender, SpawnError,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),

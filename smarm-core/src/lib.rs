@@ -5,6 +5,7 @@
 //! facade, which re-exports this crate.
 
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
+pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
 mod loom; //              the sync facade (loom or std)
@@ -19,6 +20,10 @@ pub mod time; //          sleep and the timer heap
 pub use actor::{
     request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, JoinError, JoinHandle, Pid,
     SpawnError,
+};
+pub use channel::{
+    channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,
+    RecvTimeoutError, Selectable, SendError, Sender,
 };
 pub use runtime::run;
 pub use time::sleep;

@@ -29,18 +29,9 @@ impl std::fmt::Debug for JoinHandle {
 
 impl JoinHandle {
     pub(crate) fn new(pid: Pid, shared: &Shared) -> Self {
-        let ptr: *const Shared = shared;
-        // SAFETY: every `Shared` lives in the `Arc` its `Runtime` holds
-        // (`Runtime::new` is the only constructor), so `ptr` came from
-        // `Arc::into_raw`-compatible storage; the increment pairs with the
-        // `from_raw` that hands ownership of that count to the handle.
-        let shared = unsafe {
-            Arc::increment_strong_count(ptr);
-            Arc::from_raw(ptr)
-        };
         JoinHandle {
             pid,
-            shared,
+            shared: shared.to_arc(),
             released: false,
         }
     }

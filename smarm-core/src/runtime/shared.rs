@@ -118,6 +118,30 @@ impl Shared {
         }
     }
 
+    /// A new strong reference to this runtime's state.
+    pub(crate) fn to_arc(&self) -> StdArc<Shared> {
+        let ptr: *const Shared = self;
+        // SAFETY: every `Shared` lives in the `Arc` its `Runtime` holds
+        // (`Runtime::new` is the only constructor), so `ptr` points into an
+        // `Arc` allocation that is alive while `&self` is; the increment
+        // pairs with the `from_raw` that hands that count to the caller.
+        unsafe {
+            StdArc::increment_strong_count(ptr);
+            StdArc::from_raw(ptr)
+        }
+    }
+
+    /// Whether `pid` is still inside wait `epoch` (registered and not yet
+    /// moved on): the test for a live registration of another receiver.
+    pub(crate) fn wait_is_live(&self, pid: Pid, epoch: u32) -> bool {
+        self.slots.get(pid.index()).is_some_and(|slot| {
+            let s = slot.word.load();
+            s.generation() == pid.generation()
+                && s.epoch() == epoch
+                && !matches!(s.state(), State::Vacant | State::Done)
+        })
+    }
+
     pub(crate) fn is_root(&self, pid: Pid) -> bool {
         self.root.load(Ordering::Acquire) == pid.to_bits()
     }

@@ -6,6 +6,8 @@
 pub(crate) enum LockClass {
     /// Per-slot cold data, the slot free list.
     Leaf = 0,
+    /// A channel's queue. A waker may enqueue (Queue) while holding it.
+    Channel = 1,
     /// The timer heap.
     Timers = 2,
     /// The stack pool.

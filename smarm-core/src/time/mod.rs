@@ -53,27 +53,45 @@ pub fn sleep(duration: Duration) {
     }
     loop {
         let (me, epoch) = scheduler::begin_wait();
-        let id = scheduler::with_current_actor("sleep", |_, shared| {
-            shared
-                .timers
-                .lock()
-                .insert(&shared.coord, deadline, me, TimerAction::Wake { epoch })
-        });
-        let armed = CancelOnDrop(id);
+        let timer = arm(deadline, me, TimerAction::Wake { epoch });
         scheduler::park();
         if Instant::now() >= deadline {
-            // Fired (or due and about to be popped as stale): nothing to cancel.
-            std::mem::forget(armed);
+            // Fired (or due and about to be popped as stale).
+            timer.fired();
             return;
         }
-        drop(armed); // an early wake: disarm, then wait again (I2)
+        timer.disarm(); // an early wake: disarm, then wait again (I2)
     }
 }
 
-/// Cancels a sleep's timer if the sleep ends early or unwinds (I3).
-struct CancelOnDrop(TimerId);
+/// An armed timer of the running actor; cancelled when dropped (so a wait
+/// unwound by a stop leaves no armed timer behind, (I3)).
+pub(crate) struct ArmedTimer(TimerId);
 
-impl Drop for CancelOnDrop {
+/// Arm a timer at `deadline` for the running actor `pid`.
+pub(crate) fn arm(deadline: Instant, pid: crate::Pid, action: TimerAction) -> ArmedTimer {
+    let id = scheduler::with_current_actor("a timed wait", |_, shared| {
+        shared
+            .timers
+            .lock()
+            .insert(&shared.coord, deadline, pid, action)
+    });
+    ArmedTimer(id)
+}
+
+impl ArmedTimer {
+    /// Cancel the timer if it has not fired.
+    pub(crate) fn disarm(self) {
+        drop(self);
+    }
+
+    /// The timer has fired (or is due): skip the cancel.
+    pub(crate) fn fired(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for ArmedTimer {
     fn drop(&mut self) {
         scheduler::with_worker(|_, shared| shared.timers.lock().cancel(&shared.coord, self.0));
     }

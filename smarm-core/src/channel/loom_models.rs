@@ -1,0 +1,147 @@
+//! Loom models of the channel's send/park/close races and of select
+//! registration against a concurrent send, on the real `Inner`, slot word
+//! and run-queue code: `RUSTFLAGS="--cfg loom" cargo test -p smarm-core
+//! --release --lib channel`.
+//!
+//! The receiving "actor" is simulated on the model's main thread: it holds
+//! its slot Running, registers under the channel lock exactly as `recv`
+//! does, then commits the park as its scheduler would after the switch.
+//! The property: once a message is queued (or the channel closed) after
+//! the receiver looked, the receiver ends up runnable (re-queued by the
+//! commit, or enqueued by the sender): never parked forever.
+
+use super::*;
+use crate::config::Config;
+use crate::slot::word::{ParkCommit, State};
+use crate::stack::StackPool;
+use loom::thread;
+
+/// A runtime with one slot held Running: the receiver.
+fn runtime_with_receiver() -> (Arc<Shared>, Pid) {
+    let shared = Arc::new(Shared::new(
+        Config::exact(1).max_actors(4),
+        Arc::new(StackPool::new(16 * 1024)),
+    ));
+    let index = shared.slots.alloc().unwrap();
+    let slot = shared.slots.get(index).unwrap();
+    let generation = slot.word.spawn_queued();
+    slot.word.start_running();
+    (shared, Pid::from_parts(index, generation))
+}
+
+/// The receive path up to the park: look, else register. `true` = it
+/// found a message or the close and will not park.
+fn look_or_register<T>(rx: &Receiver<T>, shared: &Shared, me: Pid) -> bool {
+    let mut g = rx.inner.lock();
+    if !g.queue.is_empty() || g.senders == 0 {
+        return true;
+    }
+    let epoch = shared.slots.get(me.index()).unwrap().word.begin_wait();
+    g.register(me, epoch, shared);
+    false
+}
+
+fn runnable_after_park(shared: &Shared, me: Pid) -> bool {
+    let word = &shared.slots.get(me.index()).unwrap().word;
+    match word.commit_park() {
+        ParkCommit::Requeue => true,
+        ParkCommit::Parked => false,
+    }
+}
+
+fn assert_woken(shared: &Shared, me: Pid, requeued_by_commit: bool) {
+    let state = shared.slots.get(me.index()).unwrap().word.load().state();
+    assert_eq!(state, State::Queued, "receiver left parked: a lost wake");
+    let enqueued = shared.injector.len();
+    assert_eq!(
+        usize::from(requeued_by_commit) + enqueued,
+        1,
+        "woken exactly once"
+    );
+}
+
+#[test]
+fn send_racing_the_receivers_park_is_never_lost() {
+    loom::model(|| {
+        let (shared, me) = runtime_with_receiver();
+        let (tx, rx) = channel::<u32>();
+        let sender = thread::spawn(move || tx.send(1).unwrap());
+        if look_or_register(&rx, &shared, me) {
+            sender.join().unwrap();
+            return; // saw the message: no park
+        }
+        let requeued = runnable_after_park(&shared, me);
+        sender.join().unwrap();
+        assert_woken(&shared, me, requeued);
+    });
+}
+
+#[test]
+fn last_sender_drop_racing_the_receivers_park_is_never_lost() {
+    loom::model(|| {
+        let (shared, me) = runtime_with_receiver();
+        let (tx, rx) = channel::<u32>();
+        let closer = thread::spawn(move || drop(tx));
+        if look_or_register(&rx, &shared, me) {
+            closer.join().unwrap();
+            return;
+        }
+        let requeued = runnable_after_park(&shared, me);
+        closer.join().unwrap();
+        assert_woken(&shared, me, requeued);
+    });
+}
+
+/// Select over two channels with a send landing on each, concurrently
+/// with the registration pass: the actor is woken, and once the select
+/// has retired its wait, the other arm's late wake finds a stale epoch and
+/// cannot end the actor's next wait.
+#[test]
+fn select_registration_racing_sends_wakes_once() {
+    loom::model(|| {
+        let (shared, me) = runtime_with_receiver();
+        let (tx_a, rx_a) = channel::<u32>();
+        let (tx_b, rx_b) = channel::<u32>();
+        let sender = thread::spawn(move || {
+            tx_b.send(2).unwrap();
+            tx_a.send(1).unwrap();
+        });
+        let word = &shared.slots.get(me.index()).unwrap().word;
+        let epoch = word.begin_wait();
+        let mut ready = false;
+        for rx in [&rx_a, &rx_b] {
+            let mut g = rx.inner.lock();
+            if !g.queue.is_empty() {
+                ready = true;
+                break;
+            }
+            g.register(me, epoch, &shared);
+        }
+        if !ready && word.commit_park() == ParkCommit::Parked {
+            // Parked: some send must enqueue it.
+            while word.load().state() != State::Queued {
+                thread::yield_now();
+            }
+        }
+        // It runs again (popped, or re-queued by the commit); the select
+        // retires the wait, and the actor opens a new one and parks.
+        let _ = shared.injector.pop_front();
+        if word.load().state() == State::Queued {
+            word.start_running();
+        }
+        word.retire_wait();
+        let _ = word.begin_wait();
+        let commit = word.commit_park();
+        sender.join().unwrap();
+        assert_eq!(
+            commit,
+            ParkCommit::Parked,
+            "a sibling arm's wake ended a later wait"
+        );
+        assert_eq!(
+            word.load().state(),
+            State::Parked,
+            "a stale wake enqueued the actor"
+        );
+    });
+}

@@ -1,0 +1,418 @@
+//! Unbounded multi-producer, single-consumer channels: how actors talk to
+//! each other.
+//!
+//! A channel is a queue with any number of [`Sender`] clones on one end and
+//! one [`Receiver`] on the other. `send` never blocks; `recv` parks only
+//! the receiving actor.
+//!
+//! ```
+//! use smarm::{channel, run, spawn};
+//!
+//! run(|| {
+//!     let (tx, rx) = channel::<u64>();
+//!
+//!     let worker = spawn(move || {
+//!         // Blocks until a message arrives.
+//!         let n = rx.recv().unwrap();
+//!         assert_eq!(n, 42);
+//!
+//!         // Once every Sender is dropped, recv() reports the channel closed
+//!         // instead of blocking forever.
+//!         assert!(rx.recv().is_err());
+//!     });
+//!
+//!     tx.send(42).unwrap();
+//!     drop(tx); // last sender gone: the channel is now closed
+//!     worker.join().unwrap();
+//! });
+//! ```
+//!
+//! # Design
+//!
+//! The queue lives behind an `Arc<RawMutex<Inner<T>>>` of lock class
+//! Channel. A receiver that finds the queue empty opens a wait on its slot
+//! word (`begin_wait`), registers `(pid, epoch)` in the channel, and parks;
+//! a sender pushes, takes the registration and calls `unpark_at(pid,
+//! epoch)`. Every other wake of that wait (a `recv_timeout` deadline, a
+//! losing `select` arm) carries the same epoch, so whichever comes second
+//! dies at the slot word's CAS: nothing is cancelled. The registration also
+//! carries the receiver's runtime (cached per channel), so a sender on any
+//! thread, inside or outside the runtime, can wake it.
+//!
+//! # Invariants
+//!
+//! - (I1) At most one actor receives at a time: registering while another
+//!   actor's registration is still live (its wait is open) panics.
+//! - (I2) A receiver is registered only while the queue holds nothing it
+//!   will take (empty, or nothing matching for `recv_match`) and the
+//!   channel is open; every push and the last sender's drop take the
+//!   registration and wake it.
+//! - (I3) Messages leave in arrival order; `recv_match` takes the first
+//!   match and leaves the rest in order.
+//! - (I4) Dropping the receiver closes the channel to senders and drops the
+//!   queued messages outside the lock (their destructors may touch other
+//!   channels).
+//!
+//! # Memory ordering
+//!
+//! The channel lock orders the queue and the registration; the slot word's
+//! AcqRel CAS orders the wake (slot (I3)). The loom models in
+//! `loom_models.rs` check the send/park and close/park races.
+
+mod select;
+
+#[cfg(all(test, loom))]
+mod loom_models;
+
+pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
+
+use crate::actor::Pid;
+use crate::runtime::Shared;
+use crate::scheduler;
+use crate::sync::{LockClass, RawMutex};
+use crate::time::TimerAction;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Create a channel and return its `(Sender, Receiver)` halves. The channel
+/// is unbounded and open until every `Sender` is dropped.
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let inner = Arc::new(RawMutex::new(
+        LockClass::Channel,
+        Inner {
+            queue: VecDeque::new(),
+            parked: None,
+            runtime: None,
+            senders: 1,
+            receiver_alive: true,
+        },
+    ));
+    (
+        Sender {
+            inner: inner.clone(),
+        },
+        Receiver { inner },
+    )
+}
+
+pub(crate) struct Inner<T> {
+    queue: VecDeque<T>,
+    /// The registered receiver's `(pid, epoch)` (I2).
+    parked: Option<(Pid, u32)>,
+    /// The runtime of the last actor that registered here.
+    runtime: Option<Arc<Shared>>,
+    senders: usize,
+    receiver_alive: bool,
+}
+
+impl<T> Inner<T> {
+    /// Take the registration and wake it (called under the channel lock:
+    /// Channel → Queue is the lock order).
+    fn wake_receiver(&mut self) {
+        if let (Some((pid, epoch)), Some(rt)) = (self.parked.take(), &self.runtime) {
+            rt.unpark_at(pid, epoch);
+        }
+    }
+
+    /// Register the running actor `me` for wait `epoch` (I1).
+    fn register(&mut self, me: Pid, epoch: u32, shared: &Shared) {
+        let same_runtime = self
+            .runtime
+            .as_ref()
+            .is_some_and(|rt| std::ptr::eq(Arc::as_ptr(rt), shared));
+        if let Some((other, other_epoch)) = self.parked {
+            if other != me && same_runtime && shared.wait_is_live(other, other_epoch) {
+                panic!(
+                    "smarm: two actors ({other} and {me}) are receiving on one channel; a channel \
+                     has a single receiver: give each actor its own channel"
+                );
+            }
+        }
+        if !same_runtime {
+            self.runtime = Some(shared.to_arc());
+        }
+        self.parked = Some((me, epoch));
+    }
+}
+
+/// The sending half of a channel. Clone it to give more actors the right
+/// to send; the channel closes when the last clone is dropped, which wakes
+/// a parked [`Receiver`] so it sees the closure.
+pub struct Sender<T> {
+    inner: Arc<RawMutex<Inner<T>>>,
+}
+
+/// The receiving half of a channel. Not clonable: a channel has one
+/// receiver (two actors receiving on one channel at once panics).
+pub struct Receiver<T> {
+    inner: Arc<RawMutex<Inner<T>>>,
+}
+
+/// [`Sender::send`] failed because the [`Receiver`] is gone. The message
+/// comes back in `.0`.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+#[error("smarm: send on a channel whose receiver is gone")]
+pub struct SendError<T>(pub T);
+
+/// The channel is closed: every [`Sender`] is gone and nothing is queued.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+#[error("smarm: receive on a closed channel (every sender is gone)")]
+pub struct RecvError;
+
+/// Why [`Receiver::recv_timeout`] returned without a message.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+pub enum RecvTimeoutError {
+    /// The deadline passed with no message.
+    #[error("smarm: receive timed out")]
+    Timeout,
+    /// Every sender is gone and nothing is queued.
+    #[error("smarm: receive on a closed channel (every sender is gone)")]
+    Disconnected,
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.inner.lock().senders += 1;
+        Sender {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        let mut g = self.inner.lock();
+        g.senders -= 1;
+        if g.senders == 0 {
+            // Wake the receiver even on a non-empty queue: a `recv_match`
+            // may be parked on messages that do not match, and must see the
+            // closure instead of sleeping forever.
+            g.wake_receiver();
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let drained = {
+            let mut g = self.inner.lock();
+            g.receiver_alive = false;
+            g.parked = None;
+            std::mem::take(&mut g.queue)
+        };
+        drop(drained); // (I4): outside the lock
+    }
+}
+
+impl<T> std::fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender").finish_non_exhaustive()
+    }
+}
+
+impl<T> std::fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver").finish_non_exhaustive()
+    }
+}
+
+impl<T> Sender<T> {
+    /// Queue `value` for the receiver. Never blocks; fails only when the
+    /// [`Receiver`] is gone, returning the message in [`SendError`].
+    ///
+    /// ```
+    /// let (tx, rx) = smarm::channel();
+    /// tx.send(1).unwrap();
+    /// drop(rx);
+    /// assert_eq!(tx.send(2), Err(smarm::SendError(2)));
+    /// ```
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        let mut g = self.inner.lock();
+        if !g.receiver_alive {
+            return Err(SendError(value));
+        }
+        g.queue.push_back(value);
+        g.wake_receiver();
+        Ok(())
+    }
+
+    /// Whether the receiver is gone (a `send` would fail).
+    pub fn is_closed(&self) -> bool {
+        !self.inner.lock().receiver_alive
+    }
+
+    /// Messages queued and not yet received (for introspection).
+    pub fn queued_len(&self) -> usize {
+        self.inner.lock().queue.len()
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Wait for the next message. `Err(RecvError)` once every sender is
+    /// gone and the queue is empty.
+    ///
+    /// # Panics
+    ///
+    /// If the queue is empty and the caller is not an actor, or another
+    /// actor is receiving on this channel at the same time.
+    pub fn recv(&self) -> Result<T, RecvError> {
+        loop {
+            {
+                let mut g = self.inner.lock();
+                if let Some(v) = g.queue.pop_front() {
+                    return Ok(v);
+                }
+                if g.senders == 0 {
+                    return Err(RecvError);
+                }
+                register_current(&mut g, "Receiver::recv");
+            }
+            scheduler::park();
+        }
+    }
+
+    /// Take a message if one is queued, without waiting: `Ok(None)` when
+    /// the channel is open but empty. Works outside actors too.
+    pub fn try_recv(&self) -> Result<Option<T>, RecvError> {
+        let mut g = self.inner.lock();
+        match g.queue.pop_front() {
+            Some(v) => Ok(Some(v)),
+            None if g.senders == 0 => Err(RecvError),
+            None => Ok(None),
+        }
+    }
+
+    /// Like [`recv`](Self::recv), but give up after `timeout`. A message
+    /// that arrives as the deadline passes wins: it is returned, never
+    /// lost. `Duration::ZERO` is valid: it takes a queued message, else
+    /// reports `Timeout` at once.
+    ///
+    /// ```
+    /// use smarm::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let (tx, rx) = smarm::channel::<u32>();
+    ///     assert_eq!(rx.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
+    ///     tx.send(7).unwrap();
+    ///     assert_eq!(rx.recv_timeout(Duration::ZERO), Ok(7));
+    ///     drop(tx);
+    ///     assert_eq!(rx.recv_timeout(Duration::from_secs(1)), Err(RecvTimeoutError::Disconnected));
+    /// });
+    /// ```
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            let (me, epoch, timer) = {
+                let mut g = self.inner.lock();
+                if let Some(v) = g.queue.pop_front() {
+                    return Ok(v);
+                }
+                if g.senders == 0 {
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Err(RecvTimeoutError::Timeout);
+                }
+                let (me, epoch) = register_current(&mut g, "Receiver::recv_timeout");
+                (me, epoch, deadline)
+            };
+            // Arm the deadline outside the channel lock (Timers ranks after
+            // Channel, but there is no need to nest).
+            let armed = timer.map(|d| crate::time::arm(d, me, TimerAction::Wake { epoch }));
+            scheduler::park();
+            if let Some(armed) = armed {
+                armed.disarm();
+            }
+            // Whatever woke us, this wait is over: drop a registration the
+            // sender did not take, then re-check (message first).
+            let mut g = self.inner.lock();
+            if g.parked == Some((me, epoch)) {
+                g.parked = None;
+            }
+        }
+    }
+
+    /// Selective receive: take the first queued message for which `pred`
+    /// holds, leaving the others queued in order; wait if none matches.
+    /// `Err(RecvError)` once every sender is gone and nothing matches.
+    /// `pred` runs under the channel lock: keep it cheap and do not touch
+    /// this channel from it.
+    ///
+    /// ```
+    /// smarm::run(|| {
+    ///     let (tx, rx) = smarm::channel::<(u8, &str)>();
+    ///     tx.send((1, "low")).unwrap();
+    ///     tx.send((9, "urgent")).unwrap();
+    ///     assert_eq!(rx.recv_match(|m| m.0 > 5).unwrap(), (9, "urgent"));
+    ///     assert_eq!(rx.recv().unwrap(), (1, "low"));
+    /// });
+    /// ```
+    pub fn recv_match<F>(&self, pred: F) -> Result<T, RecvError>
+    where
+        F: Fn(&T) -> bool,
+    {
+        loop {
+            {
+                let mut g = self.inner.lock();
+                if let Some(i) = g.queue.iter().position(&pred) {
+                    if let Some(v) = g.queue.remove(i) {
+                        return Ok(v);
+                    }
+                }
+                if g.senders == 0 {
+                    return Err(RecvError);
+                }
+                register_current(&mut g, "Receiver::recv_match");
+            }
+            scheduler::park();
+        }
+    }
+
+    /// Non-blocking [`recv_match`](Self::recv_match): `Ok(None)` when the
+    /// channel is open and nothing matches.
+    pub fn try_recv_match<F>(&self, pred: F) -> Result<Option<T>, RecvError>
+    where
+        F: Fn(&T) -> bool,
+    {
+        let mut g = self.inner.lock();
+        if let Some(i) = g.queue.iter().position(&pred) {
+            return Ok(g.queue.remove(i));
+        }
+        if g.senders == 0 {
+            return Err(RecvError);
+        }
+        Ok(None)
+    }
+
+    /// Messages queued and not yet received.
+    pub fn len(&self) -> usize {
+        self.inner.lock().queue.len()
+    }
+
+    /// Whether no message is queued.
+    pub fn is_empty(&self) -> bool {
+        self.inner.lock().queue.is_empty()
+    }
+}
+
+/// Open a wait for the running actor and register it on the channel whose
+/// lock is held; returns `(pid, epoch)`.
+fn register_current<T>(g: &mut Inner<T>, what: &str) -> (Pid, u32) {
+    scheduler::with_current_actor(what, |me, shared| {
+        let epoch = match shared.slots.get(me.index()) {
+            Some(slot) => slot.word.begin_wait(),
+            None => scheduler::outside_actor(what),
+        };
+        g.register(me, epoch, shared);
+        (me, epoch)
+    })
+}
+
+/// Register the running actor `me` for a wait it has already opened (the
+/// arms of a `select` share one).
+fn register_epoch<T>(g: &mut Inner<T>, me: Pid, epoch: u32) {
+    scheduler::with_current_actor("select", |_, shared| g.register(me, epoch, shared));
+}

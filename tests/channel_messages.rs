@@ -1,0 +1,268 @@
+//! Channels: order, closure, selective receive, timeouts, and the races.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::{channel, RecvError, RecvTimeoutError, SendError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{run_with, THREADS};
+
+#[test]
+fn messages_arrive_in_order_and_close_after_the_last_sender() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (tx, rx) = channel::<u32>();
+            let consumer = smarm::spawn(move || {
+                let got: Vec<u32> = std::iter::from_fn(|| rx.recv().ok()).collect();
+                assert_eq!(got, (0..1000).collect::<Vec<_>>());
+            });
+            for i in 0..1000 {
+                tx.send(i).unwrap();
+                if i % 100 == 0 {
+                    smarm::yield_now();
+                }
+            }
+            drop(tx);
+            consumer.join().unwrap();
+        });
+    }
+}
+
+#[test]
+fn send_to_a_dropped_receiver_returns_the_message() {
+    let (tx, rx) = channel::<String>();
+    drop(rx);
+    assert_eq!(tx.send("hello".into()), Err(SendError("hello".to_string())));
+    assert!(tx.is_closed());
+}
+
+#[test]
+fn try_recv_works_outside_actors() {
+    let (tx, rx) = channel::<u8>();
+    assert_eq!(rx.try_recv(), Ok(None));
+    tx.send(3).unwrap();
+    assert_eq!(rx.try_recv(), Ok(Some(3)));
+    drop(tx);
+    assert_eq!(rx.try_recv(), Err(RecvError));
+}
+
+#[test]
+fn receiver_drop_drops_queued_messages_outside_the_lock() {
+    struct Notify(smarm::Sender<u8>);
+    impl Drop for Notify {
+        fn drop(&mut self) {
+            let _ = self.0.send(1); // touches another channel from a destructor
+        }
+    }
+    let (tx, rx) = channel::<Notify>();
+    let (ntx, nrx) = channel::<u8>();
+    assert!(tx.send(Notify(ntx.clone())).is_ok());
+    assert!(tx.send(Notify(ntx)).is_ok());
+    drop(rx);
+    assert_eq!(nrx.try_recv(), Ok(Some(1)));
+    assert_eq!(nrx.try_recv(), Ok(Some(1)));
+}
+
+#[test]
+fn recv_match_takes_the_first_match_and_keeps_the_rest_in_order() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        for i in 0..10 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(rx.recv_match(|m| m % 3 == 2).unwrap(), 2);
+        assert_eq!(rx.try_recv_match(|m| *m > 7).unwrap(), Some(8));
+        assert_eq!(rx.try_recv_match(|m| *m > 100).unwrap(), None);
+        let rest: Vec<u32> = (0..7).map(|_| rx.recv().unwrap()).collect();
+        assert_eq!(rest, [0, 1, 3, 4, 5, 6, 7]);
+        assert_eq!(rx.recv().unwrap(), 9);
+    });
+}
+
+#[test]
+fn recv_match_parked_on_a_non_matching_queue_sees_the_close() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        tx.send(1).unwrap();
+        let waiter = smarm::spawn(move || {
+            assert_eq!(rx.recv_match(|m| *m == 99), Err(RecvError));
+        });
+        smarm::sleep(Duration::from_millis(5)); // let it park
+        drop(tx);
+        waiter.join().unwrap();
+    });
+}
+
+#[test]
+fn recv_match_wakes_for_a_later_match() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        let waiter = smarm::spawn(move || {
+            assert_eq!(rx.recv_match(|m| *m == 5), Ok(5));
+            assert_eq!(
+                rx.try_recv(),
+                Ok(Some(0)),
+                "non-matching messages stay queued"
+            );
+        });
+        for i in 0..=5 {
+            tx.send(i).unwrap();
+            smarm::yield_now();
+        }
+        waiter.join().unwrap();
+    });
+}
+
+#[test]
+fn recv_timeout_times_out_and_zero_is_valid() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        let t0 = Instant::now();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(20)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        assert!(t0.elapsed() >= Duration::from_millis(20), "timed out early");
+        assert_eq!(
+            rx.recv_timeout(Duration::ZERO),
+            Err(RecvTimeoutError::Timeout)
+        );
+        tx.send(1).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::ZERO), Ok(1));
+    });
+}
+
+/// Senders aim at the receiver's deadline: whatever the interleaving, a
+/// sent message is received (by this call or the next), never lost.
+#[test]
+fn a_message_racing_the_recv_timeout_deadline_is_never_lost() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (tx, rx) = channel::<u32>();
+            let rounds = 300u32;
+            let sender = smarm::spawn(move || {
+                for i in 0..rounds {
+                    smarm::sleep(Duration::from_micros(200 + u64::from(i % 7) * 20));
+                    tx.send(i).unwrap();
+                }
+            });
+            let mut received = Vec::new();
+            while received.len() < rounds as usize {
+                match rx.recv_timeout(Duration::from_micros(250)) {
+                    Ok(v) => received.push(v),
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            sender.join().unwrap();
+            while let Ok(Some(v)) = rx.try_recv() {
+                received.push(v);
+            }
+            assert_eq!(
+                received,
+                (0..rounds).collect::<Vec<_>>(),
+                "lost or reordered a message"
+            );
+        });
+    }
+}
+
+#[test]
+fn no_message_lost_or_duplicated_8_producers_100k_each_4_threads() {
+    const PRODUCERS: u64 = 8;
+    const EACH: u64 = 100_000;
+    run_with(4, || {
+        let (tx, rx) = channel::<(u64, u64)>();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let tx = tx.clone();
+                smarm::spawn(move || {
+                    for i in 0..EACH {
+                        tx.send((p, i)).unwrap();
+                        if i % 1000 == 0 {
+                            smarm::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut next = [0u64; PRODUCERS as usize];
+        let mut count = 0u64;
+        while let Ok((p, i)) = rx.recv() {
+            assert_eq!(
+                i, next[p as usize],
+                "producer {p}: out of order, lost or duplicated"
+            );
+            next[p as usize] += 1;
+            count += 1;
+        }
+        assert_eq!(count, PRODUCERS * EACH);
+        for p in producers {
+            p.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_send_from_a_plain_thread_wakes_a_parked_receiver() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            tx.send(77).unwrap();
+        });
+        assert_eq!(rx.recv(), Ok(77));
+        t.join().unwrap();
+    });
+}
+
+#[test]
+#[should_panic(expected = "receiving on one channel")]
+fn two_actors_receiving_on_one_channel_panics() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        let rx = Arc::new(rx);
+        let first = {
+            let rx = rx.clone();
+            smarm::spawn(move || {
+                let _ = rx.recv();
+            })
+        };
+        smarm::sleep(Duration::from_millis(5)); // `first` is parked in recv
+        let second = smarm::spawn(move || {
+            let _ = rx.recv();
+        });
+        let err = second.join().unwrap_err();
+        drop(tx);
+        first.join().unwrap();
+        std::panic::resume_unwind(err.payload);
+    });
+}
+
+/// A losing select arm leaves a stale registration behind; once the
+/// receiver moves to another actor, that actor receives normally.
+#[test]
+fn a_receiver_moved_after_a_select_keeps_working() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        let (wake_tx, wake_rx) = channel::<()>();
+        let (hand_tx, hand_rx) = channel::<smarm::Receiver<u32>>();
+        let a = smarm::spawn(move || {
+            assert_eq!(smarm::select(&[&wake_rx, &rx]), 0); // both armed, arm 0 wins
+            hand_tx.send(rx).unwrap();
+            smarm::sleep(Duration::from_millis(30)); // alive while B receives
+        });
+        smarm::sleep(Duration::from_millis(5));
+        wake_tx.send(()).unwrap();
+        let b = smarm::spawn(move || {
+            let rx = hand_rx.recv().unwrap();
+            assert_eq!(rx.recv().unwrap(), 9);
+        });
+        smarm::sleep(Duration::from_millis(5));
+        tx.send(9).unwrap();
+        b.join().unwrap();
+        a.join().unwrap();
+    });
+}
