@@ -2,19 +2,21 @@
 //!
 //! The root actor plays a dispatcher. It fans a batch of jobs out over a
 //! tree of worker actors, each sleeping for its job's "IO" and computing a
-//! result; one job is poisoned and panics, and the panic is contained and
-//! reported; a long-running watchdog is stopped cooperatively; a pair of
-//! actors left waiting on each other forever is swept when the root
-//! returns. It grows with each capability the runtime gains.
+//! result that it sends back over a channel; one job is poisoned and
+//! panics, and the panic is contained and reported; a watchdog that
+//! selects over a control channel and a tick is told to stop; a
+//! long-running sleeper is stopped cooperatively; a pair of actors left
+//! waiting on each other forever is swept when the root returns. It grows
+//! with each capability the runtime gains.
 //!
 //! Run it with `cargo run --release --example demo`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use smarm::channel;
 use smarm::runtime::{self, Config};
 
 const JOBS: u64 = 10_000;
@@ -30,38 +32,37 @@ fn job(n: u64) -> u64 {
 }
 
 /// Run jobs lo..lo+n on a tree of actors; returns (checksum, failures).
+/// Results come back over channels; a worker that panics drops its
+/// sender while unwinding, so the collecting loop still ends.
 fn run_jobs(lo: u64, n: u64) -> (u64, u64) {
     if n <= 100 {
+        let (tx, rx) = channel::<u64>();
         let handles: Vec<_> = (lo..lo + n)
             .map(|j| {
-                let out = Arc::new(AtomicU64::new(0));
-                let o = out.clone();
-                (
-                    smarm::spawn(move || o.store(job(j), Ordering::Relaxed)),
-                    out,
-                )
+                let tx = tx.clone();
+                smarm::spawn(move || tx.send(job(j)).unwrap())
             })
             .collect();
+        drop(tx);
         let mut sum = 0u64;
+        while let Ok(result) = rx.recv() {
+            sum = sum.wrapping_add(result);
+        }
         let mut failed = 0;
-        for (h, out) in handles {
-            match h.join() {
-                Ok(()) => sum = sum.wrapping_add(out.load(Ordering::Relaxed)),
-                Err(e) => {
-                    println!("  contained a failure in a worker: {e}");
-                    failed += 1;
-                }
+        for h in handles {
+            if let Err(e) = h.join() {
+                println!("  contained a failure in a worker: {e}");
+                failed += 1;
             }
         }
         return (sum, failed);
     }
     let half = n / 2;
-    let left = Arc::new(Mutex::new((0, 0)));
-    let l = left.clone();
-    let h = smarm::spawn(move || *l.lock().unwrap() = run_jobs(lo, half));
+    let (tx, rx) = channel();
+    let left = smarm::spawn(move || tx.send(run_jobs(lo, half)).unwrap());
     let (rs, rf) = run_jobs(lo + half, n - half);
-    h.join().expect("a subtree dispatcher failed");
-    let (ls, lf) = *left.lock().unwrap();
+    let (ls, lf) = rx.recv().expect("a subtree dispatcher failed");
+    left.join().expect("a subtree dispatcher failed");
     (ls.wrapping_add(rs), lf + rf)
 }
 
@@ -72,17 +73,37 @@ fn main() {
         rt.config().thread_count()
     );
     rt.run(|| {
-        let watchdog = smarm::spawn(|| {
+        // A watchdog: ticks every 5 ms until told to stop on its control
+        // channel (listed first in the select, so it always wins).
+        let (stop_tx, stop_rx) = channel::<()>();
+        let watchdog = smarm::spawn(move || {
+            let (tick_tx, tick_rx) = channel::<()>();
+            let mut ticks = 0u32;
+            loop {
+                let t = tick_tx.clone();
+                drop(smarm::spawn(move || {
+                    smarm::sleep(Duration::from_millis(5));
+                    let _ = t.send(());
+                }));
+                if smarm::select(&[&stop_rx, &tick_rx]) == 0 {
+                    break;
+                }
+                let _ = tick_rx.try_recv();
+                ticks += 1;
+            }
+            println!("  watchdog: told to stop after {ticks} tick(s)");
+        });
+
+        // A sleeper that never wakes on its own: stopped cooperatively.
+        let sleeper = smarm::spawn(|| {
             struct Cleanup;
             impl Drop for Cleanup {
                 fn drop(&mut self) {
-                    println!("  watchdog: stopped, cleaned up");
+                    println!("  sleeper: stopped, cleaned up");
                 }
             }
             let _cleanup = Cleanup;
-            loop {
-                smarm::sleep(Duration::from_millis(5));
-            }
+            smarm::sleep(Duration::from_secs(3600));
         });
 
         let t0 = Instant::now();
@@ -93,8 +114,10 @@ fn main() {
         );
         assert_eq!(failures, 1);
 
-        smarm::request_stop(watchdog.pid());
-        watchdog.join().expect("a stopped actor joins Ok");
+        stop_tx.send(()).expect("the watchdog is alive");
+        watchdog.join().expect("the watchdog exits normally");
+        smarm::request_stop(sleeper.pid());
+        sleeper.join().expect("a stopped actor joins Ok");
 
         // Two actors waiting on each other forever: the runtime stops them
         // when the root returns, so `run` still returns.

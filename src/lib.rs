@@ -53,4 +53,8 @@ pub mod guide {
     pub struct GettingStarted;
     #[doc = include_str!("../guide/src/actors.md")]
     pub struct Actors;
+    #[doc = include_str!("../guide/src/channels.md")]
+    pub struct Channels;
+    #[doc = include_str!("../guide/src/select.md")]
+    pub struct Select;
 }
