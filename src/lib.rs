@@ -34,9 +34,9 @@ pub mod runtime {
     pub use smarm_core::runtime::{init, run, Config, ConfigError, Runtime};
 }
 
-/// Time: [`sleep`](time::sleep).
+/// Time: [`sleep`](time::sleep), message timers.
 pub mod time {
-    pub use smarm_core::time::sleep;
+    pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};
 }
 
 #[doc(hidden)]

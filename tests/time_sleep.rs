@@ -73,3 +73,56 @@ fn sleepers_wake_in_deadline_order() {
         assert_eq!(*order.lock().unwrap(), vec![10, 20, 30]);
     });
 }
+
+#[test]
+fn send_after_to_delivers_late_and_cancel_prevents_it() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (tx, rx) = smarm::channel::<u32>();
+            let t0 = Instant::now();
+            let keep = smarm::time::send_after_to(Duration::from_millis(20), &tx, 1);
+            let cancelled = smarm::time::send_after_to(Duration::from_millis(10), &tx, 2);
+            assert!(smarm::time::cancel_timer(cancelled));
+            assert!(!smarm::time::cancel_timer(cancelled), "cancel is once");
+            assert_eq!(rx.recv().unwrap(), 1);
+            assert!(t0.elapsed() >= Duration::from_millis(20), "delivered early");
+            assert!(
+                !smarm::time::cancel_timer(keep),
+                "a fired timer cannot be cancelled"
+            );
+            assert_eq!(
+                rx.try_recv(),
+                Ok(None),
+                "the cancelled message never arrives"
+            );
+        });
+    }
+}
+
+#[test]
+fn send_after_to_a_dead_receiver_is_dropped_at_fire_time() {
+    run_with(2, || {
+        let (tx, rx) = smarm::channel::<String>();
+        smarm::time::send_after_to(Duration::from_millis(5), &tx, "late".to_string());
+        drop(rx);
+        smarm::sleep(Duration::from_millis(20)); // the timer fires into a closed channel
+        assert!(tx.is_closed());
+    });
+}
+
+#[test]
+fn a_pending_message_timer_keeps_the_root_exit_sweep_away() {
+    // The root returns while a child waits for a message that a timer will
+    // deliver: the child is not parked forever, so it must not be swept.
+    let got = Arc::new(AtomicUsize::new(0));
+    let g = got.clone();
+    run_with(2, move || {
+        let (tx, rx) = smarm::channel::<usize>();
+        smarm::time::send_after_to(Duration::from_millis(30), &tx, 7);
+        drop(smarm::spawn(move || {
+            let _keep_open = tx;
+            g.store(rx.recv().unwrap(), Ordering::SeqCst);
+        }));
+    });
+    assert_eq!(got.load(Ordering::SeqCst), 7);
+}

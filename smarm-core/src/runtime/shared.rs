@@ -12,9 +12,12 @@ use crate::slot::word::{State, Unpark};
 use crate::slot::{Slot, SlotTable};
 use crate::stack::{Stack, StackPool};
 use crate::sync::{LockClass, RawMutex};
-use crate::time::{Entry, TimerAction, TimerHeap};
+use crate::time::{Entry, TimerAction, TimerHeap, TimerId};
 use std::sync::Arc as StdArc;
 use std::time::Instant;
+
+/// Process-unique runtime identities (timer ids carry them).
+static NEXT_RUNTIME_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// One scheduler's queues, reachable by every scheduler.
 pub(crate) struct SchedulerQueues {
@@ -60,6 +63,7 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config, stacks: StdArc<StackPool>) -> Self {
         let threads = config.threads;
+        let id = NEXT_RUNTIME_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Shared {
             slots: SlotTable::new(config.max_actors),
             queues: (0..threads)
@@ -70,7 +74,7 @@ impl Shared {
                 .collect(),
             injector: RunQueue::new(),
             coord: Coordinator::new(threads),
-            timers: RawMutex::new(LockClass::Timers, TimerHeap::default()),
+            timers: RawMutex::new(LockClass::Timers, TimerHeap::new(id)),
             stacks,
             live: LiveCount::new(threads),
             io_outstanding: AtomicU32::new(0),
@@ -222,7 +226,7 @@ impl Shared {
     /// so the check fires again next loop.
     pub(crate) fn fire_due_timers(&self, try_only: bool) {
         let mut due: Vec<Entry> = Vec::new();
-        {
+        let garbage = {
             let mut timers = if try_only {
                 match self.timers.try_lock() {
                     Some(t) => t,
@@ -232,12 +236,35 @@ impl Shared {
                 self.timers.lock()
             };
             timers.pop_due(&self.coord, Instant::now(), &mut due);
-        }
+            timers.take_garbage()
+        };
+        drop(garbage); // outside the timers lock
         for entry in due {
             match entry.action {
                 TimerAction::Wake { epoch } => self.unpark_at(entry.pid, epoch),
+                TimerAction::Send(fire) => fire(),
             }
         }
+    }
+
+    /// Cancel timer `id`, dropping what it owned outside the timers lock.
+    pub(crate) fn cancel_timer(&self, id: TimerId) -> bool {
+        let (was_armed, garbage) = {
+            let mut timers = self.timers.lock();
+            (timers.cancel(&self.coord, id), timers.take_garbage())
+        };
+        drop(garbage);
+        was_armed
+    }
+
+    /// Retire every timer (the runtime is finishing).
+    pub(crate) fn clear_timers(&self) {
+        let garbage = {
+            let mut timers = self.timers.lock();
+            timers.clear(&self.coord);
+            timers.take_garbage()
+        };
+        drop(garbage);
     }
 
     // ----- termination (runtime (I2), (I3)) -----

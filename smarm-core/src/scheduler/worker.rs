@@ -112,7 +112,7 @@ enum Idle {
 fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     match shared.verdict(w.id) {
         Verdict::AllDone => {
-            shared.timers.lock().clear(&shared.coord);
+            shared.clear_timers();
             // Terminal wake: siblings parked on a now-stale picture re-run
             // the verdict and reach AllDone themselves.
             shared.coord.wake_all();

@@ -7,15 +7,21 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashSet};
 use std::time::Instant;
 
-/// Identifies an armed timer, for [`TimerHeap::cancel`].
+/// Identifies an armed message timer, for
+/// [`cancel_timer`](crate::time::cancel_timer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct TimerId(u64);
+pub struct TimerId {
+    runtime: u64,
+    seq: u64,
+}
 
 /// What an expired timer does.
 pub(crate) enum TimerAction {
     /// Wake `pid` for wait `epoch` (sleep, and the deadline of a bounded
     /// wait). A stale epoch makes it a no-op at the slot word.
     Wake { epoch: u32 },
+    /// Run a delivery thunk (`send_after_to`), outside the timers lock.
+    Send(Box<dyn FnOnce() + Send>),
 }
 
 pub(crate) struct Entry {
@@ -45,15 +51,30 @@ impl Ord for Entry {
 /// All timers of a runtime. Lives under the runtime's Timers-class lock,
 /// which is also the serialization the coordinator's timekeeper protocol
 /// requires (park (I4)).
-#[derive(Default)]
 pub(crate) struct TimerHeap {
+    /// The owning runtime's id, stamped into every `TimerId`.
+    runtime: u64,
     heap: BinaryHeap<Reverse<Entry>>,
     next_seq: u64,
     /// Timers neither fired nor cancelled. An entry not in here is skipped.
     armed: HashSet<u64>,
+    /// Entries removed without firing. Their actions may own values whose
+    /// destructors take other locks (a `Sender`), so callers drop them
+    /// after releasing the timers lock, via [`take_garbage`](Self::take_garbage).
+    garbage: Vec<Entry>,
 }
 
 impl TimerHeap {
+    pub(crate) fn new(runtime: u64) -> Self {
+        TimerHeap {
+            runtime,
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+            armed: HashSet::new(),
+            garbage: Vec::new(),
+        }
+    }
+
     /// Arm a timer and note its deadline with the coordinator.
     pub(crate) fn insert(
         &mut self,
@@ -72,16 +93,19 @@ impl TimerHeap {
         }));
         self.armed.insert(seq);
         coord.note_deadline(deadline);
-        TimerId(seq)
+        TimerId {
+            runtime: self.runtime,
+            seq,
+        }
     }
 
     /// Disarm a timer. `true` if it was still armed (it will not fire).
     pub(crate) fn cancel(&mut self, coord: &Coordinator, id: TimerId) -> bool {
-        let was_armed = self.armed.remove(&id.0);
+        let was_armed = id.runtime == self.runtime && self.armed.remove(&id.seq);
         if was_armed && self.armed.is_empty() {
-            // Nothing armed: drop the cancelled entries now so the deadline
-            // snapshot (and the root-exit sweep's "no timers" test) is exact.
-            self.heap.clear();
+            // Nothing armed: retire the cancelled entries now so the
+            // deadline snapshot is exact.
+            self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
             coord.refresh_deadline(None);
         }
         was_armed
@@ -109,16 +133,25 @@ impl TimerHeap {
             };
             if self.armed.remove(&entry.seq) {
                 out.push(entry);
+            } else {
+                self.garbage.push(entry);
             }
         }
         coord.refresh_deadline(self.peek_deadline());
     }
 
-    /// Drop every timer (the runtime is finishing).
+    /// Retire every timer (the runtime is finishing).
     pub(crate) fn clear(&mut self, coord: &Coordinator) {
-        self.heap.clear();
+        self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
         self.armed.clear();
         coord.refresh_deadline(None);
+    }
+
+    /// The entries removed without firing, to be dropped by the caller
+    /// once the timers lock is released.
+    #[must_use]
+    pub(crate) fn take_garbage(&mut self) -> Vec<Entry> {
+        std::mem::take(&mut self.garbage)
     }
 }
 
@@ -134,7 +167,7 @@ mod tests {
     #[test]
     fn pops_in_deadline_then_insertion_order() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::default();
+        let mut h = TimerHeap::new(1);
         let t0 = Instant::now();
         for (i, ms) in [(1u32, 30u64), (2, 10), (3, 20), (4, 10)] {
             let (pid, a) = wake(i);
@@ -150,7 +183,7 @@ mod tests {
     #[test]
     fn cancelled_timer_never_fires_and_cancel_is_once() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::default();
+        let mut h = TimerHeap::new(1);
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
         let (p2, a2) = wake(2);
@@ -171,7 +204,7 @@ mod tests {
     #[test]
     fn cancelling_the_last_armed_timer_clears_the_snapshot() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::default();
+        let mut h = TimerHeap::new(1);
         let (p, a) = wake(1);
         let id = h.insert(&c, Instant::now() + Duration::from_secs(3600), p, a);
         assert!(c.next_deadline().is_some());

@@ -24,7 +24,8 @@
 
 mod heap;
 
-pub(crate) use heap::{Entry, TimerAction, TimerHeap, TimerId};
+pub use heap::TimerId;
+pub(crate) use heap::{Entry, TimerAction, TimerHeap};
 
 use crate::scheduler;
 use std::time::{Duration, Instant};
@@ -46,7 +47,9 @@ use std::time::{Duration, Instant};
 ///
 /// Outside an actor.
 pub fn sleep(duration: Duration) {
-    let deadline = Instant::now() + duration;
+    let deadline = Instant::now()
+        .checked_add(duration)
+        .unwrap_or_else(far_future);
     if duration.is_zero() {
         crate::yield_now();
         return;
@@ -93,6 +96,68 @@ impl ArmedTimer {
 
 impl Drop for ArmedTimer {
     fn drop(&mut self) {
-        scheduler::with_worker(|_, shared| shared.timers.lock().cancel(&shared.coord, self.0));
+        scheduler::with_worker(|_, shared| shared.cancel_timer(self.0));
     }
+}
+
+/// Deliver `msg` on `to` after `after` (Erlang's `erlang:send_after`, for a
+/// channel). Returns a [`TimerId`] for [`cancel_timer`]. The send happens
+/// when the timer fires: if the receiver is gone by then, the message is
+/// dropped, as a send to a dead process is.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel::<&str>();
+///     let t0 = Instant::now();
+///     smarm::time::send_after_to(Duration::from_millis(10), &tx, "tick");
+///     assert_eq!(rx.recv().unwrap(), "tick");
+///     assert!(t0.elapsed() >= Duration::from_millis(10));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, msg: T) -> TimerId {
+    let to = to.clone();
+    let deadline = Instant::now().checked_add(after).unwrap_or_else(far_future);
+    scheduler::with_current_actor("send_after_to", |me, shared| {
+        let fire: Box<dyn FnOnce() + Send> = Box::new(move || {
+            let _ = to.send(msg); // a dead receiver: dropped
+        });
+        shared
+            .timers
+            .lock()
+            .insert(&shared.coord, deadline, me, TimerAction::Send(fire))
+    })
+}
+
+/// Call off a timer armed by [`send_after_to`]. `true` if it was still
+/// pending (the message will not be sent); `false` if it already fired,
+/// was already cancelled, or belongs to another runtime.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel::<u32>();
+///     let id = smarm::time::send_after_to(Duration::from_millis(5), &tx, 1);
+///     assert!(smarm::time::cancel_timer(id));
+///     assert!(!smarm::time::cancel_timer(id));
+///     smarm::sleep(Duration::from_millis(20));
+///     assert_eq!(rx.try_recv(), Ok(None));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn cancel_timer(id: TimerId) -> bool {
+    scheduler::with_current_actor("cancel_timer", |_, shared| shared.cancel_timer(id))
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
