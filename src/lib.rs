@@ -24,8 +24,9 @@
 
 pub use smarm_core::{
     channel, request_stop, run, select, select_timeout, self_pid, sleep, spawn, spawn_under,
-    try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle, Pid, Receiver,
-    RecvError, RecvTimeoutError, Selectable, SendError, Sender, SpawnError,
+    try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle, LockTimeout,
+    Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender,
+    SpawnError,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),

@@ -14,7 +14,7 @@ pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate
 mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
-mod sync; //              futex, RawMutex, lock classes
+pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
 pub mod time; //          sleep and the timer heap
 
 pub use actor::{
@@ -26,4 +26,5 @@ pub use channel::{
     RecvTimeoutError, Selectable, SendError, Sender,
 };
 pub use runtime::run;
+pub use sync::mutex::{LockTimeout, Mutex, MutexGuard};
 pub use time::sleep;

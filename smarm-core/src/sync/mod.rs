@@ -1,5 +1,6 @@
-//! Internal synchronisation: the futex syscall wrappers, `RawMutex` (the
-//! short internal lock) and its debug-checked lock classes.
+//! Synchronisation: the user-facing actor-aware [`Mutex`](mutex::Mutex),
+//! and inside the runtime the futex syscall wrappers, `RawMutex` (the short
+//! internal lock) and its debug-checked lock classes.
 //!
 //! # Design
 //!
@@ -26,6 +27,7 @@
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) mod futex;
 mod lock_class;
+pub mod mutex;
 mod raw_mutex;
 
 pub(crate) use lock_class::{assert_no_locks_held, LockClass};

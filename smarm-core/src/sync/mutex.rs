@@ -1,0 +1,411 @@
+//! `Mutex<T>`: an actor-aware lock for shared state, FIFO and bounded.
+
+use crate::actor::Pid;
+use crate::runtime::Shared;
+use crate::scheduler;
+use crate::sync::{LockClass, RawMutex};
+use crate::time::TimerAction;
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// How long [`Mutex::lock`] waits unless told otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The lock was not granted within the timeout; nothing was acquired.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+#[error(
+    "smarm: Mutex lock timed out after {waited:?}: another actor held it that long; \
+     shorten the critical section or pass a longer timeout to lock_timeout"
+)]
+pub struct LockTimeout {
+    /// The timeout that elapsed.
+    pub waited: Duration,
+}
+
+/// Who holds, or waits for, the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Actor(Pid),
+    Thread(ThreadId),
+}
+
+enum Waiter {
+    Actor {
+        pid: Pid,
+        epoch: u32,
+        runtime: Arc<Shared>,
+    },
+    Thread {
+        id: ThreadId,
+        thread: std::thread::Thread,
+    },
+}
+
+impl Waiter {
+    fn owner(&self) -> Owner {
+        match self {
+            Waiter::Actor { pid, .. } => Owner::Actor(*pid),
+            Waiter::Thread { id, .. } => Owner::Thread(*id),
+        }
+    }
+
+    fn wake(&self) {
+        match self {
+            Waiter::Actor {
+                pid,
+                epoch,
+                runtime,
+            } => runtime.unpark_at(*pid, *epoch),
+            Waiter::Thread { thread, .. } => thread.unpark(),
+        }
+    }
+}
+
+struct State {
+    /// The current holder; `None` = unlocked. On release the lock is handed
+    /// to the first waiter directly (FIFO), never left up for grabs.
+    owner: Option<Owner>,
+    waiters: VecDeque<Waiter>,
+    default_timeout: Duration,
+}
+
+struct Core<T> {
+    state: RawMutex<State>,
+    value: UnsafeCell<T>,
+}
+
+/// A mutual-exclusion lock for state shared between actors.
+///
+/// [`lock`](Self::lock) parks only the calling actor while another holds
+/// the lock. Waiters are granted the lock in arrival order (FIFO), each
+/// wait is bounded (by default [`DEFAULT_TIMEOUT`]), and the lock never
+/// poisons: a holder that panics releases it as its guard drops. Clones
+/// share one lock and one value, like an `Arc<Mutex<T>>`.
+///
+/// ```
+/// use smarm::{run, spawn, Mutex};
+///
+/// run(|| {
+///     let counter = Mutex::new(0u32);
+///     let handles: Vec<_> = (0..10)
+///         .map(|_| {
+///             let counter = counter.clone();
+///             spawn(move || *counter.lock().unwrap() += 1)
+///         })
+///         .collect();
+///     for h in handles {
+///         h.join().unwrap();
+///     }
+///     assert_eq!(*counter.lock().unwrap(), 10);
+/// });
+/// ```
+///
+/// Outside the runtime (setup code, a plain thread) `lock` blocks the OS
+/// thread instead, with the same FIFO order and timeout. Locking a mutex
+/// the caller already holds panics instead of deadlocking.
+pub struct Mutex<T> {
+    core: Arc<Core<T>>,
+}
+
+// SAFETY: the value is only reached through a guard, which exists only
+// while `state.owner` names its holder (one at a time); moving the Mutex
+// moves a handle, so T: Send suffices, as for std's Mutex.
+unsafe impl<T: Send> Send for Mutex<T> {}
+// SAFETY: as above: the state lock serialises ownership changes, and only
+// the owner dereferences the value.
+unsafe impl<T: Send> Sync for Mutex<T> {}
+
+impl<T> Clone for Mutex<T> {
+    /// Another handle to the same lock and value.
+    fn clone(&self) -> Self {
+        Mutex {
+            core: self.core.clone(),
+        }
+    }
+}
+
+impl<T> Mutex<T> {
+    /// A new, unlocked mutex around `value`.
+    pub fn new(value: T) -> Self {
+        Mutex {
+            core: Arc::new(Core {
+                state: RawMutex::new(
+                    LockClass::Leaf,
+                    State {
+                        owner: None,
+                        waiters: VecDeque::new(),
+                        default_timeout: DEFAULT_TIMEOUT,
+                    },
+                ),
+                value: UnsafeCell::new(value),
+            }),
+        }
+    }
+
+    /// Change the timeout of future [`lock`](Self::lock) calls (on every
+    /// clone).
+    pub fn set_default_timeout(&self, timeout: Duration) {
+        self.core.state.lock().default_timeout = timeout;
+    }
+
+    /// Acquire the lock, waiting at most the default timeout.
+    pub fn lock(&self) -> Result<MutexGuard<'_, T>, LockTimeout> {
+        let timeout = self.core.state.lock().default_timeout;
+        self.lock_timeout(timeout)
+    }
+
+    /// Acquire the lock, waiting at most `timeout`. A grant that races the
+    /// deadline wins: the caller gets the lock rather than an error.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let m = smarm::Mutex::new(());
+    ///     let held = m.lock().unwrap();
+    ///     let m2 = m.clone();
+    ///     let waiter = smarm::spawn(move || {
+    ///         let err = m2.lock_timeout(Duration::from_millis(5)).unwrap_err();
+    ///         assert_eq!(err.waited, Duration::from_millis(5));
+    ///     });
+    ///     waiter.join().unwrap();
+    ///     drop(held);
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the caller already holds this lock.
+    pub fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard<'_, T>, LockTimeout> {
+        let actor = scheduler::with_worker(|w, _| w.current.get()).flatten();
+        let me = match actor {
+            Some(pid) => Owner::Actor(pid),
+            None => Owner::Thread(std::thread::current().id()),
+        };
+        {
+            let mut st = self.core.state.lock();
+            if st.owner.is_none() {
+                st.owner = Some(me);
+                return Ok(self.guard());
+            }
+            if st.owner == Some(me) {
+                drop(st);
+                panic!("smarm: Mutex::lock by its holder would deadlock: drop the guard first");
+            }
+        }
+        let deadline = Instant::now().checked_add(timeout);
+        match actor {
+            Some(pid) => self.wait_as_actor(pid, deadline, timeout),
+            None => self.wait_as_thread(me, deadline, timeout),
+        }
+    }
+
+    /// Acquire the lock if it is free right now; never waits.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        let me = scheduler::with_worker(|w, _| w.current.get())
+            .flatten()
+            .map_or(Owner::Thread(std::thread::current().id()), Owner::Actor);
+        let mut st = self.core.state.lock();
+        if st.owner.is_some() {
+            return None;
+        }
+        st.owner = Some(me);
+        Some(self.guard())
+    }
+
+    /// Number of waiters queued for the lock (for introspection).
+    pub fn waiting(&self) -> usize {
+        self.core.state.lock().waiters.len()
+    }
+
+    fn guard(&self) -> MutexGuard<'_, T> {
+        MutexGuard {
+            mutex: self,
+            _not_send: PhantomData,
+        }
+    }
+
+    fn wait_as_actor(
+        &self,
+        pid: Pid,
+        deadline: Option<Instant>,
+        timeout: Duration,
+    ) -> Result<MutexGuard<'_, T>, LockTimeout> {
+        let me = Owner::Actor(pid);
+        // Contended path only: the waiter keeps its runtime for the wake.
+        let runtime = scheduler::with_current_actor("Mutex::lock", |_, shared| shared.to_arc());
+        let (_, epoch) = scheduler::begin_wait();
+        {
+            let mut st = self.core.state.lock();
+            if st.owner.is_none() {
+                st.owner = Some(me);
+                drop(st);
+                scheduler::retire_wait();
+                return Ok(self.guard());
+            }
+            st.waiters.push_back(Waiter::Actor {
+                pid,
+                epoch,
+                runtime,
+            });
+        }
+        // On a stop unwind: leave the queue, or release a grant that landed.
+        let mut queued = Queued {
+            core: &self.core,
+            me,
+            armed: true,
+        };
+        let mut epoch = epoch;
+        loop {
+            let timer = deadline.map(|d| crate::time::arm(d, pid, TimerAction::Wake { epoch }));
+            scheduler::park();
+            if let Some(t) = timer {
+                t.disarm();
+            }
+            let mut st = self.core.state.lock();
+            if st.owner == Some(me) {
+                queued.armed = false;
+                return Ok(self.guard()); // granted (even if the deadline passed too)
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                st.waiters.retain(|w| w.owner() != me);
+                queued.armed = false;
+                return Err(LockTimeout { waited: timeout });
+            }
+            // Woken early: wait again from the same place in the queue.
+            epoch = scheduler::begin_wait().1;
+            for w in st.waiters.iter_mut() {
+                if let Waiter::Actor {
+                    pid: p, epoch: e, ..
+                } = w
+                {
+                    if *p == pid {
+                        *e = epoch;
+                    }
+                }
+            }
+        }
+    }
+
+    fn wait_as_thread(
+        &self,
+        me: Owner,
+        deadline: Option<Instant>,
+        timeout: Duration,
+    ) -> Result<MutexGuard<'_, T>, LockTimeout> {
+        let Owner::Thread(id) = me else {
+            unreachable!("a thread waiter has a thread owner")
+        };
+        self.core.state.lock().waiters.push_back(Waiter::Thread {
+            id,
+            thread: std::thread::current(),
+        });
+        loop {
+            match deadline {
+                Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
+                None => std::thread::park(),
+            }
+            let mut st = self.core.state.lock();
+            if st.owner == Some(me) {
+                return Ok(self.guard());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                st.waiters.retain(|w| w.owner() != me);
+                return Err(LockTimeout { waited: timeout });
+            }
+        }
+    }
+}
+
+impl<T: Default> Default for Mutex<T> {
+    fn default() -> Self {
+        Mutex::new(T::default())
+    }
+}
+
+impl<T> std::fmt::Debug for Mutex<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.core.state.lock();
+        f.debug_struct("Mutex")
+            .field("locked", &st.owner.is_some())
+            .field("waiting", &st.waiters.len())
+            .finish()
+    }
+}
+
+/// Hand the lock to the next waiter (FIFO), or unlock it.
+fn release(state: &RawMutex<State>) {
+    let mut st = state.lock();
+    match st.waiters.pop_front() {
+        Some(next) => {
+            st.owner = Some(next.owner());
+            next.wake(); // Leaf → Queue: allowed under the state lock
+        }
+        None => st.owner = None,
+    }
+}
+
+/// A queued actor waiter's clean-up if its wait unwinds (a stop).
+struct Queued<'a, T> {
+    core: &'a Core<T>,
+    me: Owner,
+    armed: bool,
+}
+
+impl<T> Drop for Queued<'_, T> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let granted = {
+            let mut st = self.core.state.lock();
+            st.waiters.retain(|w| w.owner() != self.me);
+            st.owner == Some(self.me)
+        };
+        if granted {
+            release(&self.core.state); // never hold a lock for a dead waiter
+        }
+    }
+}
+
+/// Access to the value while the lock is held; releasing it hands the lock
+/// to the next waiter.
+pub struct MutexGuard<'a, T> {
+    mutex: &'a Mutex<T>,
+    /// Like std's guard, not `Send`: it stays with the actor that locked.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<T> Deref for MutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard exists only while `owner` names its holder, so
+        // no other guard (and no `&mut`) to the value exists.
+        unsafe { &*self.mutex.core.value.get() }
+    }
+}
+
+impl<T> DerefMut for MutexGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only borrow.
+        unsafe { &mut *self.mutex.core.value.get() }
+    }
+}
+
+impl<T> Drop for MutexGuard<'_, T> {
+    fn drop(&mut self) {
+        release(&self.mutex.core.state);
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for MutexGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
