@@ -12,6 +12,7 @@ mod loom; //              the sync facade (loom or std)
 mod park; //              scheduler park/wake coordination
 pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate
+pub mod signal; //        monitors, links, exit trapping
 mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
 pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
@@ -26,5 +27,9 @@ pub use channel::{
     RecvTimeoutError, Selectable, SendError, Sender,
 };
 pub use runtime::run;
+pub use signal::{
+    demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
+    Monitor, MonitorId,
+};
 pub use sync::mutex::{LockTimeout, Mutex, MutexGuard};
 pub use time::sleep;

@@ -151,5 +151,8 @@ fn to_result(outcome: Outcome) -> Result<(), JoinError> {
     match outcome {
         Outcome::Exit | Outcome::Stopped => Ok(()),
         Outcome::Panic(payload) => Err(JoinError { payload }),
+        Outcome::Killed(reason) => Err(JoinError {
+            payload: Box::new(crate::signal::Killed { reason }),
+        }),
     }
 }

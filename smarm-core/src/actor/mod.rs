@@ -75,7 +75,7 @@ pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 /// error instead of a panic.
 pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
     let handle = with_current_actor("try_spawn", |me, shared| {
-        spawn_in(shared, Some(me), Box::new(f))
+        spawn_in(shared, Some(me), Box::new(f), None)
     })?;
     spawn_backpressure();
     Ok(handle)
@@ -107,7 +107,7 @@ const SPAWN_BACKLOG: usize = 256;
 pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let parent = parent.erase();
     match with_current_actor("spawn_under", |_, shared| {
-        spawn_in(shared, Some(parent), Box::new(f))
+        spawn_in(shared, Some(parent), Box::new(f), None)
     }) {
         Ok(h) => {
             spawn_backpressure();
@@ -199,6 +199,7 @@ pub(crate) fn spawn_in(
     shared: &Shared,
     parent: Option<Pid>,
     f: Entry,
+    signals: Option<Box<crate::signal::Signals>>,
 ) -> Result<JoinHandle, SpawnError> {
     let stack = shared.take_stack()?;
     let index = match shared.slots.alloc() {
@@ -228,6 +229,9 @@ pub(crate) fn spawn_in(
     slot.pinned.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
+    if signals.is_some() {
+        slot.cold.lock().signals = signals; // spawn_link: linked before it can run
+    }
     shared.live.spawned(shared.local_scheduler_id());
     let generation = slot.word.spawn_queued();
     let pid = Pid::from_parts(index, generation);

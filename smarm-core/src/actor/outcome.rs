@@ -12,6 +12,8 @@ pub(crate) enum Outcome {
     Panic(Box<dyn Any + Send>),
     /// It unwound because of [`request_stop`](crate::request_stop).
     Stopped,
+    /// It was stopped by an exit signal from a linked actor.
+    Killed(crate::signal::DownReason),
 }
 
 /// The unwind payload of a cooperative stop; caught at the actor's base
@@ -46,12 +48,14 @@ impl fmt::Debug for JoinError {
 }
 
 /// The message of a panic payload, when it is a string.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
+        (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
+        s.clone()
+    } else if let Some(k) = payload.downcast_ref::<crate::signal::Killed>() {
+        k.to_string()
     } else {
-        "<non-string panic payload>"
+        "<non-string panic payload>".to_string()
     }
 }

@@ -147,7 +147,7 @@ impl Runtime {
         }
         shared.root_exited.store(false, Ordering::Release);
         shared.root_swept.store(false, Ordering::Release);
-        let root = match spawn_in(shared, None, Box::new(f)) {
+        let root = match spawn_in(shared, None, Box::new(f), None) {
             Ok(handle) => handle,
             Err(e) => {
                 shared.running.store(false, Ordering::Release);
@@ -189,6 +189,9 @@ impl Runtime {
         }
         match root.take_outcome_now() {
             Some(Outcome::Panic(payload)) => std::panic::resume_unwind(payload),
+            Some(Outcome::Killed(reason)) => {
+                std::panic::resume_unwind(Box::new(crate::signal::Killed { reason }))
+            }
             Some(Outcome::Exit | Outcome::Stopped) | None => {}
         }
     }

@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) root_swept: AtomicBool,
     /// A `run` is in progress.
     pub(crate) running: AtomicBool,
+    /// Source of `MonitorId`s; never reused.
+    pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -83,6 +85,7 @@ impl Shared {
             root_exited: AtomicBool::new(false),
             root_swept: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            next_monitor_id: std::sync::atomic::AtomicU64::new(1),
             config,
         }
     }

@@ -211,17 +211,29 @@ fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: O
     runner.entry = None;
     slot.stop.store(false, Ordering::Relaxed);
     slot.word.finish();
-    let (joiner, recycle, dropped) = {
+    let (joiner, recycle, dropped, signals, reason) = {
         let mut cold = slot.cold.lock();
         let joiner = cold.joiner.take();
+        let signals = cold.signals.take();
+        // A stop caused by a linked actor's exit is that exit's reason.
+        let outcome = match (outcome, signals.as_ref().and_then(|s| s.kill_reason)) {
+            (Outcome::Stopped, Some(reason)) => Outcome::Killed(reason),
+            (outcome, _) => outcome,
+        };
+        let reason = crate::signal::DownReason::of(&outcome);
         if cold.handle_alive {
             cold.outcome = Some(outcome);
-            (joiner, false, None)
+            (joiner, false, None, signals, reason)
         } else {
             cold.handle_alive = true; // ready for the next tenant
-            (joiner, true, Some(outcome))
+            (joiner, true, Some(outcome), signals, reason)
         }
     };
+    // Monitors and links learn of the exit before the actor stops counting
+    // as live (runtime (I2)): their sends are wakes this finalisation makes.
+    if let Some(signals) = signals {
+        crate::signal::notify_exit(shared, pid, reason, *signals);
+    }
     if let Some((joiner, epoch)) = joiner {
         shared.unpark_at(joiner, epoch);
     }

@@ -1,6 +1,7 @@
 //! Per-slot cold data, under the slot's Leaf-class lock.
 
 use crate::actor::{Outcome, Pid};
+use crate::signal::Signals;
 
 /// What a slot keeps about its actor beyond the state word. A vacant
 /// slot's cold data is already set up for its next tenant (no joiner, no
@@ -12,6 +13,9 @@ pub(crate) struct Cold {
     pub(crate) outcome: Option<Outcome>,
     /// Whether a `JoinHandle` for this incarnation still exists (slot (I4)).
     pub(crate) handle_alive: bool,
+    /// Monitors, links, exit trapping: allocated on first use, taken at
+    /// finalisation.
+    pub(crate) signals: Option<Box<Signals>>,
 }
 
 impl Cold {
@@ -21,6 +25,7 @@ impl Cold {
             joiner: None,
             outcome: None,
             handle_alive: true,
+            signals: None,
         }
     }
 }

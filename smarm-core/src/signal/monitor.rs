@@ -1,0 +1,156 @@
+//! Monitors: learn when another actor goes down, and why.
+
+use super::with_live_signals;
+use crate::actor::{Outcome, Pid};
+use crate::channel::{channel, Receiver};
+use crate::scheduler;
+use std::sync::atomic::Ordering;
+
+/// Why an actor went down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DownReason {
+    /// It returned normally.
+    Exit,
+    /// It panicked (the payload goes to whoever joins it).
+    Panic,
+    /// It was stopped with [`request_stop`](crate::request_stop).
+    Stopped,
+    /// It did not exist (already finished, or never did) when the monitor
+    /// or link was set up.
+    NoProc,
+    /// It was stopped by the abnormal exit of the linked actor `by`.
+    Killed {
+        /// The linked actor whose exit stopped it.
+        by: Pid,
+    },
+}
+
+impl DownReason {
+    pub(crate) fn of(outcome: &Outcome) -> DownReason {
+        match outcome {
+            Outcome::Exit => DownReason::Exit,
+            Outcome::Panic(_) => DownReason::Panic,
+            Outcome::Stopped => DownReason::Stopped,
+            Outcome::Killed(reason) => *reason,
+        }
+    }
+
+    /// Whether this exit stops linked actors that do not trap exits (every
+    /// reason but a normal exit, as in Erlang).
+    pub fn is_abnormal(self) -> bool {
+        self != DownReason::Exit
+    }
+}
+
+impl std::fmt::Display for DownReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DownReason::Exit => write!(f, "exited normally"),
+            DownReason::Panic => write!(f, "panicked"),
+            DownReason::Stopped => write!(f, "was stopped"),
+            DownReason::NoProc => write!(f, "did not exist"),
+            DownReason::Killed { by } => write!(f, "was killed by the exit of linked actor {by}"),
+        }
+    }
+}
+
+/// The message a monitor delivers: `pid` went down for `reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Down {
+    /// The monitored actor.
+    pub pid: Pid,
+    /// Why it went down.
+    pub reason: DownReason,
+}
+
+/// Identifies one [`monitor`] registration (never reused in a runtime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MonitorId(u64);
+
+/// A monitor: exactly one [`Down`] arrives on `rx`, then it closes.
+#[derive(Debug)]
+pub struct Monitor {
+    /// This registration's id.
+    pub id: MonitorId,
+    /// The watched actor.
+    pub target: Pid,
+    /// Where the `Down` arrives.
+    pub rx: Receiver<Down>,
+}
+
+/// Watch `target`: one [`Down`] arrives on the returned monitor's `rx` when
+/// it goes down, however it goes down. The target is unaffected and does
+/// not know. A target that is already gone gives `DownReason::NoProc` at
+/// once.
+///
+/// ```
+/// use smarm::{monitor, run, spawn, DownReason};
+///
+/// run(|| {
+///     let worker = spawn(|| panic!("boom"));
+///     let m = monitor(worker.pid());
+///     let down = m.rx.recv().unwrap();
+///     assert_eq!(down.pid, worker.pid());
+///     assert_eq!(down.reason, DownReason::Panic);
+///     assert!(m.rx.recv().is_err(), "exactly one Down");
+///     assert!(worker.join().is_err());
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn monitor<A>(target: Pid<A>) -> Monitor {
+    let target = target.erase();
+    let (tx, rx) = channel::<Down>();
+    let id = scheduler::with_current_actor("monitor", |_, shared| {
+        let id = MonitorId(shared.next_monitor_id.fetch_add(1, Ordering::Relaxed));
+        // Cloning a Sender takes its channel lock: Leaf → Channel is allowed.
+        let registered =
+            with_live_signals(shared, target, |sig, _| sig.monitors.push((id, tx.clone())));
+        (id, registered.is_some())
+    });
+    let (id, registered) = id;
+    if !registered {
+        let _ = tx.send(Down {
+            pid: target,
+            reason: DownReason::NoProc,
+        });
+    }
+    drop(tx); // the registration now holds the only sender (I1)
+    Monitor { id, target, rx }
+}
+
+/// Cancel monitor `m`: `Some(id)` if it was still registered (no `Down`
+/// will arrive and its channel closes), `None` if the target had already
+/// gone down (its `Down` is sent or queued). Drop the monitor to discard a
+/// queued `Down` as well.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let sleeper = smarm::spawn(|| smarm::sleep(Duration::from_millis(10)));
+///     let m = smarm::monitor(sleeper.pid());
+///     assert_eq!(smarm::demonitor(&m), Some(m.id));
+///     sleeper.join().unwrap();
+///     assert!(m.rx.recv().is_err(), "no Down after demonitor");
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn demonitor(m: &Monitor) -> Option<MonitorId> {
+    let removed = scheduler::with_current_actor("demonitor", |_, shared| {
+        with_live_signals(shared, m.target, |sig, _| {
+            let i = sig.monitors.iter().position(|(id, _)| *id == m.id)?;
+            Some(sig.monitors.swap_remove(i))
+        })
+        .flatten()
+    });
+    removed.map(|(id, tx)| {
+        drop(tx); // outside the cold lock (I3): closes the monitor's channel
+        id
+    })
+}
