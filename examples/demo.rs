@@ -4,7 +4,9 @@
 //! tree of worker actors, each sleeping for its job's "IO" and computing a
 //! result that it sends back over a channel; one job is poisoned and
 //! panics, and the panic is contained and reported; a watchdog that
-//! selects over a control channel and a tick is told to stop; a
+//! selects over a control channel and a tick is told to stop while a
+//! monitor reports its exit; a small supervisor traps exits and restarts a
+//! flaky linked worker; a
 //! long-running sleeper is stopped cooperatively; a pair of actors left
 //! waiting on each other forever is swept when the root returns. It grows
 //! with each capability the runtime gains.
@@ -66,6 +68,14 @@ fn run_jobs(lo: u64, n: u64) -> (u64, u64) {
     (ls.wrapping_add(rs), lf + rf)
 }
 
+/// Fails on its first two attempts.
+fn flaky(attempt: u32) {
+    smarm::sleep(Duration::from_millis(1));
+    if attempt < 2 {
+        panic!("flaky worker: attempt {attempt} failed");
+    }
+}
+
 fn main() {
     let rt = runtime::init(Config::default());
     println!(
@@ -114,8 +124,33 @@ fn main() {
         );
         assert_eq!(failures, 1);
 
+        let watching = smarm::monitor(watchdog.pid());
         stop_tx.send(()).expect("the watchdog is alive");
+        let down = watching.rx.recv().expect("one Down per monitor");
+        println!("  monitor: watchdog {} {}", down.pid, down.reason);
         watchdog.join().expect("the watchdog exits normally");
+
+        // A tiny supervisor: it traps exits and restarts a flaky linked
+        // worker until one run succeeds.
+        let supervisor = smarm::spawn(|| {
+            let exits = smarm::trap_exit(true).expect("trapping was off");
+            let mut attempt = 0u32;
+            let mut worker = smarm::spawn_link(move || flaky(attempt));
+            loop {
+                let exit = exits.recv().expect("the supervisor holds its exit channel");
+                if exit.from != worker.pid() {
+                    continue;
+                }
+                if !exit.reason.is_abnormal() {
+                    break;
+                }
+                attempt += 1;
+                println!("  supervisor: worker {} {}; restart #{attempt}", exit.from, exit.reason);
+                worker = smarm::spawn_link(move || flaky(attempt));
+            }
+            println!("  supervisor: worker succeeded after {attempt} restart(s)");
+        });
+        supervisor.join().expect("the supervisor survives its workers");
         smarm::request_stop(sleeper.pid());
         sleeper.join().expect("a stopped actor joins Ok");
 

@@ -23,14 +23,14 @@
 //! `smarm-macros`.
 
 pub use smarm_core::{
-    demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed, Monitor,
-    MonitorId,
-};
-pub use smarm_core::{
     channel, request_stop, run, select, select_timeout, self_pid, sleep, spawn, spawn_under,
     try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle, LockTimeout,
     Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender,
     SpawnError,
+};
+pub use smarm_core::{
+    demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
+    Monitor, MonitorId,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),
@@ -62,4 +62,6 @@ pub mod guide {
     pub struct Channels;
     #[doc = include_str!("../guide/src/select.md")]
     pub struct Select;
+    #[doc = include_str!("../guide/src/links.md")]
+    pub struct Links;
 }

@@ -15,7 +15,11 @@ fn a_monitor_gets_exactly_one_down_with_the_reason() {
         let ok = smarm::spawn(|| {});
         let bad = smarm::spawn(|| panic!("x"));
         let stopped = smarm::spawn(|| smarm::sleep(Duration::from_secs(60)));
-        let (m_ok, m_bad, m_stop) = (monitor(ok.pid()), monitor(bad.pid()), monitor(stopped.pid()));
+        let (m_ok, m_bad, m_stop) = (
+            monitor(ok.pid()),
+            monitor(bad.pid()),
+            monitor(stopped.pid()),
+        );
         smarm::request_stop(stopped.pid());
         assert_eq!(m_ok.rx.recv().unwrap().reason, DownReason::Exit);
         assert_eq!(m_bad.rx.recv().unwrap().reason, DownReason::Panic);
@@ -80,7 +84,11 @@ fn demonitor_after_the_target_died_and_its_slot_was_reused_leaves_the_new_tenant
         let m_new = monitor(new.pid());
         assert_eq!(demonitor(&m), None, "nothing left to cancel");
         tx.send(()).unwrap();
-        assert_eq!(m_new.rx.recv().unwrap().reason, DownReason::Exit, "the new tenant's monitor fired");
+        assert_eq!(
+            m_new.rx.recv().unwrap().reason,
+            DownReason::Exit,
+            "the new tenant's monitor fired"
+        );
         new.join().unwrap();
     });
 }
@@ -96,7 +104,8 @@ fn a_chain_of_1000_linked_actors_all_stop_when_one_panics_and_a_trapper_survives
             let mut prev: Option<smarm::Pid> = None;
             let mut handles = Vec::new();
             for i in 0..1000 {
-                let (stopped, trapped_tx, ready_tx) = (stopped.clone(), trapped_tx.clone(), ready_tx.clone());
+                let (stopped, trapped_tx, ready_tx) =
+                    (stopped.clone(), trapped_tx.clone(), ready_tx.clone());
                 let h = smarm::spawn(move || {
                     struct Count(Arc<AtomicUsize>);
                     impl Drop for Count {
@@ -132,7 +141,10 @@ fn a_chain_of_1000_linked_actors_all_stop_when_one_panics_and_a_trapper_survives
             assert!(results[0].is_ok(), "the trapping actor survived");
             for (i, r) in results.iter().enumerate().take(999).skip(1) {
                 let e = r.as_ref().unwrap_err();
-                let killed = e.payload.downcast_ref::<Killed>().unwrap_or_else(|| panic!("actor {i} not killed"));
+                let killed = e
+                    .payload
+                    .downcast_ref::<Killed>()
+                    .unwrap_or_else(|| panic!("actor {i} not killed"));
                 assert!(matches!(killed.reason, DownReason::Killed { .. }));
             }
             let exit = trapped_rx.recv().unwrap();
@@ -176,7 +188,10 @@ fn linking_to_a_dead_pid_delivers_noproc_at_once() {
             unreachable!("link to a dead pid stops a non-trapping caller");
         });
         let err = plain.join().unwrap_err();
-        assert_eq!(err.payload.downcast_ref::<Killed>().unwrap().reason, DownReason::NoProc);
+        assert_eq!(
+            err.payload.downcast_ref::<Killed>().unwrap().reason,
+            DownReason::NoProc
+        );
     });
 }
 
