@@ -59,7 +59,10 @@
 //! AcqRel CAS orders the wake (slot (I3)). The loom models in
 //! `loom_models.rs` check the send/park and close/park races.
 
+mod mailbox;
 mod select;
+
+use mailbox::Mailbox;
 
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -71,7 +74,6 @@ use crate::runtime::Shared;
 use crate::scheduler;
 use crate::sync::{LockClass, RawMutex};
 use crate::time::TimerAction;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -82,7 +84,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
     let inner = Arc::new(RawMutex::new(
         LockClass::Channel,
         Inner {
-            queue: VecDeque::new(),
+            queue: Mailbox::default(),
             parked: None,
             runtime: None,
             senders: 1,
@@ -98,7 +100,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 pub(crate) struct Inner<T> {
-    queue: VecDeque<T>,
+    queue: Mailbox<T>,
     /// The registered receiver's `(pid, epoch)` (I2).
     parked: Option<(Pid, u32)>,
     /// The runtime of the last actor that registered here.
@@ -233,7 +235,7 @@ impl<T> Sender<T> {
         if !g.receiver_alive {
             return Err(SendError(value));
         }
-        g.queue.push_back(value);
+        g.queue.push(value);
         g.wake_receiver();
         Ok(())
     }
@@ -261,7 +263,7 @@ impl<T> Receiver<T> {
         loop {
             {
                 let mut g = self.inner.lock();
-                if let Some(v) = g.queue.pop_front() {
+                if let Some(v) = g.queue.pop() {
                     return Ok(v);
                 }
                 if g.senders == 0 {
@@ -277,7 +279,7 @@ impl<T> Receiver<T> {
     /// the channel is open but empty. Works outside actors too.
     pub fn try_recv(&self) -> Result<Option<T>, RecvError> {
         let mut g = self.inner.lock();
-        match g.queue.pop_front() {
+        match g.queue.pop() {
             Some(v) => Ok(Some(v)),
             None if g.senders == 0 => Err(RecvError),
             None => Ok(None),
@@ -307,7 +309,7 @@ impl<T> Receiver<T> {
         loop {
             let (me, epoch, timer) = {
                 let mut g = self.inner.lock();
-                if let Some(v) = g.queue.pop_front() {
+                if let Some(v) = g.queue.pop() {
                     return Ok(v);
                 }
                 if g.senders == 0 {
@@ -357,10 +359,8 @@ impl<T> Receiver<T> {
         loop {
             {
                 let mut g = self.inner.lock();
-                if let Some(i) = g.queue.iter().position(&pred) {
-                    if let Some(v) = g.queue.remove(i) {
-                        return Ok(v);
-                    }
+                if let Some(v) = g.queue.take_first(&pred) {
+                    return Ok(v);
                 }
                 if g.senders == 0 {
                     return Err(RecvError);
@@ -378,8 +378,8 @@ impl<T> Receiver<T> {
         F: Fn(&T) -> bool,
     {
         let mut g = self.inner.lock();
-        if let Some(i) = g.queue.iter().position(&pred) {
-            return Ok(g.queue.remove(i));
+        if let Some(v) = g.queue.take_first(&pred) {
+            return Ok(Some(v));
         }
         if g.senders == 0 {
             return Err(RecvError);

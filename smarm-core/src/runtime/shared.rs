@@ -174,7 +174,11 @@ impl Shared {
         }
         let displaced = self.local_worker(|w| (w.id, w.next.replace(Some(pid))));
         match displaced {
-            Some((_, None)) => {} // only this scheduler can run it: no wake
+            Some((_, None)) => {
+                // Only this scheduler can run it, next: no wake, and its
+                // stack can start coming into cache now.
+                slot.prefetch_context();
+            }
             Some((id, Some(prev))) => {
                 self.queues[id].local.push_front(prev);
                 self.coord.wake_one_if_idle();

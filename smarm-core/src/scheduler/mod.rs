@@ -153,6 +153,9 @@ pub(crate) fn outside_actor(what: &str) -> ! {
 
 /// Switch from the running actor back to its scheduler with `intent`.
 /// Returns when the actor is resumed, possibly on another thread (I2).
+/// Inlined: every frame below a parked actor's switch is part of what a
+/// resume must bring back into cache.
+#[inline]
 pub(crate) fn switch_out(intent: Intent) {
     crate::sync::assert_no_locks_held();
     debug_assert!(
@@ -198,6 +201,7 @@ pub(crate) fn check_stop() {
 
 /// Park the running actor until a wake for its current wait (opened with
 /// `begin_wait`), observing a stop before and after.
+#[inline]
 pub(crate) fn park() {
     check_stop();
     switch_out(Intent::Park);

@@ -143,12 +143,21 @@ impl SlotWord {
     }
 
     /// Queued→Running, by the scheduler that popped the actor (slot (I2)).
+    ///
+    /// A plain store, not a CAS: no other party writes a Queued word
+    /// (wakers and stops only read it and leave it alone), so nothing can
+    /// be overwritten; a waker's CAS that raced us simply fails and
+    /// re-reads Running.
+    #[inline]
     pub(crate) fn start_running(&self) {
-        let r = self.transition(|s| match s.state() {
-            State::Queued => Some(s.with_state(State::Running)),
-            _ => None,
-        });
-        debug_assert!(r.is_ok(), "popped an actor that was not Queued: {r:?}");
+        let s = self.load();
+        debug_assert_eq!(
+            s.state(),
+            State::Queued,
+            "popped an actor that was not Queued"
+        );
+        self.0
+            .store(s.with_state(State::Running).0, Ordering::Release);
     }
 
     /// Open a new wait: bump the epoch, drop any stale notification, and
