@@ -1,4 +1,22 @@
 //! Monitors: learn when another actor goes down, and why.
+//!
+//! ```
+//! use smarm::{monitor, run, spawn, DownReason};
+//!
+//! run(|| {
+//!     let worker = spawn(|| {
+//!         // does some work, then returns
+//!     });
+//!     let pid = worker.pid();
+//!
+//!     let m = monitor(pid);
+//!     let _ = worker.join();
+//!
+//!     let down = m.rx.recv().expect("monitor channel closed before Down");
+//!     assert_eq!(down.pid, pid);
+//!     assert_eq!(down.reason, DownReason::Exit);
+//! });
+//! ```
 
 use super::with_live_signals;
 use crate::actor::{Outcome, Pid};
