@@ -266,3 +266,29 @@ fn a_receiver_moved_after_a_select_keeps_working() {
         a.join().unwrap();
     });
 }
+
+/// The receiver takes queued messages in batches; order and selective
+/// receive must hold across the batch boundary.
+#[test]
+fn order_and_selective_receive_hold_across_receive_batches() {
+    run_with(1, || {
+        let (tx, rx) = channel::<u32>();
+        for i in 0..5 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(rx.recv().unwrap(), 0); // takes the batch 0..5
+        for i in 5..10 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(rx.len(), 9);
+        assert_eq!(tx.queued_len(), 9);
+        assert_eq!(
+            rx.recv_match(|m| *m >= 3).unwrap(),
+            3,
+            "the batch is older than the rest"
+        );
+        assert_eq!(rx.try_recv_match(|m| *m == 7).unwrap(), Some(7));
+        let rest: Vec<u32> = std::iter::from_fn(|| rx.try_recv().unwrap()).collect();
+        assert_eq!(rest, [1, 2, 4, 5, 6, 8, 9]);
+    });
+}

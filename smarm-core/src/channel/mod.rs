@@ -39,6 +39,12 @@
 //! carries the receiver's runtime (cached per channel), so a sender on any
 //! thread, inside or outside the runtime, can wake it.
 //!
+//! The receiver keeps a second queue of its own: when it runs dry, it
+//! moves the whole shared queue there in one lock hold, so under a stream
+//! of sends (fan-in) it contends with the senders once per batch, not once
+//! per message. Each queue keeps its oldest message inline (`Mailbox`), so
+//! a one-message handoff touches no separate buffer.
+//!
 //! # Invariants
 //!
 //! - (I1) At most one actor receives at a time: registering while another
@@ -48,7 +54,8 @@
 //!   channel is open; every push and the last sender's drop take the
 //!   registration and wake it.
 //! - (I3) Messages leave in arrival order; `recv_match` takes the first
-//!   match and leaves the rest in order.
+//!   match and leaves the rest in order. Everything in the receiver's own
+//!   queue is older than everything in the shared one.
 //! - (I4) Dropping the receiver closes the channel to senders and drops the
 //!   queued messages outside the lock (their destructors may touch other
 //!   channels).
@@ -81,22 +88,49 @@ use thiserror::Error;
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
 /// is unbounded and open until every `Sender` is dropped.
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    let inner = Arc::new(RawMutex::new(
-        LockClass::Channel,
-        Inner {
-            queue: Mailbox::default(),
-            parked: None,
-            runtime: None,
-            senders: 1,
-            receiver_alive: true,
-        },
-    ));
+    let chan = Arc::new(Chan {
+        shared: RawMutex::new(
+            LockClass::Channel,
+            Inner {
+                queue: Mailbox::default(),
+                parked: None,
+                runtime: None,
+                senders: 1,
+                receiver_alive: true,
+            },
+        ),
+        taken: Padded(RawMutex::new(LockClass::Leaf, Mailbox::default())),
+    });
     (
         Sender {
-            inner: inner.clone(),
+            inner: chan.clone(),
         },
-        Receiver { inner },
+        Receiver { inner: chan },
     )
+}
+
+/// A channel's two queues. Senders push to `shared`; the receiver moves
+/// everything there into `taken` at once when `taken` runs dry, so under a
+/// stream of sends it takes the contended lock once per batch, not once
+/// per message. Everything in `taken` is older than everything in
+/// `shared`. Derefs to `shared`.
+pub(crate) struct Chan<T> {
+    shared: RawMutex<Inner<T>>,
+    /// Only the receiving actor locks it (uncontended; `&Receiver` may be
+    /// shared, hence a lock at all). Leaf ranks before Channel: take it
+    /// first when both are needed.
+    taken: Padded<RawMutex<Mailbox<T>>>,
+}
+
+/// Keeps the receiver's queue off the senders' cache line.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Chan<T> {
+    type Target = RawMutex<Inner<T>>;
+    fn deref(&self) -> &RawMutex<Inner<T>> {
+        &self.shared
+    }
 }
 
 pub(crate) struct Inner<T> {
@@ -143,13 +177,13 @@ impl<T> Inner<T> {
 /// to send; the channel closes when the last clone is dropped, which wakes
 /// a parked [`Receiver`] so it sees the closure.
 pub struct Sender<T> {
-    inner: Arc<RawMutex<Inner<T>>>,
+    inner: Arc<Chan<T>>,
 }
 
 /// The receiving half of a channel. Not clonable: a channel has one
 /// receiver (two actors receiving on one channel at once panics).
 pub struct Receiver<T> {
-    inner: Arc<RawMutex<Inner<T>>>,
+    inner: Arc<Chan<T>>,
 }
 
 /// [`Sender::send`] failed because the [`Receiver`] is gone. The message
@@ -198,13 +232,14 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        let taken = std::mem::take(&mut *self.inner.taken.0.lock());
         let drained = {
             let mut g = self.inner.lock();
             g.receiver_alive = false;
             g.parked = None;
             std::mem::take(&mut g.queue)
         };
-        drop(drained); // (I4): outside the lock
+        drop((taken, drained)); // (I4): outside the locks
     }
 }
 
@@ -247,7 +282,8 @@ impl<T> Sender<T> {
 
     /// Messages queued and not yet received (for introspection).
     pub fn queued_len(&self) -> usize {
-        self.inner.lock().queue.len()
+        let taken = self.inner.taken.0.lock().len();
+        taken + self.inner.lock().queue.len()
     }
 }
 
@@ -262,10 +298,11 @@ impl<T> Receiver<T> {
     pub fn recv(&self) -> Result<T, RecvError> {
         loop {
             {
-                let mut g = self.inner.lock();
-                if let Some(v) = g.queue.pop() {
-                    return Ok(v);
-                }
+                let mut taken = self.inner.taken.0.lock();
+                let mut g = match take_one(&mut taken, &self.inner) {
+                    Taken::Message(v) => return Ok(v),
+                    Taken::Empty(g) => g,
+                };
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
@@ -278,11 +315,11 @@ impl<T> Receiver<T> {
     /// Take a message if one is queued, without waiting: `Ok(None)` when
     /// the channel is open but empty. Works outside actors too.
     pub fn try_recv(&self) -> Result<Option<T>, RecvError> {
-        let mut g = self.inner.lock();
-        match g.queue.pop() {
-            Some(v) => Ok(Some(v)),
-            None if g.senders == 0 => Err(RecvError),
-            None => Ok(None),
+        let mut taken = self.inner.taken.0.lock();
+        match take_one(&mut taken, &self.inner) {
+            Taken::Message(v) => Ok(Some(v)),
+            Taken::Empty(g) if g.senders == 0 => Err(RecvError),
+            Taken::Empty(_) => Ok(None),
         }
     }
 
@@ -307,23 +344,22 @@ impl<T> Receiver<T> {
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         let deadline = Instant::now().checked_add(timeout);
         loop {
-            let (me, epoch, timer) = {
-                let mut g = self.inner.lock();
-                if let Some(v) = g.queue.pop() {
-                    return Ok(v);
-                }
+            let (me, epoch) = {
+                let mut taken = self.inner.taken.0.lock();
+                let mut g = match take_one(&mut taken, &self.inner) {
+                    Taken::Message(v) => return Ok(v),
+                    Taken::Empty(g) => g,
+                };
                 if g.senders == 0 {
                     return Err(RecvTimeoutError::Disconnected);
                 }
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(RecvTimeoutError::Timeout);
                 }
-                let (me, epoch) = register_current(&mut g, "Receiver::recv_timeout");
-                (me, epoch, deadline)
+                register_current(&mut g, "Receiver::recv_timeout")
             };
-            // Arm the deadline outside the channel lock (Timers ranks after
-            // Channel, but there is no need to nest).
-            let armed = timer.map(|d| crate::time::arm(d, me, TimerAction::Wake { epoch }));
+            // Arm the deadline outside the channel locks.
+            let armed = deadline.map(|d| crate::time::arm(d, me, TimerAction::Wake { epoch }));
             scheduler::park();
             if let Some(armed) = armed {
                 armed.disarm();
@@ -358,6 +394,10 @@ impl<T> Receiver<T> {
     {
         loop {
             {
+                let mut taken = self.inner.taken.0.lock();
+                if let Some(v) = taken.take_first(&pred) {
+                    return Ok(v);
+                }
                 let mut g = self.inner.lock();
                 if let Some(v) = g.queue.take_first(&pred) {
                     return Ok(v);
@@ -377,6 +417,10 @@ impl<T> Receiver<T> {
     where
         F: Fn(&T) -> bool,
     {
+        let mut taken = self.inner.taken.0.lock();
+        if let Some(v) = taken.take_first(&pred) {
+            return Ok(Some(v));
+        }
         let mut g = self.inner.lock();
         if let Some(v) = g.queue.take_first(&pred) {
             return Ok(Some(v));
@@ -389,12 +433,45 @@ impl<T> Receiver<T> {
 
     /// Messages queued and not yet received.
     pub fn len(&self) -> usize {
-        self.inner.lock().queue.len()
+        let taken = self.inner.taken.0.lock().len();
+        taken + self.inner.lock().queue.len()
     }
 
     /// Whether no message is queued.
     pub fn is_empty(&self) -> bool {
-        self.inner.lock().queue.is_empty()
+        self.len() == 0
+    }
+
+    /// Whether a receive would not block: a message is queued, or the
+    /// channel is closed.
+    pub(crate) fn is_ready(&self) -> bool {
+        if !self.inner.taken.0.lock().is_empty() {
+            return true;
+        }
+        let g = self.inner.lock();
+        !g.queue.is_empty() || g.senders == 0
+    }
+}
+
+enum Taken<'a, T> {
+    Message(T),
+    /// Nothing queued; the shared lock is still held.
+    Empty(crate::sync::RawMutexGuard<'a, Inner<T>>),
+}
+
+/// The receive step: the oldest message from `taken`, else move the whole
+/// shared queue into `taken` (one contended lock hold per batch) and take
+/// from there.
+fn take_one<'a, T>(taken: &mut Mailbox<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
+    if let Some(v) = taken.pop() {
+        return Taken::Message(v);
+    }
+    let mut g = chan.lock();
+    // `taken` is empty: the swap leaves its (empty) buffer to the senders.
+    std::mem::swap(taken, &mut g.queue);
+    match taken.pop() {
+        Some(v) => Taken::Message(v),
+        None => Taken::Empty(g),
     }
 }
 

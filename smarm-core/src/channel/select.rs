@@ -47,6 +47,10 @@ impl<T> sealed::Sealed for Receiver<T> {}
 
 impl<T> Selectable for Receiver<T> {
     fn sel_register(&self, pid: Pid, epoch: u32) -> std::io::Result<bool> {
+        let taken = self.inner.taken.0.lock();
+        if !taken.is_empty() {
+            return Ok(false);
+        }
         let mut g = self.inner.lock();
         if !g.queue.is_empty() || g.senders == 0 {
             return Ok(false);
@@ -56,8 +60,7 @@ impl<T> Selectable for Receiver<T> {
     }
 
     fn sel_ready(&self) -> bool {
-        let g = self.inner.lock();
-        !g.queue.is_empty() || g.senders == 0
+        self.is_ready()
     }
 }
 

@@ -31,4 +31,4 @@ pub mod mutex;
 mod raw_mutex;
 
 pub(crate) use lock_class::{assert_no_locks_held, LockClass};
-pub(crate) use raw_mutex::RawMutex;
+pub(crate) use raw_mutex::{RawMutex, RawMutexGuard};
