@@ -39,16 +39,17 @@
 //! carries the receiver's runtime (cached per channel), so a sender on any
 //! thread, inside or outside the runtime, can wake it.
 //!
-//! The receiver keeps a second queue of its own: when it runs dry, it
-//! moves the whole shared queue there in one lock hold, so under a stream
-//! of sends (fan-in) it contends with the senders once per batch, not once
-//! per message. Each queue keeps its oldest message inline (`Mailbox`), so
-//! a one-message handoff touches no separate buffer.
+//! The receiver keeps a second queue of its own (no lock: it is not
+//! `Sync`): when it runs dry, it moves the whole shared queue there in one
+//! lock hold, so under a stream of sends (fan-in) it contends with the
+//! senders once per batch, not once per message. Each queue keeps its
+//! oldest message inline (`Mailbox`), so a one-message handoff touches no
+//! separate buffer.
 //!
 //! # Invariants
 //!
-//! - (I1) At most one actor receives at a time: registering while another
-//!   actor's registration is still live (its wait is open) panics.
+//! - (I1) At most one actor receives at a time: `Receiver` is neither
+//!   `Clone` nor `Sync`, so only its current owner can call it.
 //! - (I2) A receiver is registered only while the queue holds nothing it
 //!   will take (empty, or nothing matching for `recv_match`) and the
 //!   channel is open; every push and the last sender's drop take the
@@ -81,6 +82,8 @@ use crate::runtime::Shared;
 use crate::scheduler;
 use crate::sync::{LockClass, RawMutex};
 use crate::time::TimerAction;
+use std::cell::{RefCell, RefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -99,32 +102,28 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
                 receiver_alive: true,
             },
         ),
-        taken: Padded(RawMutex::new(LockClass::Leaf, Mailbox::default())),
+        taken_len: AtomicUsize::new(0),
     });
     (
         Sender {
             inner: chan.clone(),
         },
-        Receiver { inner: chan },
+        Receiver {
+            inner: chan,
+            taken: RefCell::new(Mailbox::default()),
+        },
     )
 }
 
-/// A channel's two queues. Senders push to `shared`; the receiver moves
-/// everything there into `taken` at once when `taken` runs dry, so under a
-/// stream of sends it takes the contended lock once per batch, not once
-/// per message. Everything in `taken` is older than everything in
-/// `shared`. Derefs to `shared`.
+/// A channel's shared state. Senders push to the queue in `shared`; the
+/// receiver moves everything there into its own queue at once when that
+/// runs dry (see [`Receiver`]). Derefs to `shared`.
 pub(crate) struct Chan<T> {
     shared: RawMutex<Inner<T>>,
-    /// Only the receiving actor locks it (uncontended; `&Receiver` may be
-    /// shared, hence a lock at all). Leaf ranks before Channel: take it
-    /// first when both are needed.
-    taken: Padded<RawMutex<Mailbox<T>>>,
+    /// How many messages the receiver holds in its own queue, for
+    /// `Sender::queued_len`.
+    taken_len: AtomicUsize,
 }
-
-/// Keeps the receiver's queue off the senders' cache line.
-#[repr(align(128))]
-struct Padded<T>(T);
 
 impl<T> std::ops::Deref for Chan<T> {
     type Target = RawMutex<Inner<T>>;
@@ -152,20 +151,13 @@ impl<T> Inner<T> {
         }
     }
 
-    /// Register the running actor `me` for wait `epoch` (I1).
+    /// Register the running actor `me` for wait `epoch`. Only the one
+    /// receiver registers (I1), so this overwrites a stale registration.
     fn register(&mut self, me: Pid, epoch: u32, shared: &Shared) {
         let same_runtime = self
             .runtime
             .as_ref()
             .is_some_and(|rt| std::ptr::eq(Arc::as_ptr(rt), shared));
-        if let Some((other, other_epoch)) = self.parked {
-            if other != me && same_runtime && shared.wait_is_live(other, other_epoch) {
-                panic!(
-                    "smarm: two actors ({other} and {me}) are receiving on one channel; a channel \
-                     has a single receiver: give each actor its own channel"
-                );
-            }
-        }
         if !same_runtime {
             self.runtime = Some(shared.to_arc());
         }
@@ -180,10 +172,33 @@ pub struct Sender<T> {
     inner: Arc<Chan<T>>,
 }
 
-/// The receiving half of a channel. Not clonable: a channel has one
-/// receiver (two actors receiving on one channel at once panics).
+/// The receiving half of a channel. A channel has one receiver: it is
+/// neither `Clone` nor `Sync`, so it can move from actor to actor but two
+/// actors can never receive on it at once; that misuse does not compile:
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+///
+/// smarm::run(|| {
+///     let (_tx, rx) = smarm::channel::<u32>();
+///     let rx = Arc::new(rx);
+///     let rx2 = rx.clone();
+///     smarm::spawn(move || drop(rx2.recv())); // Arc<Receiver> is not Send
+///     let _ = rx.recv();
+/// });
+/// ```
+///
+/// It keeps a queue of its own: when that runs dry, a receive moves the
+/// whole shared queue into it under one lock hold, so under a stream of
+/// sends (fan-in) it contends with the senders once per batch, not once
+/// per message. Everything in its own queue is older than everything still
+/// shared.
 pub struct Receiver<T> {
     inner: Arc<Chan<T>>,
+    /// Messages already taken from the shared queue. A `RefCell`: only this
+    /// receiver's actor touches it, and a `recv_match` predicate that
+    /// re-enters the channel panics instead of aliasing it.
+    taken: RefCell<Mailbox<T>>,
 }
 
 /// [`Sender::send`] failed because the [`Receiver`] is gone. The message
@@ -232,14 +247,13 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        let taken = std::mem::take(&mut *self.inner.taken.0.lock());
         let drained = {
             let mut g = self.inner.lock();
             g.receiver_alive = false;
             g.parked = None;
             std::mem::take(&mut g.queue)
         };
-        drop((taken, drained)); // (I4): outside the locks
+        drop(drained); // (I4): outside the lock (`taken` drops after this)
     }
 }
 
@@ -282,8 +296,7 @@ impl<T> Sender<T> {
 
     /// Messages queued and not yet received (for introspection).
     pub fn queued_len(&self) -> usize {
-        let taken = self.inner.taken.0.lock().len();
-        taken + self.inner.lock().queue.len()
+        self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
     }
 }
 
@@ -298,7 +311,7 @@ impl<T> Receiver<T> {
     pub fn recv(&self) -> Result<T, RecvError> {
         loop {
             {
-                let mut taken = self.inner.taken.0.lock();
+                let mut taken = self.taken();
                 let mut g = match take_one(&mut taken, &self.inner) {
                     Taken::Message(v) => return Ok(v),
                     Taken::Empty(g) => g,
@@ -315,7 +328,7 @@ impl<T> Receiver<T> {
     /// Take a message if one is queued, without waiting: `Ok(None)` when
     /// the channel is open but empty. Works outside actors too.
     pub fn try_recv(&self) -> Result<Option<T>, RecvError> {
-        let mut taken = self.inner.taken.0.lock();
+        let mut taken = self.taken();
         match take_one(&mut taken, &self.inner) {
             Taken::Message(v) => Ok(Some(v)),
             Taken::Empty(g) if g.senders == 0 => Err(RecvError),
@@ -345,7 +358,7 @@ impl<T> Receiver<T> {
         let deadline = Instant::now().checked_add(timeout);
         loop {
             let (me, epoch) = {
-                let mut taken = self.inner.taken.0.lock();
+                let mut taken = self.taken();
                 let mut g = match take_one(&mut taken, &self.inner) {
                     Taken::Message(v) => return Ok(v),
                     Taken::Empty(g) => g,
@@ -394,7 +407,7 @@ impl<T> Receiver<T> {
     {
         loop {
             {
-                let mut taken = self.inner.taken.0.lock();
+                let mut taken = self.taken();
                 if let Some(v) = taken.take_first(&pred) {
                     return Ok(v);
                 }
@@ -417,7 +430,7 @@ impl<T> Receiver<T> {
     where
         F: Fn(&T) -> bool,
     {
-        let mut taken = self.inner.taken.0.lock();
+        let mut taken = self.taken();
         if let Some(v) = taken.take_first(&pred) {
             return Ok(Some(v));
         }
@@ -433,8 +446,7 @@ impl<T> Receiver<T> {
 
     /// Messages queued and not yet received.
     pub fn len(&self) -> usize {
-        let taken = self.inner.taken.0.lock().len();
-        taken + self.inner.lock().queue.len()
+        self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
     }
 
     /// Whether no message is queued.
@@ -442,14 +454,52 @@ impl<T> Receiver<T> {
         self.len() == 0
     }
 
+    /// The receiver's own queue (see the type docs).
+    fn taken(&self) -> TakenGuard<'_, T> {
+        match self.taken.try_borrow_mut() {
+            Ok(queue) => TakenGuard {
+                queue,
+                len: &self.inner.taken_len,
+            },
+            Err(_) => {
+                panic!("smarm: a recv_match predicate used its own channel; keep predicates pure")
+            }
+        }
+    }
+
     /// Whether a receive would not block: a message is queued, or the
     /// channel is closed.
     pub(crate) fn is_ready(&self) -> bool {
-        if !self.inner.taken.0.lock().is_empty() {
+        if !self.taken().is_empty() {
             return true;
         }
         let g = self.inner.lock();
         !g.queue.is_empty() || g.senders == 0
+    }
+}
+
+/// Access to the receiver's own queue; publishes its length on release.
+struct TakenGuard<'a, T> {
+    queue: RefMut<'a, Mailbox<T>>,
+    len: &'a AtomicUsize,
+}
+
+impl<T> std::ops::Deref for TakenGuard<'_, T> {
+    type Target = Mailbox<T>;
+    fn deref(&self) -> &Mailbox<T> {
+        &self.queue
+    }
+}
+
+impl<T> std::ops::DerefMut for TakenGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut Mailbox<T> {
+        &mut self.queue
+    }
+}
+
+impl<T> Drop for TakenGuard<'_, T> {
+    fn drop(&mut self) {
+        self.len.store(self.queue.len(), Ordering::Relaxed);
     }
 }
 

@@ -47,8 +47,7 @@ impl<T> sealed::Sealed for Receiver<T> {}
 
 impl<T> Selectable for Receiver<T> {
     fn sel_register(&self, pid: Pid, epoch: u32) -> std::io::Result<bool> {
-        let taken = self.inner.taken.0.lock();
-        if !taken.is_empty() {
+        if !self.taken().is_empty() {
             return Ok(false);
         }
         let mut g = self.inner.lock();

@@ -138,17 +138,6 @@ impl Shared {
         }
     }
 
-    /// Whether `pid` is still inside wait `epoch` (registered and not yet
-    /// moved on): the test for a live registration of another receiver.
-    pub(crate) fn wait_is_live(&self, pid: Pid, epoch: u32) -> bool {
-        self.slots.get(pid.index()).is_some_and(|slot| {
-            let s = slot.word.load();
-            s.generation() == pid.generation()
-                && s.epoch() == epoch
-                && !matches!(s.state(), State::Vacant | State::Done)
-        })
-    }
-
     pub(crate) fn is_root(&self, pid: Pid) -> bool {
         self.root.load(Ordering::Acquire) == pid.to_bits()
     }
