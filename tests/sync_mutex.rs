@@ -20,6 +20,15 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// `wait_until` for plain threads (outside the runtime).
+fn wait_on_thread_until(mut cond: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !cond() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "condition never held");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn grants_are_fifo_under_contention_of_100_actors() {
     for threads in THREADS {
@@ -182,11 +191,10 @@ fn works_outside_the_runtime_and_between_threads_and_actors() {
     let held = m.lock().unwrap();
     let m2 = m.clone();
     let thread = std::thread::spawn(move || *m2.lock().unwrap() += 10); // blocks the thread
-    std::thread::sleep(Duration::from_millis(10));
-    assert_eq!(m.waiting(), 1);
+    wait_on_thread_until(|| m.waiting() == 1);
     let m3 = m.clone();
     let rt = std::thread::spawn(move || run_with(1, move || *m3.lock().unwrap() += 100));
-    std::thread::sleep(Duration::from_millis(10));
+    wait_on_thread_until(|| m.waiting() == 2);
     drop(held);
     thread.join().unwrap();
     rt.join().unwrap();
