@@ -6,7 +6,7 @@ mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use support::{run_with, THREADS};
+use support::{run_with, CountDrop, THREADS};
 
 #[test]
 fn panicking_actor_join_returns_payload_and_others_are_unaffected() {
@@ -73,17 +73,11 @@ fn a_detached_panicking_actor_does_not_fail_run() {
 
 #[test]
 fn destructors_run_when_an_actor_panics() {
-    struct Flag(Arc<AtomicUsize>);
-    impl Drop for Flag {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     let dropped = Arc::new(AtomicUsize::new(0));
     let d = dropped.clone();
     run_with(2, move || {
         let h = smarm::spawn(move || {
-            let _flag = Flag(d);
+            let _flag = CountDrop(d);
             smarm::yield_now();
             panic!("unwind me");
         });

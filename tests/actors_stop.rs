@@ -7,14 +7,7 @@ mod support;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{run_with, THREADS};
-
-struct CountDrop(Arc<AtomicUsize>);
-impl Drop for CountDrop {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use support::{run_with, CountDrop, THREADS};
 
 #[test]
 fn request_stop_unwinds_a_parked_actor_running_its_destructors() {

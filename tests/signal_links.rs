@@ -7,7 +7,7 @@ use smarm::{channel, demonitor, link, monitor, spawn_link, trap_exit, DownReason
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{run_with, THREADS};
+use support::{run_with, CountDrop, THREADS};
 
 #[test]
 fn a_monitor_gets_exactly_one_down_with_the_reason() {
@@ -107,12 +107,6 @@ fn a_chain_of_1000_linked_actors_all_stop_when_one_panics_and_a_trapper_survives
                 let (stopped, trapped_tx, ready_tx) =
                     (stopped.clone(), trapped_tx.clone(), ready_tx.clone());
                 let h = smarm::spawn(move || {
-                    struct Count(Arc<AtomicUsize>);
-                    impl Drop for Count {
-                        fn drop(&mut self) {
-                            self.0.fetch_add(1, Ordering::SeqCst);
-                        }
-                    }
                     let exits = if i == 0 { trap_exit(true) } else { None };
                     if let Some(p) = prev {
                         link(p);
@@ -124,7 +118,7 @@ fn a_chain_of_1000_linked_actors_all_stop_when_one_panics_and_a_trapper_survives
                             trapped_tx.send(exits.recv().unwrap()).unwrap();
                         }
                         None => {
-                            let _count = Count(stopped);
+                            let _count = CountDrop(stopped);
                             if i == 999 {
                                 panic!("the end of the chain fails");
                             }

@@ -24,7 +24,10 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
 fn wait_on_thread_until(mut cond: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !cond() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "condition never held");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "condition never held"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -11,6 +11,15 @@ pub fn run_with<F: FnOnce() + Send + 'static>(threads: usize, f: F) {
     runtime::init(Config::exact(threads)).run(f);
 }
 
+/// Counts its drops: a destructor that ran during an unwind shows up here.
+pub struct CountDrop(pub std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for CountDrop {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// A small deterministic PRNG (xorshift64*), so tests need no crate.
 pub struct Rng(u64);
 
