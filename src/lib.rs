@@ -39,6 +39,16 @@ pub mod runtime {
     pub use smarm_core::runtime::{init, run, Config, ConfigError, Runtime};
 }
 
+/// IO that parks only the actor: the blocking pool
+/// ([`block_on_io`](io::block_on_io)) and fd readiness
+/// ([`wait_readable`](io::wait_readable), [`FdArm`](io::FdArm), ...).
+pub mod io {
+    pub use smarm_core::io::{
+        block_on_io, read, wait_readable, wait_readable_timeout, wait_writable,
+        wait_writable_timeout, write, FdArm, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS,
+    };
+}
+
 /// Time: [`sleep`](time::sleep), message timers.
 pub mod time {
     pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};

@@ -8,6 +8,7 @@ pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
+pub mod io; //            blocking pool, fd readiness, FdArm
 mod loom; //              the sync facade (loom or std)
 mod park; //              scheduler park/wake coordination
 pub mod runtime; //       run, Runtime, the termination verdict

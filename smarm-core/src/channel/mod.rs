@@ -68,7 +68,7 @@
 //! `loom_models.rs` check the send/park and close/park races.
 
 mod mailbox;
-mod select;
+pub(crate) mod select;
 
 use mailbox::Mailbox;
 

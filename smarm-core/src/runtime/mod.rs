@@ -21,11 +21,13 @@
 //!   The deciding scheduler `wake_all`s its siblings, which re-run the
 //!   verdict and leave too.
 //! - (I3) Root-exit sweep: once the root has finished, if every scheduler
-//!   is idle, no queue holds work, no timer is armed and no IO is in
-//!   flight, no remaining actor can ever be woken. They are stopped (a
+//!   is idle, no queue holds work, no timer is armed and no blocking call
+//!   is in flight, no remaining actor can be woken except, perhaps, by an
+//!   fd that may never become ready. They are stopped (a
 //!   cooperative unwind: destructors run), so a forgotten server cannot
 //!   hang `run`. An actor that is sleeping or waiting on a timeout is not
-//!   swept: it will wake.
+//!   swept: it will wake. One waiting on an fd is: an fd may never become
+//!   ready.
 //!
 //! # Memory ordering
 //!
@@ -178,6 +180,7 @@ impl Runtime {
                 scheduler_panic = Some(p);
             }
         }
+        shared.stop_io();
         shared.stacks.trim();
         shared.root.store(0, Ordering::Release);
         shared.running.store(false, Ordering::Release);

@@ -58,6 +58,8 @@ pub(crate) struct Shared {
     pub(crate) root_swept: AtomicBool,
     /// A `run` is in progress.
     pub(crate) running: AtomicBool,
+    /// This run's IO driver, started on first use.
+    pub(crate) io: std::sync::Mutex<Option<StdArc<crate::io::IoDriver>>>,
     /// Source of `MonitorId`s; never reused.
     pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
 }
@@ -86,6 +88,7 @@ impl Shared {
             root_swept: AtomicBool::new(false),
             running: AtomicBool::new(false),
             next_monitor_id: std::sync::atomic::AtomicU64::new(1),
+            io: std::sync::Mutex::new(None),
             config,
         }
     }
@@ -271,10 +274,7 @@ impl Shared {
 
     /// The idle scheduler `id`'s verdict.
     pub(crate) fn verdict(&self, id: usize) -> Verdict {
-        if self.io_in_flight() {
-            return Verdict::Idle;
-        }
-        if self.live.is_zero() {
+        if !self.io_in_flight() && self.live.is_zero() {
             return Verdict::AllDone;
         }
         if self.sweep_due(id) {
@@ -294,9 +294,10 @@ impl Shared {
             || self.sweep_due(id)
     }
 
-    /// Root exited, nothing queued anywhere, no timer armed, no IO, and
-    /// every other scheduler idle: every remaining actor is parked with no
-    /// possible waker (runtime (I3)).
+    /// Root exited, nothing queued anywhere, no timer armed, no blocking
+    /// call in flight, and every other scheduler idle: every remaining
+    /// actor is parked with no waker but, at most, an fd that may never
+    /// become ready (runtime (I3)).
     fn sweep_due(&self, id: usize) -> bool {
         if !self.root_exited.load(Ordering::Acquire) || self.root_swept.load(Ordering::Acquire) {
             return false;
@@ -312,7 +313,7 @@ impl Shared {
                 .queues
                 .iter()
                 .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
-            && !self.io_in_flight()
+            && self.io_outstanding.load(Ordering::Acquire) == 0
             && self.timers.lock().armed() == 0
     }
 

@@ -14,6 +14,8 @@ pub(crate) enum LockClass {
     Pool = 3,
     /// A run queue (local or injector).
     Queue = 4,
+    /// The fd waiters of the IO driver (nothing is taken inside it).
+    Io = 5,
 }
 
 #[cfg(debug_assertions)]

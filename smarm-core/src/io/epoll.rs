@@ -1,0 +1,422 @@
+//! Fd readiness: the epoll thread, waits, `FdArm`, `read` and `write`.
+
+use crate::actor::Pid;
+use crate::channel::select::sealed::Sealed;
+use crate::channel::Selectable;
+use crate::runtime::Shared;
+use crate::scheduler;
+use crate::sync::{LockClass, RawMutex};
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// The epoll token of the shutdown pipe.
+const SHUTDOWN_TOKEN: u64 = u64::MAX;
+
+/// One parked waiter per fd.
+type Waiters = HashMap<RawFd, (Pid, u32)>;
+
+pub(super) struct Epoll {
+    epfd: RawFd,
+    waiters: Arc<RawMutex<Waiters>>,
+    shutdown_write: RawFd,
+    shutdown_read: RawFd,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Epoll {
+    pub(super) fn start(rt: Weak<Shared>) -> io::Result<Epoll> {
+        // SAFETY: plain syscall; a negative return is an error.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut pipe = [0 as RawFd; 2];
+        // SAFETY: `pipe` has room for the two fds pipe2 writes.
+        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
+            let e = io::Error::last_os_error();
+            // SAFETY: closing the epoll fd we just created.
+            unsafe { libc::close(epfd) };
+            return Err(e);
+        }
+        let [shutdown_read, shutdown_write] = pipe;
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: SHUTDOWN_TOKEN,
+        };
+        // SAFETY: valid epoll fd and pipe fd; `ev` outlives the call.
+        unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, shutdown_read, &mut ev) };
+        let waiters = Arc::new(RawMutex::new(LockClass::Io, HashMap::new()));
+        let thread_waiters = waiters.clone();
+        let thread = std::thread::Builder::new()
+            .name("smarm-io-epoll".into())
+            .spawn(move || epoll_loop(epfd, thread_waiters, rt));
+        match thread {
+            Ok(thread) => Ok(Epoll {
+                epfd,
+                waiters,
+                shutdown_write,
+                shutdown_read,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                // SAFETY: closing the fds we just created; no thread uses them.
+                unsafe {
+                    libc::close(epfd);
+                    libc::close(shutdown_read);
+                    libc::close(shutdown_write);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Register `(pid, epoch)` as `fd`'s waiter for `events` (io (I1)).
+    fn register(&self, fd: RawFd, pid: Pid, epoch: u32, events: u32) -> io::Result<()> {
+        let mut waiters = self.waiters.lock();
+        if waiters.contains_key(&fd) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("smarm: fd {fd} already has an actor waiting on it; one waiter per fd"),
+            ));
+        }
+        let mut ev = libc::epoll_event {
+            events: events | libc::EPOLLONESHOT as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: `ev` outlives the call; an invalid fd is an error return.
+        if unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        waiters.insert(fd, (pid, epoch));
+        Ok(())
+    }
+
+    /// Remove `fd`'s waiter if it is still `(pid, epoch)`, DELing the fd
+    /// (io (I3)). `true` if it removed it.
+    fn cancel(&self, fd: RawFd, pid: Pid, epoch: u32) -> bool {
+        let mut waiters = self.waiters.lock();
+        if waiters.get(&fd) != Some(&(pid, epoch)) {
+            return false;
+        }
+        waiters.remove(&fd);
+        // SAFETY: DEL of a registered fd; ENOENT (already closed) is fine.
+        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        true
+    }
+}
+
+impl Drop for Epoll {
+    fn drop(&mut self) {
+        let byte = 1u8;
+        // SAFETY: writing one byte from a live local to our own pipe.
+        unsafe { libc::write(self.shutdown_write, (&raw const byte).cast(), 1) };
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+        // SAFETY: the epoll thread has exited; these fds are ours (io (I4)).
+        unsafe {
+            libc::close(self.epfd);
+            libc::close(self.shutdown_read);
+            libc::close(self.shutdown_write);
+        }
+    }
+}
+
+fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
+    const MAX_EVENTS: usize = 64;
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+    loop {
+        // SAFETY: `events` has room for MAX_EVENTS entries.
+        let n = unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), MAX_EVENTS as i32, -1) };
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return;
+        }
+        for ev in &events[..n as usize] {
+            let token = ev.u64;
+            if token == SHUTDOWN_TOKEN {
+                return;
+            }
+            let fd = token as RawFd;
+            // Consume the registration under the waiters lock (io (I1)).
+            let entry = {
+                let mut w = waiters.lock();
+                let entry = w.remove(&fd);
+                if entry.is_some() {
+                    // SAFETY: DEL of the fd this event was registered for.
+                    unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+                }
+                entry
+            };
+            if let (Some((pid, epoch)), Some(shared)) = (entry, rt.upgrade()) {
+                shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+                shared.unpark_at(pid, epoch);
+            }
+        }
+    }
+}
+
+/// `EPOLLIN`/`EPOLLOUT` for a direction.
+fn interest(readable: bool) -> u32 {
+    if readable {
+        libc::EPOLLIN as u32
+    } else {
+        libc::EPOLLOUT as u32
+    }
+}
+
+/// Register the running actor on `fd` for wait `epoch`, counted in
+/// `io_fd_waiters` (io (I2)).
+fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Result<()> {
+    scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
+        let driver = shared.io_driver()?;
+        shared.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
+        driver
+            .epoll
+            .register(fd, pid, epoch, interest(readable))
+            .inspect_err(|_| {
+                shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+            })
+    })
+}
+
+/// Undo `register_current` if the registration is still ours.
+fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
+    scheduler::with_worker(|_, shared| {
+        let driver = shared.io.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(driver) = driver {
+            if driver.epoll.cancel(fd, pid, epoch) {
+                shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    });
+}
+
+/// Removes a wait's registration when the wait unwinds (io (I3)).
+struct Registered {
+    fd: RawFd,
+    pid: Pid,
+    epoch: u32,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        cancel_current(self.fd, self.pid, self.epoch);
+    }
+}
+
+fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
+    check_fd(fd)?;
+    let (pid, epoch) = scheduler::begin_wait();
+    if let Err(e) = register_current(fd, readable, pid, epoch) {
+        scheduler::retire_wait();
+        return Err(e);
+    }
+    let registered = Registered { fd, pid, epoch };
+    scheduler::park();
+    // Woken by the epoll thread, which consumed the registration: nothing
+    // to cancel.
+    std::mem::forget(registered);
+    Ok(())
+}
+
+/// An fd the process does not have open is `EBADF`, at once.
+fn check_fd(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFD reads the fd's flags; an invalid fd is EBADF.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Park the calling actor until `fd` is readable (or hung up, or in
+/// error: the following `read` reports it). Other actors run meanwhile.
+///
+/// Errors: `EBADF` for an fd that is not open, `AlreadyExists` if another
+/// actor is already waiting on `fd`, and whatever `epoll_ctl` reports (a
+/// full epoll set, an fd epoll cannot watch, such as a regular file).
+///
+/// ```
+/// smarm::run(|| {
+///     let mut fds = [0; 2];
+///     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+///     let [r, w] = fds;
+///     let reader = smarm::spawn(move || {
+///         smarm::io::wait_readable(r).unwrap();
+///         let mut buf = [0u8; 8];
+///         assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 2);
+///     });
+///     smarm::sleep(std::time::Duration::from_millis(5));
+///     assert_eq!(smarm::io::write(w, b"hi").unwrap(), 2);
+///     reader.join().unwrap();
+///     unsafe { libc::close(r); libc::close(w) };
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn wait_readable(fd: RawFd) -> io::Result<()> {
+    wait_fd(fd, true)
+}
+
+/// Park the calling actor until `fd` is writable. As [`wait_readable`].
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn wait_writable(fd: RawFd) -> io::Result<()> {
+    wait_fd(fd, false)
+}
+
+/// [`wait_readable`] with a deadline: `Ok(true)` if the fd became
+/// readable, `Ok(false)` if `timeout` passed first.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn wait_readable_timeout(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+    Ok(crate::channel::try_select_timeout(&[&FdArm::readable(fd)], timeout)?.is_some())
+}
+
+/// [`wait_writable`] with a deadline: `Ok(true)` if the fd became
+/// writable, `Ok(false)` if `timeout` passed first.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn wait_writable_timeout(fd: RawFd, timeout: Duration) -> io::Result<bool> {
+    Ok(crate::channel::try_select_timeout(&[&FdArm::writable(fd)], timeout)?.is_some())
+}
+
+/// Wait until `fd` is readable, then `read(2)` into `buf`.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        wait_readable(fd)?;
+        // SAFETY: `buf` is valid for `buf.len()` writable bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Wait until `fd` is writable, then `write(2)` from `buf`.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    loop {
+        wait_writable(fd)?;
+        // SAFETY: `buf` is valid for `buf.len()` readable bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Fd readiness as a [`select`](crate::select) arm, beside channel arms.
+/// One arm watches one direction; one actor may wait on an fd at a time.
+///
+/// ```
+/// use smarm::io::FdArm;
+///
+/// smarm::run(|| {
+///     let mut fds = [0; 2];
+///     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+///     let (_tx, rx) = smarm::channel::<()>();
+///     assert_eq!(smarm::io::write(fds[1], b"x").unwrap(), 1);
+///     assert_eq!(smarm::select(&[&rx, &FdArm::readable(fds[0])]), 1);
+///     unsafe { libc::close(fds[0]); libc::close(fds[1]) };
+/// });
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct FdArm {
+    fd: RawFd,
+    readable: bool,
+}
+
+impl FdArm {
+    /// Ready when `fd` is readable (or hung up, or in error).
+    pub fn readable(fd: RawFd) -> FdArm {
+        FdArm { fd, readable: true }
+    }
+
+    /// Ready when `fd` is writable (or in error).
+    pub fn writable(fd: RawFd) -> FdArm {
+        FdArm {
+            fd,
+            readable: false,
+        }
+    }
+}
+
+impl Sealed for FdArm {}
+
+impl Selectable for FdArm {
+    fn sel_register(&self, pid: Pid, epoch: u32) -> io::Result<bool> {
+        if poll_ready(self.fd, self.readable)? {
+            return Ok(false);
+        }
+        register_current(self.fd, self.readable, pid, epoch)?;
+        Ok(true)
+    }
+
+    /// A fresh zero-timeout poll; an error (the fd closed meanwhile)
+    /// counts as ready, so the caller's read reports it instead of hanging.
+    fn sel_ready(&self) -> bool {
+        poll_ready(self.fd, self.readable).unwrap_or(true)
+    }
+
+    fn sel_unregister(&self, pid: Pid, epoch: u32) {
+        cancel_current(self.fd, pid, epoch);
+    }
+
+    fn sel_eager_cleanup(&self) -> bool {
+        true
+    }
+}
+
+/// Zero-timeout `poll(2)`: is the direction (or an error/hang-up) pending?
+/// `POLLNVAL` is `EBADF`.
+fn poll_ready(fd: RawFd, readable: bool) -> io::Result<bool> {
+    let events = if readable {
+        libc::POLLIN
+    } else {
+        libc::POLLOUT
+    };
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if p.revents & libc::POLLNVAL != 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    Ok(p.revents & (events | libc::POLLERR | libc::POLLHUP) != 0)
+}

@@ -1,0 +1,93 @@
+//! IO without blocking a scheduler thread: a blocking pool for calls that
+//! must block (`block_on_io`), and an epoll thread for fd readiness
+//! (`wait_readable`, `wait_writable`, `FdArm` select arms, `read`, `write`).
+//!
+//! # Design
+//!
+//! Each runtime starts an [`IoDriver`] on the first IO call of a `run` and
+//! stops it when the run ends. It owns two producers, each behind the
+//! runtime's two-call contract (make the actor runnable with
+//! `unpark_at`, whose enqueue tail wakes a parked scheduler; nothing else):
+//!
+//! - the **blocking pool** (`blocking.rs`): threads that run submitted
+//!   closures, hand the result back through a slot the waiting actor owns,
+//!   decrement `io_outstanding` and wake the actor. Threads are started on
+//!   demand up to [`MAX_BLOCKING_THREADS`] and leave after
+//!   [`BLOCKING_KEEP_ALIVE`] idle;
+//! - the **epoll thread** (`epoll.rs`): `epoll_wait` on the driver's
+//!   epoll fd; a ready fd's waiter is removed (and the fd `EPOLL_CTL_DEL`ed)
+//!   under the waiters lock, `io_fd_waiters` decremented and the actor
+//!   woken. Level-triggered with `EPOLLONESHOT`: one ADD, one wake, one
+//!   DEL per wait.
+//!
+//! Producers reach the runtime through a `Weak` (the driver lives in the
+//! runtime: no reference cycle). `io_outstanding + io_fd_waiters` feed the
+//! termination verdict: a run does not end while a blocking call is in
+//! flight or an actor waits on an fd. The root-exit sweep does stop actors
+//! waiting on fds (an fd may never become ready), but waits for blocking
+//! calls, which always finish.
+//!
+//! # Invariants
+//!
+//! - (I1) The waiters lock serialises every ADD and DEL of an fd: a
+//!   registration and the epoll thread's consumption of the previous one
+//!   never interleave. The epoll thread takes no other lock of the runtime.
+//! - (I2) Each counter increment happens before the registration or
+//!   submission it counts and is undone exactly once: by the producer that
+//!   consumes it, or by the waiter that cancels it.
+//! - (I3) A waiter that unwinds (a stop) removes its registration if it is
+//!   still its own, so the fd is registrable again; one consumed by the
+//!   epoll thread meanwhile is left alone.
+//! - (I4) Teardown joins both producers and closes every fd the driver
+//!   opened.
+//!
+//! # Safety
+//!
+//! `epoll.rs` wraps `epoll_create1`, `epoll_ctl`, `epoll_wait`, `pipe2`,
+//! `poll`, `read` and `write` on fds the caller names; invalid fds are
+//! errors from the kernel, never memory unsafety.
+
+mod blocking;
+mod epoll;
+
+pub use blocking::{block_on_io, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS};
+pub use epoll::{
+    read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write, FdArm,
+};
+
+use crate::runtime::Shared;
+use std::sync::{Arc, Weak};
+
+/// The IO producers of one run of one runtime.
+pub(crate) struct IoDriver {
+    pool: blocking::Pool,
+    epoll: epoll::Epoll,
+}
+
+impl IoDriver {
+    fn start(rt: Weak<Shared>) -> std::io::Result<IoDriver> {
+        Ok(IoDriver {
+            pool: blocking::Pool::new(rt.clone()),
+            epoll: epoll::Epoll::start(rt)?,
+        })
+    }
+}
+
+impl Shared {
+    /// This run's IO driver, started on first use.
+    pub(crate) fn io_driver(&self) -> std::io::Result<Arc<IoDriver>> {
+        let mut io = self.io.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(driver) = io.as_ref() {
+            return Ok(driver.clone());
+        }
+        let driver = Arc::new(IoDriver::start(Arc::downgrade(&self.to_arc()))?);
+        *io = Some(driver.clone());
+        Ok(driver)
+    }
+
+    /// Stop this run's IO driver (joins its threads, closes its fds).
+    pub(crate) fn stop_io(&self) {
+        let driver = self.io.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(driver);
+    }
+}

@@ -1,0 +1,215 @@
+//! IO: the blocking pool and fd readiness.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::io::{block_on_io, wait_readable, wait_readable_timeout, FdArm};
+use std::io::ErrorKind;
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+use support::{run_with, CountDrop, THREADS};
+
+fn pipe() -> (RawFd, RawFd) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two fds pipe2 writes.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    assert_eq!(rc, 0);
+    (fds[0], fds[1])
+}
+
+fn close(fd: RawFd) {
+    // SAFETY: closing an fd this test opened and no longer uses.
+    unsafe { libc::close(fd) };
+}
+
+#[test]
+fn block_on_io_returns_values_and_reraises_panics() {
+    for threads in THREADS {
+        run_with(threads, || {
+            assert_eq!(block_on_io(|| 6 * 7), 42);
+            let s = block_on_io(|| String::from("from the pool"));
+            assert_eq!(s, "from the pool");
+            let r = std::panic::catch_unwind(|| block_on_io(|| -> u32 { panic!("pool panic") }));
+            let payload = r.unwrap_err();
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"pool panic"));
+        });
+    }
+}
+
+#[test]
+fn thousand_blocking_calls_run_in_parallel() {
+    let t0 = Instant::now();
+    run_with(2, || {
+        let hs: Vec<_> = (0..1_000)
+            .map(|i| {
+                smarm::spawn(move || {
+                    let v = block_on_io(move || {
+                        std::thread::sleep(Duration::from_millis(10));
+                        i
+                    });
+                    assert_eq!(v, i);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+    // Serially this is 10 s; the pool runs up to 64 at once (~160 ms).
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t0.elapsed()
+    );
+}
+
+#[test]
+fn a_reader_parked_on_a_pipe_wakes_on_write() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (r, w) = pipe();
+            let reader = smarm::spawn(move || {
+                let mut buf = [0u8; 16];
+                let n = smarm::io::read(r, &mut buf).unwrap();
+                assert_eq!(&buf[..n], b"ping");
+            });
+            smarm::sleep(Duration::from_millis(5)); // parked in the read
+            assert_eq!(smarm::io::write(w, b"ping").unwrap(), 4);
+            reader.join().unwrap();
+            close(r);
+            close(w);
+        });
+    }
+}
+
+#[test]
+fn waiting_on_a_closed_fd_is_an_error_at_once() {
+    run_with(1, || {
+        let (r, w) = pipe();
+        close(r);
+        close(w);
+        let t0 = Instant::now();
+        let err = wait_readable(r).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert_eq!(
+            wait_readable_timeout(r, Duration::from_secs(5))
+                .unwrap_err()
+                .raw_os_error(),
+            Some(libc::EBADF)
+        );
+    });
+}
+
+#[test]
+fn a_second_waiter_on_one_fd_gets_already_exists() {
+    run_with(2, || {
+        let (r, w) = pipe();
+        let first = smarm::spawn(move || wait_readable(r).unwrap());
+        smarm::sleep(Duration::from_millis(5));
+        let err = wait_readable(r).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+        assert_eq!(smarm::io::write(w, b"x").unwrap(), 1);
+        first.join().unwrap();
+        close(r);
+        close(w);
+    });
+}
+
+#[test]
+fn select_over_a_channel_and_an_fd_reports_the_ready_one_in_priority_order() {
+    run_with(2, || {
+        let (r, w) = pipe();
+        let (tx, rx) = smarm::channel::<u32>();
+        // Only the fd is ready.
+        assert_eq!(smarm::io::write(w, b"x").unwrap(), 1);
+        assert_eq!(smarm::select(&[&rx, &FdArm::readable(r)]), 1);
+        // Both ready: arm 0 wins.
+        tx.send(1).unwrap();
+        assert_eq!(smarm::select(&[&rx, &FdArm::readable(r)]), 0);
+        assert_eq!(smarm::select(&[&FdArm::readable(r), &rx]), 0);
+        let _ = rx.try_recv();
+        let mut buf = [0u8; 1];
+        assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 1);
+        // Neither ready: parks, and the fd's readiness wakes it.
+        let writer = smarm::spawn(move || {
+            smarm::sleep(Duration::from_millis(5));
+            assert_eq!(smarm::io::write(w, b"y").unwrap(), 1);
+        });
+        assert_eq!(smarm::select(&[&rx, &FdArm::readable(r)]), 1);
+        writer.join().unwrap();
+        // A channel win leaves no fd registration behind: the fd is free.
+        let t = smarm::spawn(move || tx.send(2).unwrap());
+        let (r2, w2) = pipe();
+        assert_eq!(smarm::select(&[&rx, &FdArm::readable(r2)]), 0);
+        t.join().unwrap();
+        assert!(
+            !wait_readable_timeout(r2, Duration::from_millis(5)).unwrap(),
+            "the fd is registrable"
+        );
+        for fd in [r, w, r2, w2] {
+            close(fd);
+        }
+    });
+}
+
+#[test]
+fn stopping_an_actor_parked_on_an_fd_leaves_the_fd_registrable() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (r, w) = pipe();
+            let dropped = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let d = dropped.clone();
+            let waiter = smarm::spawn(move || {
+                let _guard = CountDrop(d);
+                let _ = wait_readable(r);
+                unreachable!("stopped while waiting");
+            });
+            smarm::sleep(Duration::from_millis(5));
+            smarm::request_stop(waiter.pid());
+            waiter.join().unwrap();
+            assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
+            // The next actor can wait on the same fd.
+            let next = smarm::spawn(move || wait_readable(r).unwrap());
+            smarm::sleep(Duration::from_millis(5));
+            assert_eq!(smarm::io::write(w, b"z").unwrap(), 1);
+            next.join().unwrap();
+            close(r);
+            close(w);
+        });
+    }
+}
+
+#[test]
+fn run_returns_while_an_actor_waits_on_an_fd_that_never_becomes_ready() {
+    for threads in THREADS {
+        let (r, w) = pipe();
+        let t0 = Instant::now();
+        run_with(threads, move || {
+            drop(smarm::spawn(move || {
+                let _ = wait_readable(r); // never ready: swept at root exit
+            }));
+        });
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "run hung on an fd waiter"
+        );
+        close(r);
+        close(w);
+    }
+}
+
+#[test]
+fn wait_with_timeout_reports_readiness_or_the_deadline() {
+    run_with(2, || {
+        let (r, w) = pipe();
+        let t0 = Instant::now();
+        assert!(!wait_readable_timeout(r, Duration::from_millis(10)).unwrap());
+        assert!(t0.elapsed() >= Duration::from_millis(10));
+        assert_eq!(smarm::io::write(w, b"!").unwrap(), 1);
+        assert!(wait_readable_timeout(r, Duration::from_secs(5)).unwrap());
+        assert!(smarm::io::wait_writable_timeout(w, Duration::from_secs(5)).unwrap());
+        close(r);
+        close(w);
+    });
+}
