@@ -49,6 +49,11 @@ pub mod io {
     };
 }
 
+/// TCP and UDP sockets that park only the actor.
+pub mod net {
+    pub use smarm_core::io::net::{TcpListener, TcpStream, UdpSocket};
+}
+
 /// Time: [`sleep`](time::sleep), message timers.
 pub mod time {
     pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};

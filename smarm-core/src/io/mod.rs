@@ -49,6 +49,7 @@
 
 mod blocking;
 mod epoll;
+pub mod net;
 
 pub use blocking::{block_on_io, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS};
 pub use epoll::{
