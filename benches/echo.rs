@@ -27,7 +27,12 @@ const MESSAGE: usize = 64;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let peer = arg("--peer").unwrap_or_else(|| "smarm".to_string());
     let addr: SocketAddr = match arg("--server") {
         Some(a) => a.parse().expect("--server takes an address"),

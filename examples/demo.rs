@@ -7,9 +7,11 @@
 //! selects over a control channel and a tick is told to stop while a
 //! monitor reports its exit; a small supervisor traps exits and restarts a
 //! flaky linked worker; a
-//! long-running sleeper is stopped cooperatively; a pair of actors left
-//! waiting on each other forever is swept when the root returns. It grows
-//! with each capability the runtime gains.
+//! long-running sleeper is stopped cooperatively; an echo server and a
+//! client talk over TCP and a blocking call runs on the IO pool; a pair of
+//! actors left waiting on each other forever, and the idle acceptor, are
+//! swept when the root returns. It grows with each capability the runtime
+//! gains.
 //!
 //! Run it with `cargo run --release --example demo`.
 
@@ -19,7 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use smarm::channel;
+use smarm::net::{TcpListener, TcpStream};
 use smarm::runtime::{self, Config};
+use std::io::{Read, Write};
 
 const JOBS: u64 = 10_000;
 const POISONED: u64 = 4_242;
@@ -154,6 +158,30 @@ fn main() {
         smarm::request_stop(sleeper.pid());
         sleeper.join().expect("a stopped actor joins Ok");
 
+        // IO: an echo server and a client, both plain blocking-style
+        // actors over non-blocking sockets; and a blocking call on the pool.
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
+        let addr = listener.local_addr().expect("a bound address");
+        drop(smarm::spawn(move || {
+            while let Ok((mut conn, _)) = listener.accept() {
+                drop(smarm::spawn(move || {
+                    let mut buf = [0u8; 256];
+                    while let Ok(n @ 1..) = conn.read(&mut buf) {
+                        if conn.write_all(&buf[..n]).is_err() {
+                            break;
+                        }
+                    }
+                }));
+            }
+        }));
+        let mut client = TcpStream::connect(addr).expect("connect to the echo server");
+        client.write_all(b"hello over TCP").expect("write");
+        let mut reply = [0u8; 14];
+        client.read_exact(&mut reply).expect("read the echo");
+        println!("  echo server on {addr} answered {:?}", String::from_utf8_lossy(&reply));
+        let size = smarm::io::block_on_io(|| std::fs::metadata("Cargo.toml").map(|m| m.len()));
+        println!("  block_on_io: Cargo.toml is {} bytes", size.unwrap_or(0));
+
         // Two actors waiting on each other forever: the runtime stops them
         // when the root returns, so `run` still returns.
         let slot: Arc<Mutex<Option<smarm::JoinHandle>>> = Arc::new(Mutex::new(None));
@@ -166,7 +194,7 @@ fn main() {
         *slot.lock().unwrap() = Some(smarm::spawn(move || {
             let _ = a.join();
         }));
-        println!("root returning; two deadlocked actors are left for the root-exit sweep");
+        println!("root returning; two deadlocked actors and an idle acceptor are left for the root-exit sweep");
     });
     println!("run returned: every actor finished");
 }

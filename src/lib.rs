@@ -79,4 +79,6 @@ pub mod guide {
     pub struct Select;
     #[doc = include_str!("../guide/src/links.md")]
     pub struct Links;
+    #[doc = include_str!("../guide/src/timers-io.md")]
+    pub struct TimersIo;
 }
