@@ -213,3 +213,28 @@ fn wait_with_timeout_reports_readiness_or_the_deadline() {
         close(w);
     });
 }
+
+/// A waited-on fd stays in the epoll set (disarmed) for a cheap re-arm;
+/// closing it and getting the same number back for a new pipe must still
+/// register and wake correctly.
+#[test]
+fn a_closed_and_reused_fd_number_can_be_waited_on_again() {
+    run_with(2, || {
+        for round in 0..20 {
+            let (r, w) = pipe();
+            let reader = smarm::spawn(move || {
+                let mut buf = [0u8; 1];
+                assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 1);
+                assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 1, "the second wait re-arms");
+            });
+            smarm::sleep(Duration::from_millis(1));
+            assert_eq!(smarm::io::write(w, b"a").unwrap(), 1);
+            smarm::sleep(Duration::from_millis(1));
+            assert_eq!(smarm::io::write(w, b"b").unwrap(), 1);
+            reader.join().unwrap();
+            close(r);
+            close(w);
+            let _ = round; // the next pipe() reuses these fd numbers
+        }
+    });
+}

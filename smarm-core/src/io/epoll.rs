@@ -87,8 +87,20 @@ impl Epoll {
             events: events | libc::EPOLLONESHOT as u32,
             u64: fd as u64,
         };
-        // SAFETY: `ev` outlives the call; an invalid fd is an error return.
-        if unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+        // A fd that was waited on before is still in the epoll set,
+        // disarmed by EPOLLONESHOT: re-arm it with one MOD. ENOENT means it
+        // is not (first wait, or it was closed and its number reused): ADD.
+        // SAFETY: `ev` outlives both calls; an invalid fd is an error return.
+        let rc = unsafe {
+            if libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) == 0 {
+                0
+            } else if io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+                libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev)
+            } else {
+                -1
+            }
+        };
+        if rc < 0 {
             return Err(io::Error::last_os_error());
         }
         waiters.insert(fd, (pid, epoch));
@@ -145,15 +157,9 @@ fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
             }
             let fd = token as RawFd;
             // Consume the registration under the waiters lock (io (I1)).
-            let entry = {
-                let mut w = waiters.lock();
-                let entry = w.remove(&fd);
-                if entry.is_some() {
-                    // SAFETY: DEL of the fd this event was registered for.
-                    unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
-                }
-                entry
-            };
+            // EPOLLONESHOT has disarmed the fd; it stays in the set for the
+            // next wait's MOD.
+            let entry = waiters.lock().remove(&fd);
             if let (Some((pid, epoch)), Some(shared)) = (entry, rt.upgrade()) {
                 shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
                 shared.unpark_at(pid, epoch);

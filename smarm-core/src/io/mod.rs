@@ -15,10 +15,12 @@
 //!   demand up to [`MAX_BLOCKING_THREADS`] and leave after
 //!   [`BLOCKING_KEEP_ALIVE`] idle;
 //! - the **epoll thread** (`epoll.rs`): `epoll_wait` on the driver's
-//!   epoll fd; a ready fd's waiter is removed (and the fd `EPOLL_CTL_DEL`ed)
-//!   under the waiters lock, `io_fd_waiters` decremented and the actor
-//!   woken. Level-triggered with `EPOLLONESHOT`: one ADD, one wake, one
-//!   DEL per wait.
+//!   epoll fd; a ready fd's waiter is removed under the waiters lock,
+//!   `io_fd_waiters` decremented and the actor woken. Level-triggered with
+//!   `EPOLLONESHOT`: one arm, one wake per wait. The event disarms the fd
+//!   but leaves it in the set, so the next wait on it re-arms with one
+//!   `EPOLL_CTL_MOD` (an `ADD` the first time, or after the fd number was
+//!   closed and reused); a cancelled wait `DEL`s it.
 //!
 //! Producers reach the runtime through a `Weak` (the driver lives in the
 //! runtime: no reference cycle). `io_outstanding + io_fd_waiters` feed the
@@ -29,9 +31,9 @@
 //!
 //! # Invariants
 //!
-//! - (I1) The waiters lock serialises every ADD and DEL of an fd: a
-//!   registration and the epoll thread's consumption of the previous one
-//!   never interleave. The epoll thread takes no other lock of the runtime.
+//! - (I1) The waiters lock serialises every arm (ADD/MOD) and DEL of an fd
+//!   with the epoll thread's consumption of a registration: they never
+//!   interleave. The epoll thread takes no other lock of the runtime.
 //! - (I2) Each counter increment happens before the registration or
 //!   submission it counts and is undone exactly once: by the producer that
 //!   consumes it, or by the waiter that cancels it.
