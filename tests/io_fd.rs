@@ -225,7 +225,11 @@ fn a_closed_and_reused_fd_number_can_be_waited_on_again() {
             let reader = smarm::spawn(move || {
                 let mut buf = [0u8; 1];
                 assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 1);
-                assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 1, "the second wait re-arms");
+                assert_eq!(
+                    smarm::io::read(r, &mut buf).unwrap(),
+                    1,
+                    "the second wait re-arms"
+                );
             });
             smarm::sleep(Duration::from_millis(1));
             assert_eq!(smarm::io::write(w, b"a").unwrap(), 1);

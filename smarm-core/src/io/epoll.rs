@@ -301,24 +301,17 @@ pub fn wait_writable_timeout(fd: RawFd, timeout: Duration) -> io::Result<bool> {
     Ok(crate::channel::try_select_timeout(&[&FdArm::writable(fd)], timeout)?.is_some())
 }
 
-/// Wait until `fd` is readable, then `read(2)` into `buf`.
+/// Wait until `fd` is readable, then `read(2)` into `buf`. Waiting first
+/// keeps a blocking fd from blocking the scheduler thread.
 ///
 /// # Panics
 ///
 /// Outside an actor.
 pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        wait_readable(fd)?;
+    when_ready(fd, true, || {
         // SAFETY: `buf` is valid for `buf.len()` writable bytes.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+        unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
+    })
 }
 
 /// Wait until `fd` is writable, then `write(2)` from `buf`.
@@ -327,10 +320,18 @@ pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 ///
 /// Outside an actor.
 pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    loop {
-        wait_writable(fd)?;
+    when_ready(fd, false, || {
         // SAFETY: `buf` is valid for `buf.len()` readable bytes.
-        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) }
+    })
+}
+
+/// Wait for the direction, then run the syscall; again on a spurious
+/// `EAGAIN` or `EINTR`.
+fn when_ready(fd: RawFd, readable: bool, mut syscall: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        wait_fd(fd, readable)?;
+        let n = syscall();
         if n >= 0 {
             return Ok(n as usize);
         }
