@@ -15,7 +15,11 @@ pub fn serve(listener: TcpListener) {
     loop {
         match listener.accept() {
             Ok((conn, _peer)) => drop(smarm::spawn(move || echo(conn))),
-            Err(e) => eprintln!("accept failed: {e}"),
+            Err(e) => {
+                // Out of fds, say: back off instead of spinning on it.
+                eprintln!("accept failed: {e}");
+                smarm::sleep(std::time::Duration::from_millis(100));
+            }
         }
     }
 }

@@ -52,10 +52,11 @@ impl Pool {
     fn submit(&self, job: Job) -> std::io::Result<()> {
         let mut q = self.state.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.jobs.push_back(job);
-        if q.idle > 0 {
+        if q.idle >= q.jobs.len() {
             self.state.work.notify_one();
             return Ok(());
         }
+        self.state.work.notify_one();
         if q.threads < MAX_BLOCKING_THREADS {
             let state = self.state.clone();
             std::thread::Builder::new()

@@ -8,6 +8,10 @@
 //! `std::net` (and implement `std::io::Read`/`Write`), with timeouts that
 //! bound each wait.
 //!
+//! Name resolution (`ToSocketAddrs` on a host name) runs `getaddrinfo`,
+//! which blocks its thread: pass a `SocketAddr`, or resolve inside
+//! [`block_on_io`](super::block_on_io) first.
+//!
 //! One actor may wait on a socket at a time (a second gets
 //! `AlreadyExists`). To read in one actor and write in another, give the
 //! second a [`TcpStream::try_clone`] (a `dup`ed fd, registered
