@@ -126,3 +126,9 @@ fn a_pending_message_timer_keeps_the_root_exit_sweep_away() {
     });
     assert_eq!(got.load(Ordering::SeqCst), 7);
 }
+
+#[test]
+#[should_panic(expected = "`sleep` must be called from inside an actor")]
+fn sleep_outside_an_actor_names_sleep() {
+    smarm::sleep(Duration::from_millis(1));
+}

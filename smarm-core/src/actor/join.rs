@@ -77,7 +77,7 @@ impl JoinHandle {
             }
             // Open the wait before registering, so a finish in between
             // lands as a notification (slot (I3)).
-            let (me, epoch) = scheduler::begin_wait();
+            let (me, epoch) = scheduler::begin_wait("JoinHandle::join");
             let registered = {
                 let mut cold = self.slot().cold.lock();
                 let register = cold.outcome.is_none();

@@ -159,7 +159,7 @@ fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<
     assert!(!arms.is_empty(), "smarm: select needs at least one arm");
     let eager = arms.iter().any(|a| a.sel_eager_cleanup());
     loop {
-        let (me, epoch) = scheduler::begin_wait();
+        let (me, epoch) = scheduler::begin_wait("select");
         // Register in priority order; a ready arm ends the pass.
         let mut ready = None;
         for (i, arm) in arms.iter().enumerate() {

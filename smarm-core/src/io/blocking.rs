@@ -136,7 +136,7 @@ where
     T: Send + 'static,
 {
     let slot: Arc<Mutex<Option<std::thread::Result<T>>>> = Arc::new(Mutex::new(None));
-    let (me, epoch) = scheduler::begin_wait();
+    let (me, epoch) = scheduler::begin_wait("block_on_io");
     let submitted = scheduler::with_current_actor("block_on_io", |_, shared| {
         let driver = shared.io_driver()?;
         let rt = driver.pool.rt.clone();

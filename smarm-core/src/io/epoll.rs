@@ -219,7 +219,7 @@ impl Drop for Registered {
 
 fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     check_fd(fd)?;
-    let (pid, epoch) = scheduler::begin_wait();
+    let (pid, epoch) = scheduler::begin_wait("wait_readable/wait_writable");
     if let Err(e) = register_current(fd, readable, pid, epoch) {
         scheduler::retire_wait();
         return Err(e);

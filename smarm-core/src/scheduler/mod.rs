@@ -28,6 +28,13 @@
 //! window may be marked poisoned. Blocking in a destructor is therefore
 //! supported but discouraged.
 //!
+//! A waker that puts an actor into its own scheduler's next slot also
+//! prefetches the top of that actor's saved stack: the resume that follows
+//! shortly would otherwise miss on every line of it (measured: ring from
+//! ~450 to ~70 ns per hop). A spawner that has queued 256 children on its
+//! scheduler yields to them (see `actor`), so a spawn loop cannot grow the
+//! live set without bound.
+//!
 //! When nothing is found, the scheduler goes idle through the coordination
 //! layer ([`crate::park`]): termination verdict, root-exit sweep, then the
 //! timekeeper protocol and a futex park with a mandatory re-check.
@@ -209,12 +216,11 @@ pub(crate) fn park() {
 }
 
 /// Open a new wait for the running actor; returns its epoch.
-pub(crate) fn begin_wait() -> (Pid, u32) {
-    with_current_actor("begin_wait", |pid, shared| {
-        match shared.slots.get(pid.index()) {
-            Some(slot) => (pid, slot.word.begin_wait()),
-            None => outside_actor("begin_wait"),
-        }
+/// `what` names the blocking call, for the outside-an-actor panic.
+pub(crate) fn begin_wait(what: &str) -> (Pid, u32) {
+    with_current_actor(what, |pid, shared| match shared.slots.get(pid.index()) {
+        Some(slot) => (pid, slot.word.begin_wait()),
+        None => outside_actor(what),
     })
 }
 

@@ -267,7 +267,7 @@ impl<T> Mutex<T> {
         let me = Owner::Actor(pid);
         // Contended path only: the waiter keeps its runtime for the wake.
         let runtime = scheduler::with_current_actor("Mutex::lock", |_, shared| shared.to_arc());
-        let (_, epoch) = scheduler::begin_wait();
+        let (_, epoch) = scheduler::begin_wait("Mutex::lock");
         {
             let mut st = self.core.state.lock();
             if st.owner.is_none() {
@@ -306,7 +306,7 @@ impl<T> Mutex<T> {
                 return Err(LockTimeout { waited: timeout });
             }
             // Woken early: wait again from the same place in the queue.
-            epoch = scheduler::begin_wait().1;
+            epoch = scheduler::begin_wait("Mutex::lock").1;
             for w in st.waiters.iter_mut() {
                 if let Waiter::Actor {
                     pid: p, epoch: e, ..

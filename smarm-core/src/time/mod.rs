@@ -55,7 +55,7 @@ pub fn sleep(duration: Duration) {
         return;
     }
     loop {
-        let (me, epoch) = scheduler::begin_wait();
+        let (me, epoch) = scheduler::begin_wait("sleep");
         let timer = arm(deadline, me, TimerAction::Wake { epoch });
         scheduler::park();
         if Instant::now() >= deadline {
