@@ -1,14 +1,15 @@
 //! smarm-core: the smarm runtime.
 //!
 //! Stackful actors on a few scheduler threads that park on per-thread
-//! futexes, with timers and cooperative stop. Users depend on the `smarm`
-//! facade, which re-exports this crate.
+//! futexes: spawning and cooperative stop, timers, channels and select, an
+//! actor-aware Mutex, monitors and links, and IO that parks only the actor.
+//! Users depend on the `smarm` facade, which re-exports this crate.
 
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
-pub mod io; //            blocking pool, fd readiness, FdArm
+pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
 mod park; //              scheduler park/wake coordination
 pub mod runtime; //       run, Runtime, the termination verdict
@@ -17,7 +18,7 @@ pub mod signal; //        monitors, links, exit trapping
 mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
 pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
-pub mod time; //          sleep and the timer heap
+pub mod time; //          sleep, message timers, the timer heap
 
 pub use actor::{
     request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, JoinError, JoinHandle, Pid,
