@@ -29,8 +29,8 @@ pub use smarm_core::{
     SpawnError,
 };
 pub use smarm_core::{
-    demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
-    Monitor, MonitorId,
+    demonitor, link, monitor, spawn_link, trap_exit, unlink, Addressable, Down, DownReason, Exit,
+    Killed, Monitor, MonitorId,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),
@@ -61,8 +61,16 @@ pub mod time {
 
 #[doc(hidden)]
 pub use smarm_macros as macros;
-#[doc(hidden)]
-pub use smarm_otp as otp;
+pub use smarm_otp::{
+    install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,
+    spawn_addr, unregister, whereis, Name, RegisterError,
+};
+
+/// The typed registry: names, typed addresses, name- and pid-addressed
+/// sends (its [`SendError`](registry::SendError) hands the message back).
+pub mod registry {
+    pub use smarm_otp::registry::*;
+}
 
 /// The guide's chapters, compiled and run as doctests by `cargo test`.
 #[cfg(doctest)]
@@ -81,4 +89,6 @@ pub mod guide {
     pub struct Links;
     #[doc = include_str!("../guide/src/timers-io.md")]
     pub struct TimersIo;
+    #[doc = include_str!("../guide/src/registry.md")]
+    pub struct Registry;
 }

@@ -9,6 +9,7 @@ pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
+pub mod ext; //           the extension surface smarm-otp builds on
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
 mod park; //              scheduler park/wake coordination
@@ -21,8 +22,8 @@ pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
 pub mod time; //          sleep, message timers, the timer heap
 
 pub use actor::{
-    request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, JoinError, JoinHandle, Pid,
-    SpawnError,
+    request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable, JoinError,
+    JoinHandle, Pid, SpawnError,
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,

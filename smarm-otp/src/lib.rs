@@ -1,7 +1,12 @@
 //! OTP behaviours on top of the smarm runtime.
 //!
-//! This crate will host the typed registry, process groups, gen_server and
-//! supervisor. It uses only `smarm-core`'s public API plus the extension
-//! surface core documents for it; it has no behaviours yet.
+//! Built on `smarm-core`'s public API and its extension surface
+//! (`smarm_core::ext`). Today: the typed registry ([`registry`]). Process
+//! groups, gen_server and supervisor follow.
 
-pub use smarm_core as core;
+pub mod registry; //   names, typed addresses, name- and pid-addressed sends
+
+pub use registry::{
+    install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,
+    spawn_addr, unregister, whereis, Name, RegisterError, SendError,
+};

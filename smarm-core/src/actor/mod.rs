@@ -38,7 +38,7 @@ pub use error::SpawnError;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
 pub(crate) use outcome::{Outcome, StopSignal};
-pub use pid::Pid;
+pub use pid::{Addressable, Pid};
 
 use crate::loom::Ordering;
 use crate::runtime::Shared;

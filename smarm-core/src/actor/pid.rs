@@ -68,6 +68,28 @@ impl<A> Pid<A> {
     }
 }
 
+/// An address type: what a `Pid<A>` accepts. Declare a marker type per
+/// kind of actor and name its message type; typed layers (the registry's
+/// `spawn_addr`, `send_to`, `send_after`) then check at compile time that
+/// only `Msg` is sent to a `Pid<A>`.
+///
+/// ```
+/// use smarm::{Addressable, Pid};
+///
+/// enum CounterMsg {
+///     Add(u64),
+/// }
+/// struct Counter;
+/// impl Addressable for Counter {
+///     type Msg = CounterMsg;
+/// }
+/// fn takes_a_counter(_: Pid<Counter>) {}
+/// ```
+pub trait Addressable: 'static {
+    /// The message type this address accepts.
+    type Msg: Send + 'static;
+}
+
 impl<A> Clone for Pid<A> {
     fn clone(&self) -> Self {
         *self

@@ -60,6 +60,8 @@ pub(crate) struct Shared {
     pub(crate) running: AtomicBool,
     /// This run's IO driver, started on first use.
     pub(crate) io: std::sync::Mutex<Option<StdArc<crate::io::IoDriver>>>,
+    /// Per-runtime state of the layers above core, by type (see `ext`).
+    pub(crate) extensions: std::sync::Mutex<Vec<StdArc<dyn std::any::Any + Send + Sync>>>,
     /// Source of `MonitorId`s; never reused.
     pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
 }
@@ -89,6 +91,7 @@ impl Shared {
             running: AtomicBool::new(false),
             next_monitor_id: std::sync::atomic::AtomicU64::new(1),
             io: std::sync::Mutex::new(None),
+            extensions: std::sync::Mutex::new(Vec::new()),
             config,
         }
     }

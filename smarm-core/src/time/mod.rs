@@ -122,15 +122,8 @@ impl Drop for ArmedTimer {
 /// Outside an actor.
 pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, msg: T) -> TimerId {
     let to = to.clone();
-    let deadline = Instant::now().checked_add(after).unwrap_or_else(far_future);
-    scheduler::with_current_actor("send_after_to", |me, shared| {
-        let fire: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let _ = to.send(msg); // a dead receiver: dropped
-        });
-        shared
-            .timers
-            .lock()
-            .insert(&shared.coord, deadline, me, TimerAction::Send(fire))
+    crate::ext::call_after_as("send_after_to", after, move || {
+        let _ = to.send(msg); // a dead receiver: dropped
     })
 }
 

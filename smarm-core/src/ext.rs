@@ -1,0 +1,85 @@
+//! The extension surface the OTP layer (`smarm-otp`) builds on: what it
+//! needs from the runtime, named, instead of `pub` leaks of internals.
+//!
+//! - [`is_alive`]: whether a pid still names a live actor of the current
+//!   runtime (generation-checked: a recycled slot's new tenant does not
+//!   count).
+//! - [`runtime_local`]: one value of a type per runtime, created on first
+//!   use, so a layer above keeps per-runtime tables (separate runtimes do
+//!   not share a registry).
+//! - [`call_after`]: run a closure on a scheduler when a timer fires (how
+//!   name- and pid-addressed message timers resolve their target at fire
+//!   time).
+
+use crate::actor::Pid;
+use crate::scheduler;
+use crate::slot::word::State;
+use crate::time::{TimerAction, TimerId};
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Whether `pid` is a live actor (spawned, not finished) of the runtime the
+/// caller runs on. `false` outside any runtime.
+pub fn is_alive<A>(pid: Pid<A>) -> bool {
+    scheduler::with_worker(|_, shared| {
+        shared.slots.get(pid.index()).is_some_and(|slot| {
+            let s = slot.word.load();
+            s.generation() == pid.generation() && !matches!(s.state(), State::Vacant | State::Done)
+        })
+    })
+    .unwrap_or(false)
+}
+
+/// The current runtime's instance of `T`, created with `T::default()` on
+/// first use.
+///
+/// # Panics
+///
+/// Outside a runtime (an actor, or a timer callback on a scheduler).
+pub fn runtime_local<T: Any + Send + Sync + Default>() -> Arc<T> {
+    let found = scheduler::with_worker(|_, shared| {
+        let mut ext = shared.extensions.lock().unwrap_or_else(|e| e.into_inner());
+        for value in ext.iter() {
+            if let Ok(t) = value.clone().downcast::<T>() {
+                return t;
+            }
+        }
+        let t = Arc::new(T::default());
+        ext.push(t.clone());
+        t
+    });
+    match found {
+        Some(t) => t,
+        None => scheduler::outside_actor("runtime_local"),
+    }
+}
+
+/// Run `f` on a scheduler of the current runtime once `after` has passed.
+/// Returns a [`TimerId`] for [`cancel_timer`](crate::time::cancel_timer).
+/// `f` runs outside every runtime lock but not in an actor: it must not
+/// block.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn call_after(after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
+    call_after_as("call_after", after, f)
+}
+
+/// [`call_after`], naming the public call for the outside-an-actor panic.
+pub(crate) fn call_after_as(
+    what: &str,
+    after: Duration,
+    f: impl FnOnce() + Send + 'static,
+) -> TimerId {
+    let deadline = Instant::now()
+        .checked_add(after)
+        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+    scheduler::with_current_actor(what, |me, shared| {
+        shared
+            .timers
+            .lock()
+            .insert(&shared.coord, deadline, me, TimerAction::Send(Box::new(f)))
+    })
+}

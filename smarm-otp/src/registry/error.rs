@@ -1,0 +1,79 @@
+//! Registry errors: every send error hands the message back.
+
+use smarm_core::Pid;
+use std::fmt;
+use thiserror::Error;
+
+/// Why [`register`](super::register) failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum RegisterError {
+    /// A live actor already holds the name.
+    #[error("smarm: the name {name:?} is held by the live actor {holder}; unregister it first or pick another name")]
+    NameTaken {
+        /// The name.
+        name: &'static str,
+        /// Its live holder.
+        holder: Pid,
+    },
+}
+
+/// Why a registry send did not deliver. Every variant carries the message
+/// back.
+pub enum SendError<M> {
+    /// No live actor holds the name.
+    Unresolved(M),
+    /// That actor incarnation is gone (even if its slot was reused).
+    Dead(M),
+    /// The actor is alive but published no channel for this message type.
+    NoChannel(M),
+    /// The actor's channel for this type is closed (its receiver dropped).
+    Closed(M),
+}
+
+impl<M> SendError<M> {
+    /// The undelivered message.
+    pub fn into_inner(self) -> M {
+        match self {
+            SendError::Unresolved(m)
+            | SendError::Dead(m)
+            | SendError::NoChannel(m)
+            | SendError::Closed(m) => m,
+        }
+    }
+
+    fn what(&self) -> &'static str {
+        match self {
+            SendError::Unresolved(_) => "no live actor holds the name",
+            SendError::Dead(_) => "the actor is gone",
+            SendError::NoChannel(_) => "the actor published no channel for this message type",
+            SendError::Closed(_) => "the actor's channel is closed",
+        }
+    }
+}
+
+impl<M> fmt::Debug for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let variant = match self {
+            SendError::Unresolved(_) => "Unresolved",
+            SendError::Dead(_) => "Dead",
+            SendError::NoChannel(_) => "NoChannel",
+            SendError::Closed(_) => "Closed",
+        };
+        write!(f, "SendError::{variant}(..)")
+    }
+}
+
+impl<M> fmt::Display for SendError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "smarm: send failed: {}", self.what())
+    }
+}
+
+impl<M> std::error::Error for SendError<M> {}
+
+impl<M> PartialEq for SendError<M> {
+    /// Compares the variant only (the payload need not be comparable).
+    fn eq(&self, other: &Self) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}

@@ -1,0 +1,184 @@
+//! The typed registry: names, typed addresses, pruning, message timers.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::registry::SendError;
+use smarm::{
+    channel, register, send, send_after, send_after_named, send_dyn, send_to, spawn_addr,
+    unregister, whereis, Addressable, Name, RegisterError,
+};
+use std::time::Duration;
+use support::run_with;
+
+const SERVICE: Name<u32> = Name::new("service");
+const SERVICE_ADMIN: Name<String> = Name::new("service");
+
+struct Worker;
+impl Addressable for Worker {
+    type Msg = u32;
+}
+
+/// A service that registers `name`, signals ready, and forwards what it
+/// receives to `out` until it receives 0.
+fn service(name: Name<u32>, out: smarm::Sender<(u32, u32)>, tag: u32) -> smarm::JoinHandle {
+    let (ready_tx, ready_rx) = channel::<()>();
+    let h = smarm::spawn(move || {
+        let (tx, rx) = channel::<u32>();
+        register(name, tx).unwrap();
+        ready_tx.send(()).unwrap();
+        while let Ok(n) = rx.recv() {
+            if n == 0 {
+                return;
+            }
+            out.send((tag, n)).unwrap();
+        }
+    });
+    ready_rx.recv().unwrap();
+    h
+}
+
+#[test]
+fn a_name_re_resolves_to_a_restarted_holder() {
+    run_with(2, || {
+        let (out, got) = channel();
+        let first = service(SERVICE, out.clone(), 1);
+        send(SERVICE, 5).unwrap();
+        assert_eq!(got.recv().unwrap(), (1, 5));
+        send(SERVICE, 0).unwrap();
+        first.join().unwrap();
+        assert!(matches!(send(SERVICE, 6), Err(SendError::Unresolved(6))));
+        let second = service(SERVICE, out, 2);
+        send(SERVICE, 7).unwrap();
+        assert_eq!(got.recv().unwrap(), (2, 7), "the new holder is reached");
+        send(SERVICE, 0).unwrap();
+        second.join().unwrap();
+    });
+}
+
+#[test]
+fn send_to_a_dead_incarnation_is_dead_even_after_slot_reuse() {
+    run_with(1, || {
+        let (out, got) = channel::<u32>();
+        let o = out.clone();
+        let old = spawn_addr::<Worker>(move |rx| o.send(rx.recv().unwrap()).unwrap());
+        send_to(old, 1).unwrap();
+        assert_eq!(got.recv().unwrap(), 1);
+        smarm::sleep(Duration::from_millis(1)); // `old` finishes
+        let new = spawn_addr::<Worker>(move |rx| out.send(rx.recv().unwrap()).unwrap());
+        assert_eq!(
+            new.index(),
+            old.index(),
+            "the slot was reused by a same-typed actor"
+        );
+        assert!(
+            matches!(send_to(old, 2), Err(SendError::Dead(2))),
+            "never redirected"
+        );
+        send_to(new, 3).unwrap();
+        assert_eq!(got.recv().unwrap(), 3);
+    });
+}
+
+#[test]
+fn register_takes_over_a_dead_holders_name_but_not_a_live_ones() {
+    run_with(2, || {
+        let (out, _got) = channel();
+        let live = service(SERVICE, out.clone(), 1);
+        let (tx, _rx) = channel::<u32>();
+        let err = register(SERVICE, tx).unwrap_err();
+        assert_eq!(
+            err,
+            RegisterError::NameTaken {
+                name: "service",
+                holder: live.pid()
+            }
+        );
+        assert!(err.to_string().contains("held by the live actor"));
+        send(SERVICE, 0).unwrap();
+        live.join().unwrap();
+        let (tx, rx) = channel::<u32>();
+        register(SERVICE, tx).unwrap(); // the holder is dead: taken over
+        assert_eq!(whereis("service"), Some(smarm::self_pid()));
+        send(SERVICE, 9).unwrap();
+        assert_eq!(rx.recv().unwrap(), 9);
+        assert_eq!(unregister("service"), Some(smarm::self_pid()));
+        assert_eq!(whereis("service"), None);
+    });
+}
+
+#[test]
+fn two_typed_channels_on_one_actor_are_addressed_independently() {
+    run_with(2, || {
+        let (tx_n, rx_n) = channel::<u32>();
+        let (tx_s, rx_s) = channel::<String>();
+        register(SERVICE, tx_n).unwrap();
+        register(SERVICE_ADMIN, tx_s).unwrap();
+        send(SERVICE_ADMIN, "reload".to_string()).unwrap();
+        send(SERVICE, 1).unwrap();
+        assert_eq!(rx_n.recv().unwrap(), 1);
+        assert_eq!(rx_s.recv().unwrap(), "reload");
+        // A type nobody published is NoChannel, with the message handed back.
+        let me = smarm::self_pid();
+        match send_dyn(me, 2.5f64) {
+            Err(SendError::NoChannel(v)) => assert_eq!(v, 2.5),
+            other => panic!("expected NoChannel, got {other:?}"),
+        }
+        drop(rx_n);
+        assert!(matches!(send(SERVICE, 3), Err(SendError::Closed(3))));
+    });
+}
+
+#[test]
+fn send_after_named_reaches_whoever_holds_the_name_at_fire_time() {
+    run_with(2, || {
+        let (out, got) = channel();
+        let first = service(SERVICE, out.clone(), 1);
+        send_after_named(Duration::from_millis(30), SERVICE, 42);
+        send(SERVICE, 0).unwrap(); // the first holder exits before the timer fires
+        first.join().unwrap();
+        let second = service(SERVICE, out, 2);
+        assert_eq!(got.recv().unwrap(), (2, 42));
+        send(SERVICE, 0).unwrap();
+        second.join().unwrap();
+    });
+}
+
+#[test]
+fn send_after_to_a_pid_delivers_and_drops_for_a_dead_target() {
+    run_with(2, || {
+        let (out, got) = channel::<u32>();
+        let o = out.clone();
+        let live = spawn_addr::<Worker>(move |rx| o.send(rx.recv().unwrap()).unwrap());
+        send_after(Duration::from_millis(5), live, 11);
+        assert_eq!(got.recv().unwrap(), 11);
+        let doomed = spawn_addr::<Worker>(drop); // exits at once
+        let id = send_after(Duration::from_millis(5), doomed, 12);
+        let cancelled = send_after(Duration::from_millis(5), live, 13);
+        assert!(smarm::time::cancel_timer(cancelled));
+        smarm::sleep(Duration::from_millis(20));
+        assert!(
+            !smarm::time::cancel_timer(id),
+            "fired (and dropped: its target was gone)"
+        );
+        drop(out);
+        assert!(got.try_recv().is_err(), "nothing else arrived");
+    });
+}
+
+#[test]
+fn separate_runtimes_have_separate_names() {
+    let a = std::thread::spawn(|| {
+        run_with(1, || {
+            let (tx, _rx) = channel::<u32>();
+            register(SERVICE, tx).unwrap();
+            smarm::sleep(Duration::from_millis(20));
+        })
+    });
+    std::thread::sleep(Duration::from_millis(5));
+    run_with(1, || {
+        let (tx, _rx) = channel::<u32>();
+        register(SERVICE, tx).unwrap(); // not taken: another runtime's name
+    });
+    a.join().unwrap();
+}
