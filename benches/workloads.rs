@@ -22,7 +22,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 8] = [
+const WORKLOADS: [&str; 10] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -31,6 +31,8 @@ const WORKLOADS: [&str; 8] = [
     "fanin",
     "timers",
     "memory",
+    "send_channel",
+    "send_name",
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
@@ -81,6 +83,8 @@ fn run_child(name: &str) -> ExitCode {
         "ring" => ring_workload,
         "fanin" => fanin_workload,
         "skynet" => skynet_workload,
+        "send_channel" => || send_workload(false),
+        "send_name" => || send_workload(true),
         "timers" => timers_workload,
         "memory" => memory_workload,
         other => {
@@ -230,6 +234,42 @@ fn fanin_workload() -> (f64, &'static str) {
         t0.elapsed().as_nanos() as f64 / (FANIN_PRODUCERS * FANIN_EACH) as f64,
         "ns/msg",
     )
+}
+
+const SENDS: u64 = 1_000_000;
+const SINK: smarm::Name<u64> = smarm::Name::new("bench-sink");
+
+/// One actor sends SENDS messages to a counting sink, through a plain
+/// channel or by name through the registry (not part of the peer
+/// specification: the registry's cost against a channel).
+fn send_workload(by_name: bool) -> (f64, &'static str) {
+    let (tx, rx) = channel::<u64>();
+    let (ready_tx, ready_rx) = channel::<()>();
+    let (done_tx, done_rx) = channel::<u64>();
+    let sink_tx = tx.clone();
+    drop(smarm::spawn(move || {
+        smarm::register(SINK, sink_tx).unwrap();
+        ready_tx.send(()).unwrap();
+        let mut n = 0;
+        while n < SENDS {
+            rx.recv().unwrap();
+            n += 1;
+        }
+        done_tx.send(n).unwrap();
+    }));
+    ready_rx.recv().unwrap();
+    let t0 = Instant::now();
+    if by_name {
+        for i in 0..SENDS {
+            assert!(smarm::send(SINK, i).is_ok());
+        }
+    } else {
+        for i in 0..SENDS {
+            tx.send(i).unwrap();
+        }
+    }
+    assert_eq!(done_rx.recv().unwrap(), SENDS);
+    (t0.elapsed().as_nanos() as f64 / SENDS as f64, "ns/send")
 }
 
 const TIMERS_N: usize = 100_000;

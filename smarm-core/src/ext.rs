@@ -4,9 +4,9 @@
 //! - [`is_alive`]: whether a pid still names a live actor of the current
 //!   runtime (generation-checked: a recycled slot's new tenant does not
 //!   count).
-//! - [`runtime_local`]: one value of a type per runtime, created on first
-//!   use, so a layer above keeps per-runtime tables (separate runtimes do
-//!   not share a registry).
+//! - [`with_runtime_local`]: one value of a type per runtime, created on
+//!   first use, so a layer above keeps per-runtime tables (separate
+//!   runtimes do not share a registry).
 //! - [`call_after`]: run a closure on a scheduler when a timer fires (how
 //!   name- and pid-addressed message timers resolve their target at fire
 //!   time).
@@ -16,7 +16,6 @@ use crate::scheduler;
 use crate::slot::word::State;
 use crate::time::{TimerAction, TimerId};
 use std::any::Any;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Whether `pid` is a live actor (spawned, not finished) of the runtime the
@@ -31,28 +30,52 @@ pub fn is_alive<A>(pid: Pid<A>) -> bool {
     .unwrap_or(false)
 }
 
-/// The current runtime's instance of `T`, created with `T::default()` on
-/// first use.
+/// Run `f` on the current runtime's instance of `T`, created with
+/// `T::default()` on first use. The lookup is lock-free after that (a few
+/// atomic loads); a runtime holds up to 8 extension types.
 ///
 /// # Panics
 ///
-/// Outside a runtime (an actor, or a timer callback on a scheduler).
-pub fn runtime_local<T: Any + Send + Sync + Default>() -> Arc<T> {
+/// Outside a runtime (an actor, or a timer callback on a scheduler), or if
+/// a ninth extension type is asked for.
+pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(f: impl FnOnce(&T) -> R) -> R {
     let found = scheduler::with_worker(|_, shared| {
-        let mut ext = shared.extensions.lock().unwrap_or_else(|e| e.into_inner());
-        for value in ext.iter() {
-            if let Ok(t) = value.clone().downcast::<T>() {
-                return t;
+        let t = match find::<T>(&shared.extensions) {
+            Some(t) => t,
+            None => {
+                let _fill = shared
+                    .extensions_fill
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                match find::<T>(&shared.extensions) {
+                    Some(t) => t,
+                    None => match shared.extensions.iter().find(|s| s.get().is_none()) {
+                        Some(slot) => match slot
+                            .get_or_init(|| Box::new(T::default()))
+                            .downcast_ref::<T>()
+                        {
+                            Some(t) => t,
+                            None => unreachable!("the slot was empty and filled with a T"),
+                        },
+                        None => panic!("smarm: more than 8 runtime extension types"),
+                    },
+                }
             }
-        }
-        let t = Arc::new(T::default());
-        ext.push(t.clone());
-        t
+        };
+        // The reference lives as long as `shared`, which outlives `f`.
+        f(t)
     });
     match found {
-        Some(t) => t,
-        None => scheduler::outside_actor("runtime_local"),
+        Some(r) => r,
+        None => scheduler::outside_actor("with_runtime_local"),
     }
+}
+
+fn find<T: Any>(slots: &[std::sync::OnceLock<Box<dyn Any + Send + Sync>>]) -> Option<&T> {
+    slots
+        .iter()
+        .map_while(|s| s.get())
+        .find_map(|b| b.downcast_ref::<T>())
 }
 
 /// Run `f` on a scheduler of the current runtime once `after` has passed.

@@ -60,8 +60,11 @@ pub(crate) struct Shared {
     pub(crate) running: AtomicBool,
     /// This run's IO driver, started on first use.
     pub(crate) io: std::sync::Mutex<Option<StdArc<crate::io::IoDriver>>>,
-    /// Per-runtime state of the layers above core, by type (see `ext`).
-    pub(crate) extensions: std::sync::Mutex<Vec<StdArc<dyn std::any::Any + Send + Sync>>>,
+    /// Per-runtime state of the layers above core, one slot per type,
+    /// filled on first use and read lock-free (see `ext`).
+    pub(crate) extensions: [std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>; 8],
+    /// Serialises filling an extension slot.
+    pub(crate) extensions_fill: std::sync::Mutex<()>,
     /// Source of `MonitorId`s; never reused.
     pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
 }
@@ -91,7 +94,8 @@ impl Shared {
             running: AtomicBool::new(false),
             next_monitor_id: std::sync::atomic::AtomicU64::new(1),
             io: std::sync::Mutex::new(None),
-            extensions: std::sync::Mutex::new(Vec::new()),
+            extensions: Default::default(),
+            extensions_fill: std::sync::Mutex::new(()),
             config,
         }
     }

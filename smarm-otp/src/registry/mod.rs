@@ -48,7 +48,9 @@
 //! - (I2) An entry whose pid is not alive is treated as absent and removed
 //!   by whoever touches it.
 //! - (I3) All tables sit behind one lock per runtime; a name-addressed send
-//!   resolves and clones the sender under it and sends after releasing it.
+//!   resolves the name and sends on the actor's channel in one hold of it
+//!   (no sender clone, no allocation). The channel lock is the only lock
+//!   taken under it, and a send never parks.
 
 mod error;
 
@@ -60,8 +62,9 @@ use smarm_core::time::TimerId;
 use smarm_core::{Addressable, Pid};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A name that accepts messages of type `M`. `const`, so the usual form is
@@ -120,24 +123,44 @@ impl Inbox {
 
 #[derive(Default)]
 struct Tables {
-    by_name: HashMap<&'static str, Pid>,
+    by_name: HashMap<&'static str, Pid, BuildHasherDefault<Fnv>>,
     /// Inboxes by slot index; the pid inside says which incarnation.
-    inboxes: HashMap<u32, Inbox>,
+    inboxes: Vec<Option<Inbox>>,
+}
+
+/// FNV-1a: names are short, and SipHash's DoS resistance buys nothing for
+/// a program's own constant names.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 impl Tables {
     /// The live inbox of `pid`, pruning the slot's inbox if its owner is
     /// dead (I2).
     fn live_inbox(&mut self, pid: Pid) -> Option<&mut Inbox> {
-        let idx = pid.index();
-        if self
-            .inboxes
-            .get(&idx)
-            .is_some_and(|i| !ext::is_alive(i.pid))
-        {
-            self.inboxes.remove(&idx);
+        let slot = self.inboxes.get_mut(pid.index() as usize)?;
+        if slot.as_ref().is_some_and(|i| !ext::is_alive(i.pid)) {
+            *slot = None;
         }
-        self.inboxes.get_mut(&idx).filter(|i| i.pid == pid)
+        slot.as_mut().filter(|i| i.pid == pid)
     }
 
     /// The live holder of `name`, pruning a dead binding (I2).
@@ -153,17 +176,21 @@ impl Tables {
 
     /// `pid`'s inbox, replacing one a previous tenant of the slot left.
     fn inbox_for(&mut self, pid: Pid) -> &mut Inbox {
-        let inbox = self.inboxes.entry(pid.index()).or_insert_with(|| Inbox {
-            pid,
-            channels: Vec::new(),
-        });
-        if inbox.pid != pid {
-            *inbox = Inbox {
+        let idx = pid.index() as usize;
+        if self.inboxes.len() <= idx {
+            self.inboxes.resize_with(idx + 1, || None);
+        }
+        let slot = &mut self.inboxes[idx];
+        if slot.as_ref().is_none_or(|i| i.pid != pid) {
+            *slot = Some(Inbox {
                 pid,
                 channels: Vec::new(),
-            };
+            });
         }
-        inbox
+        match slot {
+            Some(inbox) => inbox,
+            None => unreachable!("filled just above"),
+        }
     }
 }
 
@@ -173,15 +200,15 @@ struct Registry {
     tables: Mutex<Tables>,
 }
 
-/// The current runtime's registry.
-fn registry() -> Arc<Registry> {
-    ext::runtime_local::<Registry>()
-}
-
-fn lock(reg: &Registry) -> MutexGuard<'_, Tables> {
-    // No user code runs under this lock; a poisoned guard holds consistent
-    // tables.
-    reg.tables.lock().unwrap_or_else(|e| e.into_inner())
+/// Run `f` on the current runtime's registry tables, locked (I3). No user
+/// code runs under the lock (a message's destructor may, when a send
+/// fails: it runs after the guard is dropped, as the message is handed
+/// back), so a poisoned guard still holds consistent tables.
+fn with_tables<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
+    ext::with_runtime_local::<Registry, R>(|reg| {
+        let mut t: MutexGuard<'_, Tables> = reg.tables.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut t)
+    })
 }
 
 /// Claim `name` for the calling actor, reachable through `tx`. Fails with
@@ -193,46 +220,44 @@ fn lock(reg: &Registry) -> MutexGuard<'_, Tables> {
 /// Outside an actor.
 pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
     let me = smarm_core::self_pid();
-    let reg = registry();
-    let mut t = lock(&reg);
-    if let Some(holder) = t.holder(name.name) {
-        if holder != me {
-            return Err(RegisterError::NameTaken {
-                name: name.name,
-                holder,
-            });
+    with_tables(|t| {
+        if let Some(holder) = t.holder(name.name) {
+            if holder != me {
+                return Err(RegisterError::NameTaken {
+                    name: name.name,
+                    holder,
+                });
+            }
         }
-    }
-    t.inbox_for(me).publish(tx);
-    t.by_name.insert(name.name, me);
-    Ok(())
+        t.inbox_for(me).publish(tx);
+        t.by_name.insert(name.name, me);
+        Ok(())
+    })
 }
 
 /// Give up `name` if the calling actor's runtime has it bound; returns the
 /// pid that held it.
 pub fn unregister(name: &str) -> Option<Pid> {
-    let reg = registry();
-    let mut t = lock(&reg);
-    let holder = t.holder(name)?;
-    t.by_name.remove(name);
-    Some(holder)
+    with_tables(|t| {
+        let holder = t.holder(name)?;
+        t.by_name.remove(name);
+        Some(holder)
+    })
 }
 
 /// The live actor holding `name`, if any.
 pub fn whereis(name: &str) -> Option<Pid> {
-    let reg = registry();
-    let mut t = lock(&reg);
-    t.holder(name)
+    with_tables(|t| t.holder(name))
 }
 
 /// [`whereis`], typed: the holder as a `Pid<A>` if it has published a
 /// channel for `A::Msg`.
 pub fn lookup_as<A: Addressable>(name: &str) -> Option<Pid<A>> {
-    let reg = registry();
-    let mut t = lock(&reg);
-    let pid = t.holder(name)?;
-    t.live_inbox(pid)?.sender::<A::Msg>()?;
-    Some(pid.cast())
+    with_tables(|t| {
+        let pid = t.holder(name)?;
+        t.live_inbox(pid)?.sender::<A::Msg>()?;
+        Some(pid.cast())
+    })
 }
 
 /// Publish `tx` as the calling actor's channel for `A::Msg` and return its
@@ -243,8 +268,7 @@ pub fn lookup_as<A: Addressable>(name: &str) -> Option<Pid<A>> {
 /// Outside an actor.
 pub fn install<A: Addressable>(tx: Sender<A::Msg>) -> Pid<A> {
     let me = smarm_core::self_pid();
-    let reg = registry();
-    lock(&reg).inbox_for(me).publish(tx);
+    with_tables(|t| t.inbox_for(me).publish(tx));
     me.cast()
 }
 
@@ -281,25 +305,19 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
     let handle = smarm_core::spawn(move || body(rx));
     let pid = handle.pid();
     drop(handle); // detached: its life is its own
-    let reg = registry();
-    lock(&reg).inbox_for(pid).publish(tx);
+    with_tables(|t| t.inbox_for(pid).publish(tx));
     pid.cast()
 }
 
-/// Send `msg` to whichever live actor holds `name` now.
+/// Send `msg` to whichever live actor holds `name` now: one registry lock,
+/// and the send itself (no allocation, no sender clone).
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
-    let reg = registry();
-    let tx = {
-        let mut t = lock(&reg);
+    with_tables(|t| {
         let Some(pid) = t.holder(name.name) else {
             return Err(SendError::Unresolved(msg));
         };
-        match t.live_inbox(pid).and_then(|i| i.sender::<M>()) {
-            Some(tx) => tx.clone(),
-            None => return Err(SendError::NoChannel(msg)),
-        }
-    };
-    tx.send(msg).map_err(|e| SendError::Closed(e.0))
+        deliver(t, pid, msg)
+    })
 }
 
 /// Send `msg` to exactly the actor `pid` names; `Dead` once that
@@ -310,18 +328,27 @@ pub fn send_to<A: Addressable>(pid: Pid<A>, msg: A::Msg) -> Result<(), SendError
 
 /// [`send_to`] without the address type: the untyped escape hatch.
 pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>> {
-    let reg = registry();
-    let tx = {
-        let mut t = lock(&reg);
+    with_tables(|t| {
         if !ext::is_alive(pid) {
             return Err(SendError::Dead(msg));
         }
-        match t.live_inbox(pid).and_then(|i| i.sender::<M>()) {
-            Some(tx) => tx.clone(),
-            None => return Err(SendError::NoChannel(msg)),
-        }
-    };
-    tx.send(msg).map_err(|e| SendError::Closed(e.0))
+        deliver(t, pid, msg)
+    })
+}
+
+/// Send on `pid`'s channel for `M`, under the registry lock (the channel's
+/// own lock ranks after it; the wake it may make takes only run-queue
+/// locks).
+fn deliver<M: Send + 'static>(t: &mut Tables, pid: Pid, msg: M) -> Result<(), SendError<M>> {
+    let inbox = t
+        .inboxes
+        .get(pid.index() as usize)
+        .and_then(Option::as_ref)
+        .filter(|i| i.pid == pid);
+    match inbox.and_then(|i| i.sender::<M>()) {
+        Some(tx) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
+        None => Err(SendError::NoChannel(msg)),
+    }
 }
 
 /// Deliver `msg` to `pid` after `after` (Erlang's `erlang:send_after`).
