@@ -66,6 +66,12 @@ pub use smarm_otp::{
     spawn_addr, unregister, whereis, Name, RegisterError,
 };
 
+/// Process groups: [`join`](pg::join), [`dispatch`](pg::dispatch) to one
+/// member, [`broadcast`](pg::broadcast) to all.
+pub mod pg {
+    pub use smarm_otp::pg::*;
+}
+
 /// The typed registry: names, typed addresses, name- and pid-addressed
 /// sends (its [`SendError`](registry::SendError) hands the message back).
 pub mod registry {

@@ -28,6 +28,8 @@ pub enum SendError<M> {
     NoChannel(M),
     /// The actor's channel for this type is closed (its receiver dropped).
     Closed(M),
+    /// A process group had no live member to deliver to.
+    NoMember(M),
 }
 
 impl<M> SendError<M> {
@@ -37,7 +39,8 @@ impl<M> SendError<M> {
             SendError::Unresolved(m)
             | SendError::Dead(m)
             | SendError::NoChannel(m)
-            | SendError::Closed(m) => m,
+            | SendError::Closed(m)
+            | SendError::NoMember(m) => m,
         }
     }
 
@@ -47,6 +50,7 @@ impl<M> SendError<M> {
             SendError::Dead(_) => "the actor is gone",
             SendError::NoChannel(_) => "the actor published no channel for this message type",
             SendError::Closed(_) => "the actor's channel is closed",
+            SendError::NoMember(_) => "the process group has no live member",
         }
     }
 }
@@ -58,6 +62,7 @@ impl<M> fmt::Debug for SendError<M> {
             SendError::Dead(_) => "Dead",
             SendError::NoChannel(_) => "NoChannel",
             SendError::Closed(_) => "Closed",
+            SendError::NoMember(_) => "NoMember",
         };
         write!(f, "SendError::{variant}(..)")
     }

@@ -1,0 +1,195 @@
+//! Process groups (Erlang's `pg`): named groups of many actors, to send to
+//! one member (spreading the load) or to all.
+//!
+//! ```
+//! use smarm::pg::{self, Group};
+//!
+//! const WORKERS: Group<u32> = Group::new("workers");
+//!
+//! smarm::run(|| {
+//!     let (done_tx, done_rx) = smarm::channel::<u32>();
+//!     let (ready_tx, ready_rx) = smarm::channel::<()>();
+//!     for _ in 0..3 {
+//!         let (done_tx, ready_tx) = (done_tx.clone(), ready_tx.clone());
+//!         smarm::spawn(move || {
+//!             let (tx, rx) = smarm::channel::<u32>();
+//!             pg::join(WORKERS, tx);
+//!             ready_tx.send(()).unwrap();
+//!             while let Ok(job) = rx.recv() {
+//!                 done_tx.send(job * 2).unwrap();
+//!             }
+//!         });
+//!     }
+//!     for _ in 0..3 {
+//!         ready_rx.recv().unwrap();
+//!     }
+//!     assert_eq!(pg::members(WORKERS).len(), 3);
+//!     for job in 1..=6 {
+//!         pg::dispatch(WORKERS, job).unwrap(); // one member each, in turn
+//!     }
+//!     let mut results: Vec<u32> = (0..6).map(|_| done_rx.recv().unwrap()).collect();
+//!     results.sort();
+//!     assert_eq!(results, [2, 4, 6, 8, 10, 12]);
+//!     assert_eq!(pg::broadcast(WORKERS, 0), 3); // every member once
+//! });
+//! ```
+//!
+//! # Design
+//!
+//! A [`Group<M>`] is a name and the message type its members accept. A
+//! member joins with the channel it wants group messages on. Groups are
+//! per runtime (core's `ext` surface) behind one lock. A member that has
+//! died is dropped from every group it is touched in: dispatch, broadcast
+//! and members prune dead members, checked by generation, so nobody calls
+//! `leave` for the dead.
+//!
+//! # Invariants
+//!
+//! - (I1) `dispatch` delivers to exactly one live member, or returns the
+//!   message (`NoMember`) when there is none.
+//! - (I2) `broadcast` delivers once to each member live at the call.
+//! - (I3) Sends happen under the groups lock; they never park.
+
+use crate::registry::SendError;
+use smarm_core::channel::Sender;
+use smarm_core::{ext, Pid};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+/// A process group accepting messages of type `M`.
+pub struct Group<M> {
+    name: &'static str,
+    _msg: PhantomData<fn(M)>,
+}
+
+impl<M> Group<M> {
+    /// The group `name` for messages of type `M`.
+    pub const fn new(name: &'static str) -> Self {
+        Group {
+            name,
+            _msg: PhantomData,
+        }
+    }
+
+    /// The group's name.
+    pub const fn as_str(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<M> Clone for Group<M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M> Copy for Group<M> {}
+impl<M> std::fmt::Debug for Group<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Group({:?})", self.name)
+    }
+}
+
+struct Members {
+    /// `(member, its Sender<M>)`.
+    list: Vec<(Pid, Box<dyn Any + Send>)>,
+    /// Where the next dispatch starts (round robin).
+    cursor: usize,
+}
+
+impl Members {
+    fn prune(&mut self) {
+        self.list.retain(|(pid, _)| ext::is_alive(*pid));
+    }
+}
+
+#[derive(Default)]
+struct Groups {
+    groups: Mutex<HashMap<(&'static str, TypeId), Members>>,
+}
+
+fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R) -> R {
+    ext::with_runtime_local::<Groups, R>(|g| {
+        let mut groups = g.groups.lock().unwrap_or_else(|e| e.into_inner());
+        let members = groups
+            .entry((group.name, TypeId::of::<M>()))
+            .or_insert_with(|| Members {
+                list: Vec::new(),
+                cursor: 0,
+            });
+        f(members)
+    })
+}
+
+/// Join `group` with the channel the calling actor wants its messages on.
+/// Joining again replaces the channel.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn join<M: Send + 'static>(group: Group<M>, tx: Sender<M>) {
+    let me = smarm_core::self_pid();
+    with_group(group, |m| {
+        m.prune();
+        m.list.retain(|(pid, _)| *pid != me);
+        m.list.push((me, Box::new(tx)));
+    });
+}
+
+/// Leave `group`; `true` if the caller was a member.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn leave<M: Send + 'static>(group: Group<M>) -> bool {
+    let me = smarm_core::self_pid();
+    with_group(group, |m| {
+        let before = m.list.len();
+        m.list.retain(|(pid, _)| *pid != me);
+        m.list.len() != before
+    })
+}
+
+/// The live members of `group`.
+pub fn members<M: Send + 'static>(group: Group<M>) -> Vec<Pid> {
+    with_group(group, |m| {
+        m.prune();
+        m.list.iter().map(|(pid, _)| *pid).collect()
+    })
+}
+
+/// Send `msg` to one live member, taking members in turn so the load
+/// spreads; `NoMember` (the message back) if the group has none (I1). A
+/// member whose channel is closed is skipped.
+pub fn dispatch<M: Send + 'static>(group: Group<M>, msg: M) -> Result<(), SendError<M>> {
+    with_group(group, |m| {
+        m.prune();
+        let mut msg = msg;
+        for _ in 0..m.list.len() {
+            let i = m.cursor % m.list.len();
+            m.cursor = m.cursor.wrapping_add(1);
+            let Some(tx) = m.list[i].1.downcast_ref::<Sender<M>>() else {
+                continue;
+            };
+            match tx.send(msg) {
+                Ok(()) => return Ok(()),
+                Err(e) => msg = e.0,
+            }
+        }
+        Err(SendError::NoMember(msg))
+    })
+}
+
+/// Send a clone of `msg` to every live member (I2); returns how many it
+/// reached.
+pub fn broadcast<M: Send + Clone + 'static>(group: Group<M>, msg: M) -> usize {
+    with_group(group, |m| {
+        m.prune();
+        m.list
+            .iter()
+            .filter_map(|(_, tx)| tx.downcast_ref::<Sender<M>>())
+            .filter(|tx| tx.send(msg.clone()).is_ok())
+            .count()
+    })
+}

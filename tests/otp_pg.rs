@@ -1,0 +1,135 @@
+//! Process groups: dispatch, broadcast, dead members.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::channel;
+use smarm::pg::{self, Group};
+use smarm::registry::SendError;
+use std::time::Duration;
+use support::{run_with, THREADS};
+
+const POOL: Group<u32> = Group::new("pool");
+
+/// Start `n` members that report `(member index, message)` on `out`, and
+/// exit on message 0.
+fn members(n: u32, out: &smarm::Sender<(u32, u32)>) -> Vec<smarm::JoinHandle> {
+    let (ready_tx, ready_rx) = channel::<()>();
+    let hs = (0..n)
+        .map(|k| {
+            let (out, ready_tx) = (out.clone(), ready_tx.clone());
+            smarm::spawn(move || {
+                let (tx, rx) = channel::<u32>();
+                pg::join(POOL, tx);
+                ready_tx.send(()).unwrap();
+                while let Ok(m) = rx.recv() {
+                    if m == 0 {
+                        return;
+                    }
+                    out.send((k, m)).unwrap();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..n {
+        ready_rx.recv().unwrap();
+    }
+    hs
+}
+
+#[test]
+fn dispatch_spreads_load_and_skips_dead_members() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (out, got) = channel();
+            let hs = members(4, &out);
+            for m in 1..=40 {
+                pg::dispatch(POOL, m).unwrap();
+            }
+            let mut per = [0u32; 4];
+            for _ in 0..40 {
+                per[got.recv().unwrap().0 as usize] += 1;
+            }
+            assert_eq!(per, [10, 10, 10, 10], "round robin over the members");
+            // Two members die; dispatch reaches only the live two.
+            let mut hs = hs.into_iter();
+            for _ in 0..2 {
+                let h = hs.next().unwrap();
+                let pid = h.pid();
+                // Tell exactly this member to stop: broadcast would reach all.
+                smarm::request_stop(pid);
+                h.join().unwrap();
+            }
+            assert_eq!(pg::members(POOL).len(), 2, "dead members left the group");
+            for m in 1..=10 {
+                pg::dispatch(POOL, m).unwrap();
+            }
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..10 {
+                seen.insert(got.recv().unwrap().0);
+            }
+            assert_eq!(
+                seen,
+                [2, 3].into_iter().collect(),
+                "only live members got work"
+            );
+            assert_eq!(pg::broadcast(POOL, 0), 2);
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert!(matches!(pg::dispatch(POOL, 9), Err(SendError::NoMember(9))));
+        });
+    }
+}
+
+#[test]
+fn broadcast_reaches_every_live_member_exactly_once() {
+    run_with(2, || {
+        let (out, got) = channel();
+        let hs = members(25, &out);
+        assert_eq!(pg::broadcast(POOL, 7), 25);
+        let mut seen: Vec<u32> = (0..25).map(|_| got.recv().unwrap().0).collect();
+        seen.sort();
+        assert_eq!(seen, (0..25).collect::<Vec<_>>());
+        assert_eq!(
+            got.recv_timeout(Duration::from_millis(20)),
+            Err(smarm::RecvTimeoutError::Timeout)
+        );
+        assert_eq!(pg::broadcast(POOL, 0), 25);
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn ten_thousand_actors_joining_and_dying_leave_the_group_empty() {
+    run_with(2, || {
+        const CHURN: Group<()> = Group::new("churn");
+        let hs: Vec<_> = (0..10_000)
+            .map(|_| {
+                smarm::spawn(|| {
+                    let (tx, _rx) = channel::<()>();
+                    pg::join(CHURN, tx);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert!(pg::members(CHURN).is_empty());
+        assert_eq!(pg::broadcast(CHURN, ()), 0);
+    });
+}
+
+#[test]
+fn leave_removes_the_caller() {
+    run_with(1, || {
+        let (tx, _rx) = channel::<u32>();
+        pg::join(POOL, tx);
+        assert_eq!(pg::members(POOL), vec![smarm::self_pid()]);
+        assert!(pg::leave(POOL));
+        assert!(!pg::leave(POOL));
+        assert!(pg::members(POOL).is_empty());
+    });
+}
