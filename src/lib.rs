@@ -66,6 +66,12 @@ pub use smarm_otp::{
     spawn_addr, unregister, whereis, Name, RegisterError,
 };
 
+/// The extension surface the OTP layer builds on (liveness, per-runtime
+/// state, timer and exit callbacks); for libraries that extend smarm.
+pub mod ext {
+    pub use smarm_core::ext::*;
+}
+
 /// Process groups: [`join`](pg::join), [`dispatch`](pg::dispatch) to one
 /// member, [`broadcast`](pg::broadcast) to all.
 pub mod pg {

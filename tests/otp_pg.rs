@@ -133,3 +133,67 @@ fn leave_removes_the_caller() {
         assert!(pg::members(POOL).is_empty());
     });
 }
+
+#[test]
+fn watchers_hear_joins_leaves_and_exits_as_they_happen() {
+    run_with(2, || {
+        const WATCHED: Group<u32> = Group::new("watched");
+        let (initial, events) = pg::monitor(WATCHED);
+        assert!(initial.is_empty());
+        let (go_tx, go_rx) = channel::<()>();
+        let leaver = smarm::spawn(move || {
+            let (tx, _rx) = channel::<u32>();
+            pg::join(WATCHED, tx);
+            go_rx.recv().unwrap();
+            assert!(pg::leave(WATCHED));
+        });
+        let crasher = smarm::spawn(|| {
+            let (tx, _rx) = channel::<u32>();
+            pg::join(WATCHED, tx);
+            smarm::sleep(Duration::from_millis(5));
+            panic!("member fails");
+        });
+        let mut joined = vec![events.recv().unwrap(), events.recv().unwrap()];
+        joined.sort_by_key(|e| format!("{e:?}"));
+        let mut expected = vec![
+            pg::GroupEvent::Joined(leaver.pid()),
+            pg::GroupEvent::Joined(crasher.pid()),
+        ];
+        expected.sort_by_key(|e| format!("{e:?}"));
+        assert_eq!(joined, expected);
+        assert_eq!(
+            events.recv().unwrap(),
+            pg::GroupEvent::Left(crasher.pid()),
+            "an exit is reported at once"
+        );
+        assert_eq!(pg::members(WATCHED), vec![leaver.pid()]);
+        go_tx.send(()).unwrap();
+        assert_eq!(events.recv().unwrap(), pg::GroupEvent::Left(leaver.pid()));
+        leaver.join().unwrap();
+        assert!(crasher.join().is_err());
+        assert_eq!(
+            events.try_recv(),
+            Ok(None),
+            "the leaver's later exit is not a second Left"
+        );
+    });
+}
+
+#[test]
+fn an_exit_hook_runs_once_with_the_reason() {
+    run_with(2, || {
+        let (tx, rx) = channel::<(smarm::Pid, smarm::DownReason)>();
+        let h = smarm::spawn(|| smarm::sleep(Duration::from_millis(5)));
+        let pid = h.pid();
+        assert!(smarm::ext::on_exit(pid, move |p, reason| tx
+            .send((p, reason))
+            .unwrap()));
+        h.join().unwrap();
+        assert_eq!(rx.recv().unwrap(), (pid, smarm::DownReason::Exit));
+        assert!(rx.recv().is_err(), "run once, then dropped");
+        assert!(
+            !smarm::ext::on_exit(pid, |_, _| {}),
+            "a finished pid takes no hook"
+        );
+    });
+}

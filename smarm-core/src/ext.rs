@@ -10,6 +10,8 @@
 //! - [`call_after`]: run a closure on a scheduler when a timer fires (how
 //!   name- and pid-addressed message timers resolve their target at fire
 //!   time).
+//! - [`on_exit`]: run a closure on a scheduler when an actor exits (how a
+//!   process group drops a dead member at once and tells its watchers).
 
 use crate::actor::Pid;
 use crate::scheduler;
@@ -105,4 +107,17 @@ pub(crate) fn call_after_as(
             .lock()
             .insert(&shared.coord, deadline, me, TimerAction::Send(Box::new(f)))
     })
+}
+
+/// Run `f(pid, reason)` on a scheduler when `pid` exits, however it exits.
+/// `false` (and `f` is dropped) if `pid` is not a live actor of the current
+/// runtime. `f` runs during the actor's finalisation, outside every runtime
+/// lock and not in an actor: it must not block, and it may send.
+pub fn on_exit<A>(pid: Pid<A>, f: impl FnOnce(Pid, crate::DownReason) + Send + 'static) -> bool {
+    let pid = pid.erase();
+    scheduler::with_worker(|_, shared| {
+        crate::signal::with_live_signals(shared, pid, |sig, _| sig.exit_hooks.push(Box::new(f)))
+            .is_some()
+    })
+    .unwrap_or(false)
 }

@@ -38,10 +38,10 @@
 //!
 //! A [`Group<M>`] is a name and the message type its members accept. A
 //! member joins with the channel it wants group messages on. Groups are
-//! per runtime (core's `ext` surface) behind one lock. A member that has
-//! died is dropped from every group it is touched in: dispatch, broadcast
-//! and members prune dead members, checked by generation, so nobody calls
-//! `leave` for the dead.
+//! per runtime (core's `ext` surface) behind one lock. A member that exits
+//! leaves its groups at once (an exit hook from core's `ext` surface), and
+//! the group's watchers ([`monitor`]) hear about it; nobody calls `leave`
+//! for the dead.
 //!
 //! # Invariants
 //!
@@ -49,9 +49,13 @@
 //!   message (`NoMember`) when there is none.
 //! - (I2) `broadcast` delivers once to each member live at the call.
 //! - (I3) Sends happen under the groups lock; they never park.
+//! - (I4) A member leaves when it exits: an exit hook registered at its
+//!   first join removes it and tells the group's watchers, so watchers
+//!   hear `Left` as it happens; touching a group also prunes members that
+//!   died in the moment before their hook ran.
 
 use crate::registry::SendError;
-use smarm_core::channel::Sender;
+use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::{ext, Pid};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -96,12 +100,29 @@ struct Members {
     list: Vec<(Pid, Box<dyn Any + Send>)>,
     /// Where the next dispatch starts (round robin).
     cursor: usize,
+    /// Actors watching membership changes ([`monitor`]).
+    watchers: Vec<Sender<GroupEvent>>,
 }
 
 impl Members {
+    /// Drop members that died without their exit hook having run yet
+    /// (a hook runs at finalisation; this covers the window before it).
     fn prune(&mut self) {
         self.list.retain(|(pid, _)| ext::is_alive(*pid));
     }
+
+    fn notify(&mut self, event: GroupEvent) {
+        self.watchers.retain(|w| w.send(event).is_ok());
+    }
+}
+
+/// A change in a group's membership, for [`monitor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupEvent {
+    /// The actor joined the group.
+    Joined(Pid),
+    /// The actor left the group, by [`leave`] or by exiting.
+    Left(Pid),
 }
 
 #[derive(Default)]
@@ -117,6 +138,7 @@ fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R)
             .or_insert_with(|| Members {
                 list: Vec::new(),
                 cursor: 0,
+                watchers: Vec::new(),
             });
         f(members)
     })
@@ -130,11 +152,28 @@ fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R)
 /// Outside an actor.
 pub fn join<M: Send + 'static>(group: Group<M>, tx: Sender<M>) {
     let me = smarm_core::self_pid();
-    with_group(group, |m| {
+    let rejoin = with_group(group, |m| {
         m.prune();
+        let rejoin = m.list.iter().any(|(pid, _)| *pid == me);
         m.list.retain(|(pid, _)| *pid != me);
         m.list.push((me, Box::new(tx)));
+        if !rejoin {
+            m.notify(GroupEvent::Joined(me));
+        }
+        rejoin
     });
+    if !rejoin {
+        // Leave at once on exit, telling the watchers (I4).
+        ext::on_exit(me, move |pid, _reason| {
+            with_group(group, |m| {
+                let before = m.list.len();
+                m.list.retain(|(p, _)| *p != pid);
+                if m.list.len() != before {
+                    m.notify(GroupEvent::Left(pid));
+                }
+            });
+        });
+    }
 }
 
 /// Leave `group`; `true` if the caller was a member.
@@ -147,8 +186,43 @@ pub fn leave<M: Send + 'static>(group: Group<M>) -> bool {
     with_group(group, |m| {
         let before = m.list.len();
         m.list.retain(|(pid, _)| *pid != me);
-        m.list.len() != before
+        let left = m.list.len() != before;
+        if left {
+            m.notify(GroupEvent::Left(me));
+        }
+        left
     })
+}
+
+/// Watch `group`: its current live members, and a channel of every later
+/// [`GroupEvent`] (a join, a leave, a member's exit, reported as it
+/// happens). Drop the receiver to stop watching.
+///
+/// ```
+/// use smarm::pg::{self, Group, GroupEvent};
+///
+/// const G: Group<()> = Group::new("watched");
+///
+/// smarm::run(|| {
+///     let (members, events) = pg::monitor(G);
+///     assert!(members.is_empty());
+///     let member = smarm::spawn(|| {
+///         let (tx, _rx) = smarm::channel::<()>();
+///         pg::join(G, tx);
+///         smarm::sleep(std::time::Duration::from_millis(5));
+///     });
+///     assert_eq!(events.recv().unwrap(), GroupEvent::Joined(member.pid()));
+///     assert_eq!(events.recv().unwrap(), GroupEvent::Left(member.pid()));
+/// });
+/// ```
+pub fn monitor<M: Send + 'static>(group: Group<M>) -> (Vec<Pid>, Receiver<GroupEvent>) {
+    let (tx, rx) = channel();
+    let members = with_group(group, |m| {
+        m.prune();
+        m.watchers.push(tx);
+        m.list.iter().map(|(pid, _)| *pid).collect()
+    });
+    (members, rx)
 }
 
 /// The live members of `group`.

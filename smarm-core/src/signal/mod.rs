@@ -50,7 +50,12 @@ pub(crate) struct Signals {
     pub(crate) trap: Option<Sender<Exit>>,
     /// Why a link stopped this actor (its exit reason then).
     pub(crate) kill_reason: Option<DownReason>,
+    /// Callbacks registered through `ext::on_exit`.
+    pub(crate) exit_hooks: Vec<ExitHook>,
 }
+
+/// A callback run on a scheduler when an actor exits (see `ext::on_exit`).
+pub(crate) type ExitHook = Box<dyn FnOnce(Pid, DownReason) + Send>;
 
 /// Run `f` on `pid`'s cold data and signal record if `pid` is still that
 /// incarnation and has not finished; `None` otherwise (I2).
@@ -79,5 +84,8 @@ pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals
     }
     for linked in signals.links {
         deliver_exit(shared, pid, reason, linked);
+    }
+    for hook in signals.exit_hooks {
+        hook(pid, reason);
     }
 }
