@@ -34,7 +34,8 @@ pub fn is_alive<A>(pid: Pid<A>) -> bool {
 
 /// Run `f` on the current runtime's instance of `T`, created with
 /// `T::default()` on first use. The lookup is lock-free after that (a few
-/// atomic loads); a runtime holds up to 8 extension types.
+/// atomic loads); a runtime holds up to 8 extension types. `f` must not
+/// block (keep it to table updates and sends).
 ///
 /// # Panics
 ///
