@@ -194,6 +194,8 @@ fn main() {
         *slot.lock().unwrap() = Some(smarm::spawn(move || {
             let _ = a.join();
         }));
+        println!("the process tree now (smarm::tree()):");
+        print!("{}", smarm::tree());
         println!("root returning; two deadlocked actors and an idle acceptor are left for the root-exit sweep");
     });
     println!("run returned: every actor finished");

@@ -23,6 +23,10 @@
 //! `smarm-macros`.
 
 pub use smarm_core::{
+    actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
+    TreeNode,
+};
+pub use smarm_core::{
     channel, request_stop, run, select, select_timeout, self_pid, sleep, spawn, spawn_under,
     try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle, LockTimeout,
     Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender,

@@ -12,6 +12,8 @@
 //!   time).
 //! - [`on_exit`]: run a closure on a scheduler when an actor exits (how a
 //!   process group drops a dead member at once and tells its watchers).
+//! - [`set_introspection_hook`]: what introspection reports about an actor
+//!   that only an upper layer knows (registered names, mailbox depth).
 
 use crate::actor::Pid;
 use crate::scheduler;
@@ -121,4 +123,26 @@ pub fn on_exit<A>(pid: Pid<A>, f: impl FnOnce(Pid, crate::DownReason) + Send + '
             .is_some()
     })
     .unwrap_or(false)
+}
+
+/// What an upper layer knows about an actor, for introspection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActorExtras {
+    /// Names the actor is registered under.
+    pub names: Vec<&'static str>,
+    /// Messages queued on the channels it published.
+    pub mailbox_depth: u32,
+}
+
+static INTROSPECTION_HOOK: std::sync::OnceLock<fn(Pid) -> ActorExtras> = std::sync::OnceLock::new();
+
+/// Install the function introspection calls for each actor's
+/// [`ActorExtras`] (once per process; later calls are ignored). It runs in
+/// the actor that asked for the snapshot, with no runtime lock held.
+pub fn set_introspection_hook(hook: fn(Pid) -> ActorExtras) {
+    let _ = INTROSPECTION_HOOK.set(hook);
+}
+
+pub(crate) fn introspection_hook() -> Option<fn(Pid) -> ActorExtras> {
+    INTROSPECTION_HOOK.get().copied()
 }

@@ -10,6 +10,7 @@ pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
 pub mod ext; //           the extension surface smarm-otp builds on
+pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
 mod park; //              scheduler park/wake coordination
@@ -28,6 +29,10 @@ pub use actor::{
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,
     RecvTimeoutError, Selectable, SendError, Sender,
+};
+pub use introspect::{
+    actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
+    TreeNode,
 };
 pub use runtime::run;
 pub use signal::{

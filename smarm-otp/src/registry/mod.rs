@@ -101,23 +101,31 @@ impl<M> std::fmt::Debug for Name<M> {
     }
 }
 
-/// One actor's published channels, by message type.
+/// One actor's published channels, by message type, each with the
+/// function that reads its queue length without knowing the type.
 struct Inbox {
     pid: Pid,
-    channels: Vec<(TypeId, Box<dyn Any + Send>)>,
+    channels: Vec<Published>,
 }
+
+/// A published `Sender<M>`: its type, the sender, and its queue-length
+/// reader.
+type Published = (TypeId, Box<dyn Any + Send>, fn(&dyn Any) -> usize);
 
 impl Inbox {
     fn sender<M: Send + 'static>(&self) -> Option<&Sender<M>> {
         self.channels
             .iter()
-            .find(|(t, _)| *t == TypeId::of::<M>())
-            .and_then(|(_, s)| s.downcast_ref::<Sender<M>>())
+            .find(|(t, _, _)| *t == TypeId::of::<M>())
+            .and_then(|(_, s, _)| s.downcast_ref::<Sender<M>>())
     }
 
     fn publish<M: Send + 'static>(&mut self, tx: Sender<M>) {
-        self.channels.retain(|(t, _)| *t != TypeId::of::<M>());
-        self.channels.push((TypeId::of::<M>(), Box::new(tx)));
+        self.channels.retain(|(t, _, _)| *t != TypeId::of::<M>());
+        let queued: fn(&dyn Any) -> usize =
+            |s| s.downcast_ref::<Sender<M>>().map_or(0, Sender::queued_len);
+        self.channels
+            .push((TypeId::of::<M>(), Box::new(tx), queued));
     }
 }
 
@@ -205,9 +213,36 @@ struct Registry {
 /// fails: it runs after the guard is dropped, as the message is handed
 /// back), so a poisoned guard still holds consistent tables.
 fn with_tables<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| ext::set_introspection_hook(introspection_extras));
     ext::with_runtime_local::<Registry, R>(|reg| {
         let mut t: MutexGuard<'_, Tables> = reg.tables.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut t)
+    })
+}
+
+/// Names and mailbox depth of `pid`, for core's introspection.
+fn introspection_extras(pid: Pid) -> ext::ActorExtras {
+    with_tables(|t| {
+        let mut names: Vec<&'static str> = t
+            .by_name
+            .iter()
+            .filter(|(_, holder)| **holder == pid)
+            .map(|(name, _)| *name)
+            .collect();
+        names.sort_unstable();
+        let inbox = t
+            .inboxes
+            .get(pid.index() as usize)
+            .and_then(Option::as_ref)
+            .filter(|i| i.pid == pid);
+        let depth: usize = inbox.map_or(0, |i| {
+            i.channels.iter().map(|(_, s, len)| len(s.as_ref())).sum()
+        });
+        ext::ActorExtras {
+            names,
+            mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
+        }
     })
 }
 

@@ -1,0 +1,51 @@
+//! Human views: a process table and a process tree.
+
+use super::{ActorInfo, RuntimeSnapshot, RuntimeTree, TreeNode};
+use std::fmt;
+
+fn line(f: &mut fmt::Formatter<'_>, a: &ActorInfo) -> fmt::Result {
+    let names = if a.names.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", a.names.join(", "))
+    };
+    write!(
+        f,
+        "{}{} {:?} mailbox={} links={} monitors={}{}",
+        a.pid,
+        names,
+        a.state,
+        a.mailbox_depth,
+        a.links,
+        a.monitors,
+        if a.trap_exit { " trap_exit" } else { "" }
+    )
+}
+
+impl fmt::Display for RuntimeSnapshot {
+    /// One line per actor, like Erlang's `i()`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} actors", self.actors.len())?;
+        for a in &self.actors {
+            line(f, a)?;
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RuntimeTree {
+    /// The spawn forest, indented like `pstree`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn node(f: &mut fmt::Formatter<'_>, n: &TreeNode, depth: usize) -> fmt::Result {
+            write!(f, "{:indent$}", "", indent = depth * 2)?;
+            if n.orphaned {
+                write!(f, "(orphan) ")?;
+            }
+            line(f, &n.info)?;
+            writeln!(f)?;
+            n.children.iter().try_for_each(|c| node(f, c, depth + 1))
+        }
+        self.roots.iter().try_for_each(|r| node(f, r, 0))
+    }
+}

@@ -1,0 +1,116 @@
+//! Introspection: per-actor coherence, the spawn forest, registry extras.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::{actor_info, channel, snapshot, tree, ActorState, Addressable, Name};
+use std::time::Duration;
+use support::run_with;
+
+#[test]
+fn a_parked_actor_reads_parked_and_a_joined_pid_is_gone() {
+    run_with(2, || {
+        let (gate_tx, gate_rx) = channel::<()>();
+        let worker = smarm::spawn(move || gate_rx.recv().unwrap());
+        smarm::sleep(Duration::from_millis(5));
+        let info = actor_info(worker.pid()).unwrap();
+        assert_eq!(info.state, ActorState::Parked);
+        assert_eq!(info.supervisor, smarm::self_pid());
+        let me = actor_info(smarm::self_pid()).unwrap();
+        assert_eq!(me.state, ActorState::Running);
+        gate_tx.send(()).unwrap();
+        let pid = worker.pid();
+        smarm::sleep(Duration::from_millis(5));
+        assert_eq!(
+            actor_info(pid).unwrap().state,
+            ActorState::Done,
+            "finished, handle still held"
+        );
+        worker.join().unwrap();
+        assert!(actor_info(pid).is_none());
+    });
+}
+
+#[test]
+fn the_tree_re_roots_orphans() {
+    run_with(2, || {
+        let (gate_tx, gate_rx) = channel::<()>();
+        let (child_tx, child_rx) = channel::<smarm::Pid>();
+        let parent = smarm::spawn(move || {
+            let child = smarm::spawn(move || gate_rx.recv().unwrap());
+            child_tx.send(child.pid()).unwrap();
+            // Returning drops the handle: the child runs on, detached.
+        });
+        let child = child_rx.recv().unwrap();
+        parent.join().unwrap();
+        let t = tree();
+        let root = t
+            .roots
+            .iter()
+            .find(|n| n.info.pid == smarm::self_pid())
+            .unwrap();
+        assert!(!root.orphaned);
+        let orphan = t
+            .roots
+            .iter()
+            .find(|n| n.info.pid == child)
+            .expect("the child is re-rooted");
+        assert!(orphan.orphaned, "its parent has finished");
+        let text = t.to_string();
+        assert!(
+            text.contains("(orphan)") && text.contains(&child.to_string()),
+            "{text}"
+        );
+        gate_tx.send(()).unwrap();
+    });
+}
+
+#[test]
+fn mailbox_depth_and_names_come_from_the_registry() {
+    struct Slow;
+    impl Addressable for Slow {
+        type Msg = u32;
+    }
+    const SLOW: Name<u32> = Name::new("slow");
+    run_with(2, || {
+        let (gate_tx, gate_rx) = channel::<()>();
+        let slow = smarm::spawn_addr::<Slow>(move |rx| {
+            gate_rx.recv().unwrap(); // does not drain its inbox yet
+            while rx.try_recv().unwrap().is_some() {}
+        });
+        for i in 0..3 {
+            smarm::send_to(slow, i).unwrap();
+        }
+        let info = actor_info(slow).unwrap();
+        assert_eq!(info.mailbox_depth, 3);
+        let (tx, _rx) = channel::<u32>();
+        smarm::register(SLOW, tx).unwrap();
+        let me = actor_info(smarm::self_pid()).unwrap();
+        assert_eq!(me.names, vec!["slow"]);
+        let snap = snapshot();
+        assert!(snap
+            .actors
+            .iter()
+            .any(|a| a.pid == slow.erase() && a.mailbox_depth == 3));
+        assert!(snap.to_string().contains("[slow]"));
+        gate_tx.send(()).unwrap();
+    });
+}
+
+#[test]
+fn links_monitors_and_trapping_are_counted() {
+    run_with(2, || {
+        let exits = smarm::trap_exit(true).unwrap();
+        let (gate_tx, gate_rx) = channel::<()>();
+        let child = smarm::spawn_link(move || gate_rx.recv().unwrap());
+        let _m1 = smarm::monitor(child.pid());
+        let _m2 = smarm::monitor(child.pid());
+        let info = actor_info(child.pid()).unwrap();
+        assert_eq!((info.links, info.monitors, info.trap_exit), (1, 2, false));
+        let me = actor_info(smarm::self_pid()).unwrap();
+        assert_eq!((me.links, me.trap_exit), (1, true));
+        gate_tx.send(()).unwrap();
+        exits.recv().unwrap();
+        child.join().unwrap();
+    });
+}
