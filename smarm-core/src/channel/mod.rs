@@ -29,8 +29,8 @@
 //!
 //! # Design
 //!
-//! The queue lives behind an `Arc<RawMutex<Inner<T>>>` of lock class
-//! Channel. A receiver that finds the queue empty opens a wait on its slot
+//! The shared queue lives in an `Arc<Chan<T>>`, behind a `RawMutex` of
+//! lock class Channel. A receiver that finds the queue empty opens a wait on its slot
 //! word (`begin_wait`), registers `(pid, epoch)` in the channel, and parks;
 //! a sender pushes, takes the registration and calls `unpark_at(pid,
 //! epoch)`. Every other wake of that wait (a `recv_timeout` deadline, a
