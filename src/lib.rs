@@ -107,4 +107,6 @@ pub mod guide {
     pub struct TimersIo;
     #[doc = include_str!("../guide/src/registry.md")]
     pub struct Registry;
+    #[doc = include_str!("../guide/src/introspection.md")]
+    pub struct Introspection;
 }
