@@ -88,6 +88,37 @@ pub mod registry {
     pub use smarm_otp::registry::*;
 }
 
+#[doc(inline)]
+pub use smarm_core::check_timeslice;
+
+/// A timeslice safepoint for loops that never block: yields to other
+/// actors once the running actor has used its timeslice
+/// ([`Config::timeslice`](runtime::Config::timeslice), 1 ms by default),
+/// counting an overrun, and observes [`request_stop`]. The actor resumes
+/// on the same OS thread, so a thread-local borrow held across `check!()`
+/// stays sound. Cheap: a clock read every 32 calls. A no-op outside an
+/// actor.
+///
+/// ```
+/// smarm::run(|| {
+///     let spinner = smarm::spawn(|| {
+///         let mut x = 0u64;
+///         for i in 0..5_000_000u64 {
+///             x = x.wrapping_add(i);
+///             smarm::check!(); // other actors get their turns
+///         }
+///         std::hint::black_box(x);
+///     });
+///     spinner.join().unwrap();
+/// });
+/// ```
+#[macro_export]
+macro_rules! check {
+    () => {
+        $crate::check_timeslice()
+    };
+}
+
 /// The guide's chapters, compiled and run as doctests by `cargo test`.
 #[cfg(doctest)]
 pub mod guide {

@@ -26,11 +26,13 @@ pub struct Config {
     pub(crate) threads: usize,
     pub(crate) max_actors: usize,
     pub(crate) stack_size: usize,
+    pub(crate) timeslice: std::time::Duration,
 }
 
 impl Default for Config {
     /// One scheduler thread per available core, 1,048,576 actors, 256 KiB
-    /// stacks (virtual: an actor pays only for the pages it touches).
+    /// stacks (virtual: an actor pays only for the pages it touches), 1 ms
+    /// timeslices.
     fn default() -> Self {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -40,6 +42,7 @@ impl Default for Config {
             threads,
             max_actors: 1 << 20,
             stack_size: 256 * 1024,
+            timeslice: std::time::Duration::from_millis(1),
         }
     }
 }
@@ -67,6 +70,13 @@ impl Config {
     /// pages; at least 16 KiB). A guard page below it catches overflow.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
+        self
+    }
+
+    /// How long an actor may run before a [`check!`](crate::check_timeslice)
+    /// safepoint switches it out for others (default 1 ms).
+    pub fn timeslice(mut self, slice: std::time::Duration) -> Self {
+        self.timeslice = slice;
         self
     }
 

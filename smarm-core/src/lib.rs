@@ -35,6 +35,7 @@ pub use introspect::{
     TreeNode,
 };
 pub use runtime::run;
+pub use scheduler::check_timeslice;
 pub use signal::{
     demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
     Monitor, MonitorId,

@@ -227,6 +227,7 @@ pub(crate) fn spawn_in(
         runner.entry = Some(f);
     }
     slot.pinned.store(0, Ordering::Relaxed);
+    slot.overruns.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
     if signals.is_some() {

@@ -100,6 +100,9 @@ pub struct ActorInfo {
     pub joiners: u32,
     /// Messages queued on the channels it published through the registry.
     pub mailbox_depth: u32,
+    /// Times a `check!()` safepoint switched it out for overrunning its
+    /// timeslice.
+    pub overruns: u64,
 }
 
 /// Every actor of the runtime (see the module docs on consistency).
@@ -270,6 +273,7 @@ fn read(
         links,
         joiners,
         mailbox_depth: 0,
+        overruns: slot.overruns.load(Ordering::Relaxed),
     })
 }
 

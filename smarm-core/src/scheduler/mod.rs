@@ -16,7 +16,9 @@
 //!    yielded actor is reached even under a stream of new work); every
 //!    [`INJECTOR_TICK`]th pop the global injector comes first;
 //! 3. the global injector (work from threads that are not schedulers);
-//! 4. stealing half of another scheduler's local queue (from its back).
+//! 4. this scheduler's pinned queue (also taken first every
+//!    [`FAIRNESS_TICK`]th pop);
+//! 5. stealing half of another scheduler's local queue (from its back).
 //!
 //! An actor that was switched out while its thread was unwinding a panic
 //! (a destructor blocked) is **pinned**: until it next parks normally it is
@@ -34,6 +36,21 @@
 //! ~450 to ~70 ns per hop). A spawner that has queued 256 children on its
 //! scheduler yields to them (see `actor`), so a spawn loop cannot grow the
 //! live set without bound.
+//!
+//! # Where an actor can be switched out
+//!
+//! Only at safepoints, never elsewhere: every blocking call (`recv`,
+//! `sleep`, `join`, `lock`, IO waits, ...), `yield_now`, a spawn past the
+//! backlog, and `check!()` once the actor has used its timeslice
+//! (`Config::timeslice`; the slice starts at each resume, and the clock is
+//! read every 32 `check!()` calls). An actor switched out by `check!()` is
+//! pinned: it resumes on the same OS thread, so a thread-local borrow held
+//! across `check!()` stays sound (another actor on that thread can still
+//! find it borrowed: pinning prevents data races, not re-entrancy). After a
+//! blocking call or `yield_now` an actor may resume on another thread:
+//! do not hold a thread-local borrow across one. A loop with none of these
+//! keeps its thread until it ends (scheduling is cooperative; there is no
+//! signal-based preemption).
 //!
 //! When nothing is found, the scheduler goes idle through the coordination
 //! layer ([`crate::park`]): termination verdict, root-exit sweep, then the
@@ -81,6 +98,8 @@ pub(crate) enum Intent {
     Yield,
     /// Suspend until a matching wake (commit the park on the slot word).
     Park,
+    /// Timeslice spent at a safepoint: run again later, on this thread.
+    Preempt,
     /// The actor finished; its outcome is in `Worker::exit_outcome`.
     Exit,
 }
@@ -99,6 +118,13 @@ pub(crate) struct Worker {
     pub(crate) next: Cell<Option<Pid>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
+    /// Resumes so far; a safepoint that sees a new value starts a slice.
+    pub(crate) resumes: Cell<u64>,
+    /// The resume the current timeslice belongs to, and when it started.
+    slice_resume: Cell<u64>,
+    slice_start: Cell<std::time::Instant>,
+    /// Safepoint calls left before the next clock read.
+    slice_countdown: Cell<u32>,
     /// Stacks cached by this scheduler, so spawn and finalisation rarely
     /// take the pool lock.
     pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
@@ -172,7 +198,9 @@ pub(crate) fn switch_out(intent: Intent) {
     let (slot_sp, sched_sp) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
         let slot = shared.slots.get(pid.index())?;
-        let pin = if std::thread::panicking() {
+        // Unwinding (std's panic count is per thread) or preempted (user
+        // code may hold a thread-local borrow it cannot see): resume here.
+        let pin = if std::thread::panicking() || intent == Intent::Preempt {
             w.id as u32 + 1
         } else {
             0
@@ -233,4 +261,45 @@ pub(crate) fn retire_wait() {
         }
     });
     check_stop();
+}
+
+/// Safepoint calls between two clock reads.
+const CHECK_EVERY: u32 = 32;
+
+/// The `check!()` safepoint: observe a stop request, and if the running
+/// actor has used up its timeslice, count an overrun and switch it out
+/// (it resumes on this same OS thread). A no-op outside an actor.
+pub fn check_timeslice() {
+    check_stop();
+    if !preempt::preemption_enabled() {
+        return;
+    }
+    let spent = with_worker(|w, shared| {
+        let pid = w.current.get()?;
+        if w.slice_resume.get() != w.resumes.get() {
+            w.slice_resume.set(w.resumes.get());
+            w.slice_start.set(std::time::Instant::now());
+            w.slice_countdown.set(CHECK_EVERY);
+            return Some(false);
+        }
+        let left = w.slice_countdown.get();
+        if left > 0 {
+            w.slice_countdown.set(left - 1);
+            return Some(false);
+        }
+        w.slice_countdown.set(CHECK_EVERY);
+        if w.slice_start.get().elapsed() < shared.config.timeslice {
+            return Some(false);
+        }
+        let slot = shared.slots.get(pid.index())?;
+        slot.overruns.store(
+            slot.overruns.load(crate::loom::Ordering::Relaxed) + 1,
+            crate::loom::Ordering::Relaxed,
+        );
+        Some(true)
+    });
+    if spent == Some(Some(true)) {
+        switch_out(Intent::Preempt);
+        check_stop();
+    }
 }

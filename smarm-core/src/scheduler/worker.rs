@@ -24,6 +24,10 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         next: Cell::new(None),
         lifo_streak: Cell::new(0),
         tick: Cell::new(0),
+        resumes: Cell::new(0),
+        slice_resume: Cell::new(u64::MAX),
+        slice_start: Cell::new(std::time::Instant::now()),
+        slice_countdown: Cell::new(0),
         stack_cache: std::cell::RefCell::new(Vec::new()),
     };
     CURRENT.with(|c| c.set(&worker));
@@ -55,8 +59,12 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
     let tick = w.tick.get().wrapping_add(1);
     w.tick.set(tick);
     let queues = &shared.queues[w.id];
-    if let Some(pid) = queues.pinned.pop_front() {
-        return Some(pid);
+    // Pinned actors (preempted, or unwinding) wait their turn behind other
+    // work, but are taken first now and then so they cannot starve.
+    if tick.is_multiple_of(FAIRNESS_TICK) {
+        if let Some(pid) = queues.pinned.pop_front() {
+            return Some(pid);
+        }
     }
     if w.lifo_streak.get() < LIFO_STREAK {
         if let Some(pid) = w.next.take() {
@@ -82,6 +90,9 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
         return Some(pid);
     }
     if let Some(pid) = shared.injector.pop_front() {
+        return Some(pid);
+    }
+    if let Some(pid) = queues.pinned.pop_front() {
         return Some(pid);
     }
     steal(shared, w, steal_buf)
@@ -158,6 +169,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     );
     slot.word.start_running();
     w.current.set(Some(pid));
+    w.resumes.set(w.resumes.get().wrapping_add(1));
     crate::stack::set_running_pid(pid.to_bits());
     // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
     // null `sp` is a first resume: the entry frame goes at the top of the
@@ -180,7 +192,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     crate::stack::set_running_pid(0);
     w.current.set(None);
     match w.intent.get() {
-        Intent::Yield => {
+        Intent::Yield | Intent::Preempt => {
             slot.word.requeue();
             shared.enqueue_yielded(w, pid, slot);
         }

@@ -44,6 +44,9 @@ pub(crate) struct Slot {
     /// first enqueue.
     pub(crate) parent: AtomicU64,
     runner: UnsafeCell<Runner>,
+    /// Times the actor was switched out at a safepoint for overrunning its
+    /// timeslice. Written only by the actor itself.
+    pub(crate) overruns: AtomicU64,
     pub(crate) cold: RawMutex<Cold>,
 }
 
@@ -65,6 +68,7 @@ impl Slot {
                 stack: None,
                 entry: None,
             }),
+            overruns: AtomicU64::new(0),
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
         }
     }

@@ -1,0 +1,147 @@
+//! The check!() safepoint: timeslices for loops that never block.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+use smarm::runtime::{self, Config};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+struct Outcome {
+    /// The sleeper's worst lateness over 50 sleeps of 1 ms.
+    worst: Duration,
+    spinner_overruns: u64,
+    sleeper_overruns: u64,
+}
+
+/// One scheduler thread; a sleeper waking every 1 ms beside a spinner that
+/// runs for `spin_for`, calling `check!()` in its loop or not.
+fn sleeper_beside_spinner(use_check: bool, spin_for: Duration) -> Outcome {
+    let out = Arc::new(Mutex::new(None));
+    let o = out.clone();
+    runtime::init(Config::exact(1)).run(move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let spinner = smarm::spawn(move || {
+            let t0 = Instant::now();
+            let mut x = 0u64;
+            while t0.elapsed() < spin_for && !s.load(Ordering::Relaxed) {
+                x = x.wrapping_add(1);
+                if use_check {
+                    smarm::check!();
+                }
+            }
+            std::hint::black_box(x);
+        });
+        let (tx, rx) = smarm::channel();
+        let sleeper = smarm::spawn(move || {
+            let mut worst = Duration::ZERO;
+            for _ in 0..50 {
+                let t0 = Instant::now();
+                smarm::sleep(Duration::from_millis(1));
+                worst = worst.max(t0.elapsed().saturating_sub(Duration::from_millis(1)));
+            }
+            let overruns = smarm::actor_info(smarm::self_pid()).unwrap().overruns;
+            tx.send((worst, overruns)).unwrap();
+        });
+        let (worst, sleeper_overruns) = rx.recv().unwrap();
+        let spinner_overruns = smarm::actor_info(spinner.pid()).map_or(0, |i| i.overruns);
+        sleeper.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        spinner.join().unwrap();
+        *o.lock().unwrap() = Some(Outcome {
+            worst,
+            spinner_overruns,
+            sleeper_overruns,
+        });
+    });
+    let outcome = out.lock().unwrap().take().unwrap();
+    outcome
+}
+
+#[test]
+fn a_check_loop_does_not_starve_a_sleeper_on_one_thread() {
+    let o = sleeper_beside_spinner(true, Duration::from_secs(10));
+    // Timeslice 1 ms: each wake waits at most about one slice.
+    assert!(
+        o.worst < Duration::from_millis(50),
+        "sleeper was {:?} late",
+        o.worst
+    );
+    assert!(
+        o.spinner_overruns > 10,
+        "the spinner overran {} times",
+        o.spinner_overruns
+    );
+    assert_eq!(o.sleeper_overruns, 0, "the sleeper never ran past a slice");
+}
+
+/// Scheduling is cooperative: a loop with no blocking call and no
+/// `check!()` keeps its thread until it ends.
+#[test]
+fn without_a_safepoint_a_spinner_keeps_its_thread() {
+    let o = sleeper_beside_spinner(false, Duration::from_millis(100));
+    assert!(
+        o.worst >= Duration::from_millis(50),
+        "the sleeper ran during the spin ({:?})",
+        o.worst
+    );
+}
+
+#[test]
+fn request_stop_ends_a_check_loop() {
+    runtime::init(Config::exact(1)).run(|| {
+        let spinner = smarm::spawn(|| loop {
+            smarm::check!();
+        });
+        smarm::sleep(Duration::from_millis(5));
+        smarm::request_stop(spinner.pid());
+        spinner.join().unwrap();
+    });
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A thread-local borrow held across `check!()` stays on its thread: a
+/// switched-out actor resumes where it was, never migrating mid-borrow.
+/// (Pinning prevents the data race, not re-entrancy: another actor on the
+/// same thread finds the `RefCell` borrowed, so it uses `try_borrow_mut`.)
+#[test]
+fn a_thread_local_borrow_across_check_stays_on_its_thread() {
+    runtime::init(Config::exact(4).timeslice(Duration::from_micros(50))).run(|| {
+        let hs: Vec<_> = (0..16u64)
+            .map(|k| {
+                smarm::spawn(move || {
+                    let mut rounds = 0;
+                    while rounds < 20 {
+                        let held = SCRATCH.with(|s| {
+                            let Ok(mut s) = s.try_borrow_mut() else {
+                                return false;
+                            };
+                            // Held across the safepoints below.
+                            let thread = std::thread::current().id();
+                            for i in 0..2_000 {
+                                s.push(k + i);
+                                smarm::check!();
+                                assert_eq!(
+                                    std::thread::current().id(),
+                                    thread,
+                                    "migrated mid-borrow"
+                                );
+                            }
+                            s.clear();
+                            true
+                        });
+                        rounds += u64::from(held);
+                        smarm::yield_now(); // a normal switch point: may migrate
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
