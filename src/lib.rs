@@ -24,7 +24,7 @@
 
 pub use smarm_core::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
-    TreeNode,
+    SchedulerStats, TreeNode,
 };
 pub use smarm_core::{
     channel, request_stop, run, select, select_timeout, self_pid, sleep, spawn, spawn_under,

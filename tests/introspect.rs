@@ -114,3 +114,28 @@ fn links_monitors_and_trapping_are_counted() {
         child.join().unwrap();
     });
 }
+
+#[test]
+fn scheduler_stats_count_resumes_parks_and_steals() {
+    run_with(2, || {
+        let before = snapshot().schedulers;
+        assert_eq!(before.len(), 2);
+        // Work for both schedulers, with idle gaps so they park.
+        for _ in 0..20 {
+            let hs: Vec<_> = (0..50).map(|_| smarm::spawn(smarm::yield_now)).collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            smarm::sleep(Duration::from_millis(1));
+        }
+        let after = snapshot();
+        let run_before: u64 = before.iter().map(|s| s.actors_run).sum();
+        let run_after: u64 = after.schedulers.iter().map(|s| s.actors_run).sum();
+        assert!(run_after >= run_before + 2_000, "1,000 actors resumed twice each");
+        assert!(after.schedulers.iter().map(|s| s.parks).sum::<u64>() > 0, "someone parked");
+        for s in &after.schedulers {
+            assert!(s.wakes <= s.parks);
+        }
+        assert!(after.to_string().contains("scheduler 0:"));
+    });
+}

@@ -32,7 +32,7 @@ pub use channel::{
 };
 pub use introspect::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
-    TreeNode,
+    SchedulerStats, TreeNode,
 };
 pub use runtime::run;
 pub use scheduler::check_timeslice;

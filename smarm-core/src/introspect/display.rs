@@ -26,6 +26,13 @@ impl fmt::Display for RuntimeSnapshot {
     /// One line per actor, like Erlang's `i()`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} actors", self.actors.len())?;
+        for s in &self.schedulers {
+            writeln!(
+                f,
+                "scheduler {}: {} resumes, {} parks ({} woken), {} steals",
+                s.id, s.actors_run, s.parks, s.wakes, s.steals
+            )?;
+        }
         for a in &self.actors {
             line(f, a)?;
             writeln!(f)?;

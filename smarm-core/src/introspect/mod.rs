@@ -112,6 +112,23 @@ pub struct RuntimeSnapshot {
     pub format_version: u16,
     /// One entry per actor, in slot order.
     pub actors: Vec<ActorInfo>,
+    /// One entry per scheduler thread.
+    pub schedulers: Vec<SchedulerStats>,
+}
+
+/// What one scheduler thread has done since the runtime was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// Its index.
+    pub id: usize,
+    /// Actor resumes.
+    pub actors_run: u64,
+    /// Times it parked with nothing to do.
+    pub parks: u64,
+    /// Parks that ended with a wake (the rest reached a timer deadline).
+    pub wakes: u64,
+    /// Successful steals from other schedulers.
+    pub steals: u64,
 }
 
 /// One node of the spawn forest.
@@ -142,20 +159,34 @@ pub struct RuntimeTree {
 ///
 /// Outside an actor.
 pub fn snapshot() -> RuntimeSnapshot {
-    let actors = scheduler::with_current_actor("snapshot", |_, shared| {
-        (0..shared.slots.high_water())
+    let (actors, schedulers) = scheduler::with_current_actor("snapshot", |_, shared| {
+        let actors = (0..shared.slots.high_water())
             .filter_map(|i| {
                 shared
                     .slots
                     .get(i as u32)
                     .and_then(|slot| read(shared, slot, i as u32, None))
             })
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        let schedulers = shared
+            .queues
+            .iter()
+            .enumerate()
+            .map(|(id, q)| SchedulerStats {
+                id,
+                actors_run: q.stats.actors_run.load(Ordering::Relaxed),
+                parks: q.stats.parks.load(Ordering::Relaxed),
+                wakes: q.stats.wakes.load(Ordering::Relaxed),
+                steals: q.stats.steals.load(Ordering::Relaxed),
+            })
+            .collect::<Vec<_>>();
+        (actors, schedulers)
     });
     let actors = actors.into_iter().map(with_extras).collect();
     RuntimeSnapshot {
         format_version: SNAPSHOT_FORMAT_VERSION,
         actors,
+        schedulers,
     }
 }
 

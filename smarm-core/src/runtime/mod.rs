@@ -40,7 +40,7 @@ mod live;
 mod shared;
 
 pub(crate) use live::LiveCount;
-pub(crate) use shared::{Shared, Verdict};
+pub(crate) use shared::{Counters, Shared, Verdict};
 
 use crate::actor::{spawn_in, Outcome, Pid};
 pub use crate::config::{Config, ConfigError};

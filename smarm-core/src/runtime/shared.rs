@@ -25,6 +25,25 @@ pub(crate) struct SchedulerQueues {
     pub(crate) local: RunQueue,
     /// Actors only this scheduler may run (scheduler (I3)).
     pub(crate) pinned: RunQueue,
+    /// Counters written only by this scheduler's thread.
+    pub(crate) stats: Counters,
+}
+
+/// A scheduler's activity counters (single writer: its own thread).
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) actors_run: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) wakes: AtomicU64,
+    pub(crate) steals: AtomicU64,
+}
+
+impl Counters {
+    /// Single-writer increment.
+    #[inline]
+    pub(crate) fn bump(counter: &AtomicU64) {
+        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
 }
 
 /// What an idle scheduler should do (runtime (I2), (I3)).
@@ -79,6 +98,7 @@ impl Shared {
                 .map(|_| SchedulerQueues {
                     local: RunQueue::new(),
                     pinned: RunQueue::new(),
+                    stats: Counters::default(),
                 })
                 .collect(),
             injector: RunQueue::new(),

@@ -5,7 +5,7 @@ use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
 use crate::actor::{Outcome, Pid};
 use crate::loom::Ordering;
 use crate::park::ParkResult;
-use crate::runtime::{Shared, Verdict};
+use crate::runtime::{Counters, Shared, Verdict};
 use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -104,6 +104,7 @@ fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
         let victim = (w.id + k) % n;
         shared.queues[victim].local.steal_into(buf);
         if let Some(first) = buf.pop() {
+            Counters::bump(&shared.queues[w.id].stats.steals);
             let own = &shared.queues[w.id].local;
             // Keep the stolen order: the victim's oldest runs last.
             for pid in buf.drain(..).rev() {
@@ -146,6 +147,15 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     let result = shared
         .coord
         .park(w.id, tk_deadline, || shared.work_visible(w.id));
+    let stats = &shared.queues[w.id].stats;
+    match result {
+        ParkResult::WorkFound => {}
+        ParkResult::Woken => {
+            Counters::bump(&stats.parks);
+            Counters::bump(&stats.wakes);
+        }
+        ParkResult::TimedOut => Counters::bump(&stats.parks),
+    }
     if tk_deadline.is_some() {
         // Hand the role back before firing, so an insert made by what we
         // fire sees no stale holder.
@@ -170,6 +180,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     slot.word.start_running();
     w.current.set(Some(pid));
     w.resumes.set(w.resumes.get().wrapping_add(1));
+    Counters::bump(&shared.queues[w.id].stats.actors_run);
     crate::stack::set_running_pid(pid.to_bits());
     // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
     // null `sp` is a first resume: the entry frame goes at the top of the
