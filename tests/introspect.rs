@@ -74,15 +74,19 @@ fn mailbox_depth_and_names_come_from_the_registry() {
     const SLOW: Name<u32> = Name::new("slow");
     run_with(2, || {
         let (gate_tx, gate_rx) = channel::<()>();
+        let (done_tx, done_rx) = channel::<()>();
         let slow = smarm::spawn_addr::<Slow>(move |rx| {
             gate_rx.recv().unwrap(); // does not drain its inbox yet
             while rx.try_recv().unwrap().is_some() {}
+            done_tx.send(()).unwrap();
+            gate_rx.recv().unwrap(); // stays alive to be inspected
         });
         for i in 0..3 {
             smarm::send_to(slow, i).unwrap();
         }
         let info = actor_info(slow).unwrap();
         assert_eq!(info.mailbox_depth, 3);
+        assert_eq!(info.messages_received, 0);
         let (tx, _rx) = channel::<u32>();
         smarm::register(SLOW, tx).unwrap();
         let me = actor_info(smarm::self_pid()).unwrap();
@@ -93,6 +97,10 @@ fn mailbox_depth_and_names_come_from_the_registry() {
             .iter()
             .any(|a| a.pid == slow.erase() && a.mailbox_depth == 3));
         assert!(snap.to_string().contains("[slow]"));
+        gate_tx.send(()).unwrap();
+        done_rx.recv().unwrap(); // it has drained its inbox
+        let info = actor_info(slow).unwrap();
+        assert_eq!((info.mailbox_depth, info.messages_received), (0, 3));
         gate_tx.send(()).unwrap();
     });
 }
@@ -131,8 +139,14 @@ fn scheduler_stats_count_resumes_parks_and_steals() {
         let after = snapshot();
         let run_before: u64 = before.iter().map(|s| s.actors_run).sum();
         let run_after: u64 = after.schedulers.iter().map(|s| s.actors_run).sum();
-        assert!(run_after >= run_before + 2_000, "1,000 actors resumed twice each");
-        assert!(after.schedulers.iter().map(|s| s.parks).sum::<u64>() > 0, "someone parked");
+        assert!(
+            run_after >= run_before + 2_000,
+            "1,000 actors resumed twice each"
+        );
+        assert!(
+            after.schedulers.iter().map(|s| s.parks).sum::<u64>() > 0,
+            "someone parked"
+        );
         for s in &after.schedulers {
             assert!(s.wakes <= s.parks);
         }

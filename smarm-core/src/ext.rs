@@ -132,6 +132,8 @@ pub struct ActorExtras {
     pub names: Vec<&'static str>,
     /// Messages queued on the channels it published.
     pub mailbox_depth: u32,
+    /// Messages taken from the channels it published.
+    pub messages_received: u64,
 }
 
 static INTROSPECTION_HOOK: std::sync::OnceLock<fn(Pid) -> ActorExtras> = std::sync::OnceLock::new();

@@ -83,7 +83,7 @@ use crate::scheduler;
 use crate::sync::{LockClass, RawMutex};
 use crate::time::TimerAction;
 use std::cell::{RefCell, RefMut};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -103,6 +103,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
             },
         ),
         taken_len: AtomicUsize::new(0),
+        received: AtomicU64::new(0),
     });
     (
         Sender {
@@ -123,6 +124,8 @@ pub(crate) struct Chan<T> {
     /// How many messages the receiver holds in its own queue, for
     /// `Sender::queued_len`.
     taken_len: AtomicUsize,
+    /// Messages the receiver has taken (written only by the receiver).
+    received: AtomicU64,
 }
 
 impl<T> std::ops::Deref for Chan<T> {
@@ -294,6 +297,11 @@ impl<T> Sender<T> {
         !self.inner.lock().receiver_alive
     }
 
+    /// Messages the receiver has taken so far (for introspection).
+    pub fn received_count(&self) -> u64 {
+        self.inner.received.load(Ordering::Relaxed)
+    }
+
     /// Messages queued and not yet received (for introspection).
     pub fn queued_len(&self) -> usize {
         self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
@@ -313,7 +321,7 @@ impl<T> Receiver<T> {
             {
                 let mut taken = self.taken();
                 let mut g = match take_one(&mut taken, &self.inner) {
-                    Taken::Message(v) => return Ok(v),
+                    Taken::Message(v) => return Ok(self.count(v)),
                     Taken::Empty(g) => g,
                 };
                 if g.senders == 0 {
@@ -330,7 +338,7 @@ impl<T> Receiver<T> {
     pub fn try_recv(&self) -> Result<Option<T>, RecvError> {
         let mut taken = self.taken();
         match take_one(&mut taken, &self.inner) {
-            Taken::Message(v) => Ok(Some(v)),
+            Taken::Message(v) => Ok(Some(self.count(v))),
             Taken::Empty(g) if g.senders == 0 => Err(RecvError),
             Taken::Empty(_) => Ok(None),
         }
@@ -360,7 +368,7 @@ impl<T> Receiver<T> {
             let (me, epoch) = {
                 let mut taken = self.taken();
                 let mut g = match take_one(&mut taken, &self.inner) {
-                    Taken::Message(v) => return Ok(v),
+                    Taken::Message(v) => return Ok(self.count(v)),
                     Taken::Empty(g) => g,
                 };
                 if g.senders == 0 {
@@ -409,11 +417,11 @@ impl<T> Receiver<T> {
             {
                 let mut taken = self.taken();
                 if let Some(v) = taken.take_first(&pred) {
-                    return Ok(v);
+                    return Ok(self.count(v));
                 }
                 let mut g = self.inner.lock();
                 if let Some(v) = g.queue.take_first(&pred) {
-                    return Ok(v);
+                    return Ok(self.count(v));
                 }
                 if g.senders == 0 {
                     return Err(RecvError);
@@ -432,11 +440,11 @@ impl<T> Receiver<T> {
     {
         let mut taken = self.taken();
         if let Some(v) = taken.take_first(&pred) {
-            return Ok(Some(v));
+            return Ok(Some(self.count(v)));
         }
         let mut g = self.inner.lock();
         if let Some(v) = g.queue.take_first(&pred) {
-            return Ok(Some(v));
+            return Ok(Some(self.count(v)));
         }
         if g.senders == 0 {
             return Err(RecvError);
@@ -452,6 +460,14 @@ impl<T> Receiver<T> {
     /// Whether no message is queued.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Count a message taken (single writer: this receiver).
+    #[inline]
+    fn count(&self, v: T) -> T {
+        let n = &self.inner.received;
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        v
     }
 
     /// The receiver's own queue (see the type docs).

@@ -103,6 +103,9 @@ pub struct ActorInfo {
     /// Times a `check!()` safepoint switched it out for overrunning its
     /// timeslice.
     pub overruns: u64,
+    /// Messages it has taken from the channels it published through the
+    /// registry.
+    pub messages_received: u64,
 }
 
 /// Every actor of the runtime (see the module docs on consistency).
@@ -305,6 +308,7 @@ fn read(
         joiners,
         mailbox_depth: 0,
         overruns: slot.overruns.load(Ordering::Relaxed),
+        messages_received: 0,
     })
 }
 
@@ -322,6 +326,7 @@ fn with_extras(mut info: ActorInfo) -> ActorInfo {
         let extras = hook(info.pid);
         info.names = extras.names;
         info.mailbox_depth = extras.mailbox_depth;
+        info.messages_received = extras.messages_received;
     }
     info
 }

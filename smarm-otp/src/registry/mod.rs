@@ -108,9 +108,9 @@ struct Inbox {
     channels: Vec<Published>,
 }
 
-/// A published `Sender<M>`: its type, the sender, and its queue-length
-/// reader.
-type Published = (TypeId, Box<dyn Any + Send>, fn(&dyn Any) -> usize);
+/// A published `Sender<M>`: its type, the sender, and the reader of its
+/// (queued, received) counts.
+type Published = (TypeId, Box<dyn Any + Send>, fn(&dyn Any) -> (usize, u64));
 
 impl Inbox {
     fn sender<M: Send + 'static>(&self) -> Option<&Sender<M>> {
@@ -122,10 +122,12 @@ impl Inbox {
 
     fn publish<M: Send + 'static>(&mut self, tx: Sender<M>) {
         self.channels.retain(|(t, _, _)| *t != TypeId::of::<M>());
-        let queued: fn(&dyn Any) -> usize =
-            |s| s.downcast_ref::<Sender<M>>().map_or(0, Sender::queued_len);
+        let counts: fn(&dyn Any) -> (usize, u64) = |s| {
+            s.downcast_ref::<Sender<M>>()
+                .map_or((0, 0), |tx| (tx.queued_len(), tx.received_count()))
+        };
         self.channels
-            .push((TypeId::of::<M>(), Box::new(tx), queued));
+            .push((TypeId::of::<M>(), Box::new(tx), counts));
     }
 }
 
@@ -236,12 +238,16 @@ fn introspection_extras(pid: Pid) -> ext::ActorExtras {
             .get(pid.index() as usize)
             .and_then(Option::as_ref)
             .filter(|i| i.pid == pid);
-        let depth: usize = inbox.map_or(0, |i| {
-            i.channels.iter().map(|(_, s, len)| len(s.as_ref())).sum()
+        let (depth, received) = inbox.map_or((0, 0), |i| {
+            i.channels
+                .iter()
+                .map(|(_, s, counts)| counts(s.as_ref()))
+                .fold((0, 0), |(d, r), (q, n)| (d + q, r + n))
         });
         ext::ActorExtras {
             names,
             mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
+            messages_received: received,
         }
     })
 }
