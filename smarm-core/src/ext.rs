@@ -20,7 +20,7 @@ use crate::scheduler;
 use crate::slot::word::State;
 use crate::time::{TimerAction, TimerId};
 use std::any::Any;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Whether `pid` is a live actor (spawned, not finished) of the runtime the
 /// caller runs on. `false` outside any runtime.
@@ -101,9 +101,7 @@ pub(crate) fn call_after_as(
     after: Duration,
     f: impl FnOnce() + Send + 'static,
 ) -> TimerId {
-    let deadline = Instant::now()
-        .checked_add(after)
-        .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600));
+    let deadline = crate::time::deadline_after(after);
     scheduler::with_current_actor(what, |me, shared| {
         shared
             .timers

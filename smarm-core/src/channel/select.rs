@@ -141,18 +141,7 @@ pub fn try_select_timeout(
     arms: &[&dyn Selectable],
     timeout: Duration,
 ) -> std::io::Result<Option<usize>> {
-    wait(
-        arms,
-        Some(
-            Instant::now()
-                .checked_add(timeout)
-                .unwrap_or_else(far_future),
-        ),
-    )
-}
-
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+    wait(arms, Some(crate::time::deadline_after(timeout)))
 }
 
 fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<Option<usize>> {

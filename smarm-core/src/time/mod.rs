@@ -47,9 +47,7 @@ use std::time::{Duration, Instant};
 ///
 /// Outside an actor.
 pub fn sleep(duration: Duration) {
-    let deadline = Instant::now()
-        .checked_add(duration)
-        .unwrap_or_else(far_future);
+    let deadline = deadline_after(duration);
     if duration.is_zero() {
         crate::yield_now();
         return;
@@ -151,6 +149,11 @@ pub fn cancel_timer(id: TimerId) -> bool {
     scheduler::with_current_actor("cancel_timer", |_, shared| shared.cancel_timer(id))
 }
 
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+/// `now + d`, saturating a deadline too far to represent to a century
+/// away: for a sleep or a timer that is "never", and it keeps the heap
+/// free of an `Option`.
+pub(crate) fn deadline_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
