@@ -89,15 +89,15 @@ pub mod registry {
 }
 
 #[doc(inline)]
-pub use smarm_core::check_timeslice;
+pub use smarm_core::{check_timeslice, NoPreempt, PreemptingAlloc};
 
 /// A timeslice safepoint for loops that never block: yields to other
 /// actors once the running actor has used its timeslice
 /// ([`Config::timeslice`](runtime::Config::timeslice), 1 ms by default),
 /// counting an overrun, and observes [`request_stop`]. The actor resumes
 /// on the same OS thread, so a thread-local borrow held across `check!()`
-/// stays sound. Cheap: a clock read every 32 calls. A no-op outside an
-/// actor.
+/// stays sound. Cheap: a thread-local countdown, and a clock read every
+/// 16th call. A no-op outside an actor.
 ///
 /// ```
 /// smarm::run(|| {
@@ -138,6 +138,6 @@ pub mod guide {
     pub struct TimersIo;
     #[doc = include_str!("../guide/src/registry.md")]
     pub struct Registry;
-    #[doc = include_str!("../guide/src/introspection.md")]
-    pub struct Introspection;
+    #[doc = include_str!("../guide/src/fairness.md")]
+    pub struct Fairness;
 }

@@ -153,3 +153,35 @@ fn scheduler_stats_count_resumes_parks_and_steals() {
         assert!(after.to_string().contains("scheduler 0:"));
     });
 }
+
+/// `budget_cycles` is `Some` only with the `budget-accounting` feature
+/// (`.ci/run` runs this file both ways), and then it follows run time: a
+/// 20 ms spinner has run far longer than an actor that parked at once.
+#[test]
+fn budget_cycles_follow_run_time_with_the_feature() {
+    run_with(2, || {
+        let (gate_tx, gate_rx) = channel::<()>();
+        let (gate2_tx, gate2_rx) = channel::<()>();
+        let idle = smarm::spawn(move || gate_rx.recv().unwrap());
+        let busy = smarm::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < Duration::from_millis(20) {
+                std::hint::spin_loop();
+            }
+            gate2_rx.recv().unwrap();
+        });
+        smarm::sleep(Duration::from_millis(100)); // both parked by now
+        let idle_budget = actor_info(idle.pid()).unwrap().budget_cycles;
+        let busy_budget = actor_info(busy.pid()).unwrap().budget_cycles;
+        if cfg!(feature = "budget-accounting") {
+            let (i, b) = (idle_budget.unwrap(), busy_budget.unwrap());
+            assert!(b > 100 * i.max(1), "busy {b} ticks vs idle {i}");
+        } else {
+            assert_eq!((idle_budget, busy_budget), (None, None));
+        }
+        gate_tx.send(()).unwrap();
+        gate2_tx.send(()).unwrap();
+        idle.join().unwrap();
+        busy.join().unwrap();
+    });
+}

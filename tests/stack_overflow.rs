@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
-use std::process::Command;
+mod support;
 
 const CHILD_ENV: &str = "SMARM_TEST_OVERFLOW_CHILD";
 
@@ -31,16 +31,10 @@ fn stack_overflow_in_an_actor_is_reported_with_its_pid() {
         });
         unreachable!("the overflow aborts the process");
     }
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new(exe)
-        .args([
-            "--exact",
-            "stack_overflow_in_an_actor_is_reported_with_its_pid",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, "1")
-        .output()
-        .unwrap();
+    let out = support::rerun_in_child(
+        "stack_overflow_in_an_actor_is_reported_with_its_pid",
+        CHILD_ENV,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

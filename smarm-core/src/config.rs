@@ -73,8 +73,10 @@ impl Config {
         self
     }
 
-    /// How long an actor may run before a [`check!`](crate::check_timeslice)
-    /// safepoint switches it out for others (default 1 ms).
+    /// How long an actor may run before a preempting safepoint
+    /// ([`check!`](crate::check_timeslice), or an allocation under
+    /// [`PreemptingAlloc`](crate::PreemptingAlloc)) switches it out for
+    /// others (default 1 ms).
     pub fn timeslice(mut self, slice: std::time::Duration) -> Self {
         self.timeslice = slice;
         self

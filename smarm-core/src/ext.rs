@@ -48,10 +48,7 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(f: impl FnOnce(&T) 
         let t = match find::<T>(&shared.extensions) {
             Some(t) => t,
             None => {
-                let _fill = shared
-                    .extensions_fill
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
+                let _fill = crate::sync::lock_std(&shared.extensions_fill);
                 match find::<T>(&shared.extensions) {
                     Some(t) => t,
                     None => match shared.extensions.iter().find(|s| s.get().is_none()) {

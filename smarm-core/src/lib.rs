@@ -35,7 +35,7 @@ pub use introspect::{
     SchedulerStats, TreeNode,
 };
 pub use runtime::run;
-pub use scheduler::check_timeslice;
+pub use scheduler::{check_timeslice, NoPreempt, PreemptingAlloc};
 pub use signal::{
     demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
     Monitor, MonitorId,

@@ -39,3 +39,25 @@ impl Rng {
         self.next_u64() % n
     }
 }
+
+/// Re-run this test binary's test `name` in a child process with `env`
+/// set (the child branch of the test looks for it), capturing its output:
+/// for tests that must abort, or whose output is the thing checked.
+pub fn rerun_in_child(name: &str, env: &str) -> std::process::Output {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture"])
+        .env(env, "1")
+        .output()
+        .unwrap()
+}
+
+/// Sleep 1 ms `n` times from the calling actor; the worst lateness seen.
+pub fn heartbeat_worst_lateness(n: u32) -> std::time::Duration {
+    let mut worst = std::time::Duration::ZERO;
+    for _ in 0..n {
+        let t0 = std::time::Instant::now();
+        smarm::sleep(std::time::Duration::from_millis(1));
+        worst = worst.max(t0.elapsed().saturating_sub(std::time::Duration::from_millis(1)));
+    }
+    worst
+}

@@ -19,7 +19,14 @@ fn line(f: &mut fmt::Formatter<'_>, a: &ActorInfo) -> fmt::Result {
         a.links,
         a.monitors,
         if a.trap_exit { " trap_exit" } else { "" }
-    )
+    )?;
+    if a.overruns > 0 {
+        write!(f, " overruns={}", a.overruns)?;
+    }
+    match a.budget_cycles {
+        Some(c) => write!(f, " cycles={c}"),
+        None => Ok(()),
+    }
 }
 
 impl fmt::Display for RuntimeSnapshot {

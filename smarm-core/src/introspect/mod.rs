@@ -61,7 +61,7 @@ use std::sync::atomic::Ordering;
 
 /// The version of the [`RuntimeSnapshot`] / [`RuntimeTree`] shape; it
 /// changes when their fields do.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 1;
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 2;
 
 /// What an actor is doing, from the scheduler's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,12 +100,17 @@ pub struct ActorInfo {
     pub joiners: u32,
     /// Messages queued on the channels it published through the registry.
     pub mailbox_depth: u32,
-    /// Times a `check!()` safepoint switched it out for overrunning its
-    /// timeslice.
+    /// Times a preempting safepoint (`check!()` or an allocation under
+    /// [`PreemptingAlloc`](crate::PreemptingAlloc)) switched it out for
+    /// overrunning its timeslice.
     pub overruns: u64,
     /// Messages it has taken from the channels it published through the
     /// registry.
     pub messages_received: u64,
+    /// Timeslice-clock ticks it has run for (CPU cycles where the cycle
+    /// counter is invariant, else nanoseconds), with the
+    /// `budget-accounting` feature; `None` without it.
+    pub budget_cycles: Option<u64>,
 }
 
 /// Every actor of the runtime (see the module docs on consistency).
@@ -309,6 +314,8 @@ fn read(
         mailbox_depth: 0,
         overruns: slot.overruns.load(Ordering::Relaxed),
         messages_received: 0,
+        budget_cycles: cfg!(feature = "budget-accounting")
+            .then(|| slot.budget.load(Ordering::Relaxed)),
     })
 }
 

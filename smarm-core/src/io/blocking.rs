@@ -50,7 +50,7 @@ impl Pool {
     }
 
     fn submit(&self, job: Job) -> std::io::Result<()> {
-        let mut q = self.state.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = crate::sync::lock_std(&self.state.queue);
         q.jobs.push_back(job);
         if q.idle >= q.jobs.len() {
             self.state.work.notify_one();
@@ -161,7 +161,7 @@ where
     }
     loop {
         scheduler::park();
-        let result = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let result = crate::sync::lock_std(&slot).take();
         match result {
             Some(Ok(value)) => return value,
             Some(Err(payload)) => std::panic::resume_unwind(payload),

@@ -195,7 +195,7 @@ fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Resu
 /// Undo `register_current` if the registration is still ours.
 fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
     scheduler::with_worker(|_, shared| {
-        let driver = shared.io.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let driver = crate::sync::lock_std(&shared.io).clone();
         if let Some(driver) = driver {
             if driver.epoll.cancel(fd, pid, epoch) {
                 shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);

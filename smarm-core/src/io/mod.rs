@@ -79,7 +79,7 @@ impl IoDriver {
 impl Shared {
     /// This run's IO driver, started on first use.
     pub(crate) fn io_driver(&self) -> std::io::Result<Arc<IoDriver>> {
-        let mut io = self.io.lock().unwrap_or_else(|e| e.into_inner());
+        let mut io = crate::sync::lock_std(&self.io);
         if let Some(driver) = io.as_ref() {
             return Ok(driver.clone());
         }
@@ -90,7 +90,7 @@ impl Shared {
 
     /// Stop this run's IO driver (joins its threads, closes its fds).
     pub(crate) fn stop_io(&self) {
-        let driver = self.io.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let driver = crate::sync::lock_std(&self.io).take();
         drop(driver);
     }
 }

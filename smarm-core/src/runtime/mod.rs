@@ -102,7 +102,7 @@ pub fn run<F: FnOnce() + Send + 'static>(f: F) {
 static POOLS: StdMutex<Vec<StdArc<StackPool>>> = StdMutex::new(Vec::new());
 
 fn pool_for(stack_size: usize) -> StdArc<StackPool> {
-    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut pools = crate::sync::lock_std(&POOLS);
     let probe = StackPool::new(stack_size);
     if let Some(p) = pools.iter().find(|p| p.stack_size() == probe.stack_size()) {
         return p.clone();

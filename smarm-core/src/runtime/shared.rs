@@ -59,6 +59,8 @@ pub(crate) enum Verdict {
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
+    /// `config.timeslice` in timeslice-clock ticks.
+    pub(crate) slice_ticks: u64,
     pub(crate) slots: SlotTable,
     pub(crate) queues: Box<[SchedulerQueues]>,
     pub(crate) injector: RunQueue,
@@ -116,6 +118,7 @@ impl Shared {
             io: std::sync::Mutex::new(None),
             extensions: Default::default(),
             extensions_fill: std::sync::Mutex::new(()),
+            slice_ticks: crate::scheduler::clock::ticks_for(config.timeslice),
             config,
         }
     }

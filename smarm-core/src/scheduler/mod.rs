@@ -39,18 +39,22 @@
 //!
 //! # Where an actor can be switched out
 //!
-//! Only at safepoints, never elsewhere: every blocking call (`recv`,
-//! `sleep`, `join`, `lock`, IO waits, ...), `yield_now`, a spawn past the
-//! backlog, and `check!()` once the actor has used its timeslice
-//! (`Config::timeslice`; the slice starts at each resume, and the clock is
-//! read every 32 `check!()` calls). An actor switched out by `check!()` is
-//! pinned: it resumes on the same OS thread, so a thread-local borrow held
-//! across `check!()` stays sound (another actor on that thread can still
-//! find it borrowed: pinning prevents data races, not re-entrancy). After a
-//! blocking call or `yield_now` an actor may resume on another thread:
-//! do not hold a thread-local borrow across one. A loop with none of these
-//! keeps its thread until it ends (scheduling is cooperative; there is no
-//! signal-based preemption).
+//! Only at safepoints, never elsewhere:
+//!
+//! - every blocking call (`recv`, `sleep`, `join`, `lock`, IO waits, ...),
+//!   `yield_now`, and a spawn past the backlog: the actor may resume on
+//!   another thread, so it must not hold a thread-local borrow across one;
+//! - `check!()` and, with [`PreemptingAlloc`] installed, every allocation,
+//!   once the actor has used its timeslice (`Config::timeslice`, measured
+//!   from the first such safepoint after a resume; see [`preempt`]). The
+//!   actor is then pinned: it resumes on the same OS thread, so a
+//!   thread-local borrow held across the safepoint stays sound (another
+//!   actor on that thread can still find it borrowed: pinning prevents data
+//!   races, not re-entrancy).
+//!
+//! Never while a [`NoPreempt`] guard is open, inside runtime bookkeeping,
+//! or while the thread unwinds. A loop with no safepoint keeps its thread
+//! until it ends (there is no signal-based preemption).
 //!
 //! When nothing is found, the scheduler goes idle through the coordination
 //! layer ([`crate::park`]): termination verdict, root-exit sweep, then the
@@ -73,6 +77,8 @@
 //! The context switch is called here (scheduler side) and in
 //! [`switch_out`] (actor side); see [`crate::context`] for its contract.
 
+pub(crate) mod alloc;
+pub(crate) mod clock;
 pub(crate) mod preempt;
 mod run_queue;
 mod worker;
@@ -81,6 +87,8 @@ use crate::actor::{Outcome, Pid, StopSignal};
 use crate::runtime::Shared;
 use std::cell::Cell;
 
+pub use alloc::PreemptingAlloc;
+pub use preempt::{check_timeslice, NoPreempt};
 pub(crate) use run_queue::RunQueue;
 pub(crate) use worker::run_worker;
 
@@ -120,11 +128,12 @@ pub(crate) struct Worker {
     tick: Cell<u32>,
     /// Resumes so far; a safepoint that sees a new value starts a slice.
     pub(crate) resumes: Cell<u64>,
-    /// The resume the current timeslice belongs to, and when it started.
-    slice_resume: Cell<u64>,
-    slice_start: Cell<std::time::Instant>,
-    /// Safepoint calls left before the next clock read.
-    slice_countdown: Cell<u32>,
+    /// The resume the current timeslice belongs to, and its start tick.
+    pub(crate) slice_resume: Cell<u64>,
+    pub(crate) slice_start: Cell<u64>,
+    /// The running actor has a wait open (`begin_wait` without its park
+    /// or `retire_wait` yet): no preemption (preempt (I2)).
+    pub(crate) wait_open: Cell<bool>,
     /// Stacks cached by this scheduler, so spawn and finalisation rarely
     /// take the pool lock.
     pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
@@ -159,6 +168,9 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(&Worker, &Shared) -> R) -> Option<R>
     // thread (run_worker clears CURRENT before returning); `shared` points
     // into the Arc that run_worker holds for the same span.
     let (worker, shared) = unsafe { (&*w, &*(*w).shared) };
+    // `f` holds a borrow derived from the thread-local: no preemption
+    // while it runs, even if it allocates (preempt (I1)).
+    let _np = preempt::NoPreempt::new();
     Some(f(worker, shared))
 }
 
@@ -191,9 +203,10 @@ pub(crate) fn outside_actor(what: &str) -> ! {
 #[inline]
 pub(crate) fn switch_out(intent: Intent) {
     crate::sync::assert_no_locks_held();
-    debug_assert!(
+    assert!(
         preempt::preemption_enabled(),
-        "smarm: switch while preemption is disabled"
+        "smarm: a blocking call while a NoPreempt guard is open on this thread: \
+         drop the guard (and any runtime lock) before blocking"
     );
     let (slot_sp, sched_sp) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
@@ -246,10 +259,16 @@ pub(crate) fn park() {
 /// Open a new wait for the running actor; returns its epoch.
 /// `what` names the blocking call, for the outside-an-actor panic.
 pub(crate) fn begin_wait(what: &str) -> (Pid, u32) {
-    with_current_actor(what, |pid, shared| match shared.slots.get(pid.index()) {
-        Some(slot) => (pid, slot.word.begin_wait()),
-        None => outside_actor(what),
-    })
+    let opened = with_worker(|w, shared| {
+        let pid = w.current.get()?;
+        let slot = shared.slots.get(pid.index())?;
+        w.wait_open.set(true);
+        Some((pid, slot.word.begin_wait()))
+    });
+    match opened {
+        Some(Some(wait)) => wait,
+        _ => outside_actor(what),
+    }
 }
 
 /// Close the running actor's current wait without parking: every waker
@@ -260,46 +279,6 @@ pub(crate) fn retire_wait() {
             slot.word.retire_wait();
         }
     });
+    let _ = with_worker(|w, _| w.wait_open.set(false));
     check_stop();
-}
-
-/// Safepoint calls between two clock reads.
-const CHECK_EVERY: u32 = 32;
-
-/// The `check!()` safepoint: observe a stop request, and if the running
-/// actor has used up its timeslice, count an overrun and switch it out
-/// (it resumes on this same OS thread). A no-op outside an actor.
-pub fn check_timeslice() {
-    check_stop();
-    if !preempt::preemption_enabled() {
-        return;
-    }
-    let spent = with_worker(|w, shared| {
-        let pid = w.current.get()?;
-        if w.slice_resume.get() != w.resumes.get() {
-            w.slice_resume.set(w.resumes.get());
-            w.slice_start.set(std::time::Instant::now());
-            w.slice_countdown.set(CHECK_EVERY);
-            return Some(false);
-        }
-        let left = w.slice_countdown.get();
-        if left > 0 {
-            w.slice_countdown.set(left - 1);
-            return Some(false);
-        }
-        w.slice_countdown.set(CHECK_EVERY);
-        if w.slice_start.get().elapsed() < shared.config.timeslice {
-            return Some(false);
-        }
-        let slot = shared.slots.get(pid.index())?;
-        slot.overruns.store(
-            slot.overruns.load(crate::loom::Ordering::Relaxed) + 1,
-            crate::loom::Ordering::Relaxed,
-        );
-        Some(true)
-    });
-    if spent == Some(Some(true)) {
-        switch_out(Intent::Preempt);
-        check_stop();
-    }
 }

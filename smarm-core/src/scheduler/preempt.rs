@@ -1,35 +1,186 @@
-//! The preemption gate: `NoPreempt` marks code that must not be switched
-//! out (runtime bookkeeping holding a thread-local borrow or an internal
-//! lock). Safepoints consult [`preemption_enabled`] before switching an
-//! actor out on their own initiative.
+//! Preemption: the safepoints at which the runtime, not the actor, decides
+//! to switch an actor out, and the gate that forbids it.
+//!
+//! Two safepoints preempt: [`check_timeslice`] (the `check!()` macro) and
+//! [`alloc_safepoint`] (every allocation, once the
+//! [`PreemptingAlloc`](super::alloc::PreemptingAlloc) wrapper is the global
+//! allocator). Both are counted down per thread and do real work only every
+//! [`SAFEPOINT_EVERY`]th call: read the timeslice clock and, if the running
+//! actor has used its slice, count an overrun and switch it out with
+//! `Intent::Preempt`, which pins it to this OS thread until it next parks by
+//! itself. `check!()` also observes a stop request (it unwinds); an
+//! allocation cannot (a global allocator must not unwind), so a stop that
+//! arrives while an actor only allocates is raised at its next blocking call
+//! or `check!()`.
+//!
+//! # Invariants
+//!
+//! - (I1) Nothing switches an actor out while the gate is closed: runtime
+//!   code holding a thread-local borrow ([`with_worker`](super::with_worker))
+//!   or an internal lock (`RawMutex`, the std mutexes of the IO layer) holds
+//!   a [`NoPreempt`]; `switch_out` asserts the gate is open.
+//! - (I2) No preemption while a wait is open (between `begin_wait` and the
+//!   park or `retire_wait`): a requeue there would drop a wake that landed
+//!   meanwhile.
+//! - (I3) No preemption while the thread is unwinding: the panic machinery
+//!   (hook, payload, unwinder) allocates and holds locks of its own.
 
+use super::{clock, switch_out, with_worker, Intent};
 use std::cell::Cell;
+use std::marker::PhantomData;
 
-std::thread_local! {
-    static DISABLED: Cell<u32> = const { Cell::new(0) };
+/// Safepoint calls between two real checks (clock read, stop check).
+pub(crate) const SAFEPOINT_EVERY: u32 = 16;
+
+struct Gate {
+    /// Open `NoPreempt` guards on this thread.
+    disabled: Cell<u32>,
+    /// Safepoint calls left before the next real check.
+    countdown: Cell<u32>,
 }
 
-/// Disables preemption on this thread until dropped (nests).
-pub(crate) struct NoPreempt(());
+std::thread_local! {
+    static GATE: Gate = const {
+        Gate { disabled: Cell::new(0), countdown: Cell::new(SAFEPOINT_EVERY) }
+    };
+}
+
+/// Keeps the running actor from being preempted on this thread until
+/// dropped: `check!()` and allocation safepoints do not switch it out (a
+/// blocking call still switches, and panics if a guard is open).
+///
+/// For code that must not be interleaved with other actors on this OS
+/// thread: a `std::sync::Mutex` held across allocations (another actor on
+/// the same thread that blocked on it would block the thread its holder is
+/// pinned to), or a thread-local borrow other actors also take. Guards nest;
+/// a guard cannot leave its thread.
+///
+/// ```
+/// use smarm::NoPreempt;
+/// use std::sync::Mutex;
+///
+/// static NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+///
+/// smarm::run(|| {
+///     let _np = NoPreempt::new(); // declared first: dropped after the lock
+///     NAMES.lock().unwrap().push("ada".to_string()); // allocates, never preempted
+/// });
+/// ```
+#[must_use = "preemption is enabled again as soon as the guard is dropped"]
+pub struct NoPreempt(PhantomData<*const ()>);
 
 impl NoPreempt {
+    /// Disable preemption on this thread until the guard is dropped.
     #[inline]
-    pub(crate) fn new() -> Self {
-        DISABLED.with(|d| d.set(d.get() + 1));
-        NoPreempt(())
+    pub fn new() -> Self {
+        GATE.with(|g| g.disabled.set(g.disabled.get() + 1));
+        NoPreempt(PhantomData)
+    }
+}
+
+impl Default for NoPreempt {
+    fn default() -> Self {
+        NoPreempt::new()
     }
 }
 
 impl Drop for NoPreempt {
     #[inline]
     fn drop(&mut self) {
-        DISABLED.with(|d| d.set(d.get() - 1));
+        GATE.with(|g| g.disabled.set(g.disabled.get() - 1));
     }
 }
 
-/// Whether a safepoint may switch the current actor out on its own.
+impl std::fmt::Debug for NoPreempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NoPreempt")
+    }
+}
+
+/// Whether a safepoint may switch the current actor out on its own (I1).
 #[inline]
-#[allow(dead_code)] // read by the timeslice safepoints
 pub(crate) fn preemption_enabled() -> bool {
-    DISABLED.with(|d| d.get() == 0)
+    GATE.with(|g| g.disabled.get() == 0)
+}
+
+/// Count one safepoint call; `true` every `SAFEPOINT_EVERY`th.
+#[inline]
+fn countdown_expired() -> bool {
+    GATE.with(|g| {
+        let left = g.countdown.get();
+        if left > 1 {
+            g.countdown.set(left - 1);
+            false
+        } else {
+            g.countdown.set(SAFEPOINT_EVERY);
+            true
+        }
+    })
+}
+
+/// The `check!()` safepoint: observe a stop request (unwinding), and if
+/// the running actor has used up its timeslice, count an overrun and switch
+/// it out (it resumes on this same OS thread). A no-op outside an actor.
+#[inline]
+pub fn check_timeslice() {
+    if countdown_expired() {
+        check_timeslice_now();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn check_timeslice_now() {
+    super::check_stop();
+    if preemption_enabled() && slice_spent() {
+        switch_out(Intent::Preempt);
+        super::check_stop();
+    }
+}
+
+/// The allocation safepoint, called by `PreemptingAlloc` after each
+/// allocation: preempt an actor whose slice is spent. Never unwinds.
+#[inline]
+pub(crate) fn alloc_safepoint() {
+    if countdown_expired() {
+        alloc_safepoint_now();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn alloc_safepoint_now() {
+    if preemption_enabled() && !std::thread::panicking() && slice_spent() {
+        switch_out(Intent::Preempt);
+    }
+}
+
+/// Whether the running actor has used up its timeslice; if so its overrun
+/// is counted. `false` outside an actor or with a wait open (I2). The slice
+/// starts at the first real check after a resume, so an actor that never
+/// reaches a safepoint pays no clock read.
+fn slice_spent() -> bool {
+    with_worker(|w, shared| {
+        let Some(pid) = w.current.get() else {
+            return false;
+        };
+        if w.wait_open.get() {
+            return false;
+        }
+        let now = clock::now();
+        if w.slice_resume.get() != w.resumes.get() {
+            w.slice_resume.set(w.resumes.get());
+            w.slice_start.set(now);
+            return false;
+        }
+        if now.wrapping_sub(w.slice_start.get()) < shared.slice_ticks {
+            return false;
+        }
+        if let Some(slot) = shared.slots.get(pid.index()) {
+            use crate::loom::Ordering::Relaxed;
+            slot.overruns.store(slot.overruns.load(Relaxed) + 1, Relaxed);
+        }
+        true
+    })
+    .unwrap_or(false)
 }

@@ -26,8 +26,8 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         tick: Cell::new(0),
         resumes: Cell::new(0),
         slice_resume: Cell::new(u64::MAX),
-        slice_start: Cell::new(std::time::Instant::now()),
-        slice_countdown: Cell::new(0),
+        slice_start: Cell::new(0),
+        wait_open: Cell::new(false),
         stack_cache: std::cell::RefCell::new(Vec::new()),
     };
     CURRENT.with(|c| c.set(&worker));
@@ -179,6 +179,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     );
     slot.word.start_running();
     w.current.set(Some(pid));
+    w.wait_open.set(false);
     w.resumes.set(w.resumes.get().wrapping_add(1));
     Counters::bump(&shared.queues[w.id].stats.actors_run);
     crate::stack::set_running_pid(pid.to_bits());
@@ -198,7 +199,14 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             }
         }
         let sp = runner.sp;
+        #[cfg(feature = "budget-accounting")]
+        let start = super::clock::now();
         crate::context::switch(w.sched_sp.as_ptr(), sp);
+        #[cfg(feature = "budget-accounting")]
+        slot.budget.store(
+            slot.budget.load(Ordering::Relaxed) + super::clock::now().wrapping_sub(start),
+            Ordering::Relaxed,
+        );
     }
     crate::stack::set_running_pid(0);
     w.current.set(None);

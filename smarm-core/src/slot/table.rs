@@ -47,6 +47,9 @@ pub(crate) struct Slot {
     /// Times the actor was switched out at a safepoint for overrunning its
     /// timeslice. Written only by the actor itself.
     pub(crate) overruns: AtomicU64,
+    /// Timeslice-clock ticks the actor has run (feature
+    /// `budget-accounting`). Written only by the scheduler running it.
+    pub(crate) budget: AtomicU64,
     pub(crate) cold: RawMutex<Cold>,
 }
 
@@ -69,6 +72,7 @@ impl Slot {
                 entry: None,
             }),
             overruns: AtomicU64::new(0),
+            budget: AtomicU64::new(0),
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
         }
     }

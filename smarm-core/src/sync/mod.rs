@@ -17,7 +17,8 @@
 //!   each class at a time (checked per thread in debug builds).
 //! - (I2) No `RawMutex` is held across a context switch: the switch-out path
 //!   asserts the per-thread held set is empty in debug builds.
-//! - (I3) Preemption is disabled while any `RawMutex` is held.
+//! - (I3) Preemption is disabled while any `RawMutex`, or a std mutex taken
+//!   with `lock_std`, is held.
 //!
 //! # Safety
 //!
@@ -29,6 +30,8 @@ pub(crate) mod futex;
 mod lock_class;
 pub mod mutex;
 mod raw_mutex;
+mod std_lock;
 
 pub(crate) use lock_class::{assert_no_locks_held, LockClass};
 pub(crate) use raw_mutex::{RawMutex, RawMutexGuard};
+pub(crate) use std_lock::lock_std;
