@@ -36,9 +36,15 @@ const WORKLOADS: [&str; 10] = [
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
+#[allow(dead_code)] // the entry point here; `workloads_preempt` uses `main_as`
 fn main() -> ExitCode {
+    main_as("smarm")
+}
+
+/// Run the selected workloads, labelling results `peer=<peer>`.
+pub fn main_as(peer: &'static str) -> ExitCode {
     if let Ok(name) = std::env::var(CHILD_ENV) {
-        return run_child(&name);
+        return run_child(peer, &name);
     }
     // `cargo bench` passes `--bench`; everything else names workloads.
     let wanted: Vec<String> = std::env::args()
@@ -58,7 +64,7 @@ fn main() -> ExitCode {
             .status()
             .expect("spawn benchmark child");
         if !status.success() {
-            eprintln!("FAIL peer=smarm workload={w} exit={status}");
+            eprintln!("FAIL peer={peer} workload={w} exit={status}");
             ok = false;
         }
     }
@@ -69,7 +75,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run_child(name: &str) -> ExitCode {
+fn run_child(peer: &str, name: &str) -> ExitCode {
     std::thread::spawn(|| {
         std::thread::sleep(Duration::from_secs(120));
         eprintln!("benchmark gave up after 120 s");
@@ -99,9 +105,9 @@ fn run_child(name: &str) -> ExitCode {
         .unwrap()
         .take()
         .expect("workload produced no value");
-    println!("RESULT peer=smarm workload={name} value={value:.1} unit={unit}");
+    println!("RESULT peer={peer} workload={name} value={value:.1} unit={unit}");
     if let Some(kib) = proc_status_kib("VmHWM") {
-        println!("EXTRA peer=smarm workload={name} metric=peak_rss value={kib} unit=KiB");
+        println!("EXTRA peer={peer} workload={name} metric=peak_rss value={kib} unit=KiB");
     }
     ExitCode::SUCCESS
 }
