@@ -19,7 +19,7 @@ use crate::actor::Pid;
 use crate::scheduler;
 use crate::slot::word::State;
 use crate::time::{TimerAction, TimerId};
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::time::Duration;
 
 /// Whether `pid` is a live actor (spawned, not finished) of the runtime the
@@ -52,13 +52,15 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(f: impl FnOnce(&T) 
                 match find::<T>(&shared.extensions) {
                     Some(t) => t,
                     None => match shared.extensions.iter().find(|s| s.get().is_none()) {
-                        Some(slot) => match slot
-                            .get_or_init(|| Box::new(T::default()))
-                            .downcast_ref::<T>()
-                        {
-                            Some(t) => t,
-                            None => unreachable!("the slot was empty and filled with a T"),
-                        },
+                        Some(slot) => {
+                            let (_, t) = slot.get_or_init(|| {
+                                (TypeId::of::<T>(), Box::new(T::default()) as Extension)
+                            });
+                            match t.downcast_ref::<T>() {
+                                Some(t) => t,
+                                None => unreachable!("the slot was empty and filled with a T"),
+                            }
+                        }
                         None => panic!("smarm: more than 8 runtime extension types"),
                     },
                 }
@@ -73,11 +75,19 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(f: impl FnOnce(&T) 
     }
 }
 
-fn find<T: Any>(slots: &[std::sync::OnceLock<Box<dyn Any + Send + Sync>>]) -> Option<&T> {
-    slots
+/// A runtime extension value, boxed.
+pub(crate) type Extension = Box<dyn Any + Send + Sync>;
+
+fn find<T: Any>(slots: &[std::sync::OnceLock<(TypeId, Extension)>]) -> Option<&T> {
+    let (_, t) = slots
         .iter()
         .map_while(|s| s.get())
-        .find_map(|b| b.downcast_ref::<T>())
+        .find(|(id, _)| *id == TypeId::of::<T>())?;
+    let t: *const (dyn Any + Send + Sync) = &**t;
+    // SAFETY: every slot is filled with a `T` beside `TypeId::of::<T>()`
+    // (above), so the value found by that id is a `T` (the cast skips
+    // `downcast_ref`'s virtual call on this hot path).
+    Some(unsafe { &*t.cast::<T>() })
 }
 
 /// Run `f` on a scheduler of the current runtime once `after` has passed.

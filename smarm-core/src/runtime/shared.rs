@@ -83,7 +83,7 @@ pub(crate) struct Shared {
     pub(crate) io: std::sync::Mutex<Option<StdArc<crate::io::IoDriver>>>,
     /// Per-runtime state of the layers above core, one slot per type,
     /// filled on first use and read lock-free (see `ext`).
-    pub(crate) extensions: [std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>; 8],
+    pub(crate) extensions: [std::sync::OnceLock<(std::any::TypeId, crate::ext::Extension)>; 8],
     /// Serialises filling an extension slot.
     pub(crate) extensions_fill: std::sync::Mutex<()>,
     /// Source of `MonitorId`s; never reused.

@@ -131,6 +131,8 @@ pub(crate) struct Worker {
     /// The resume the current timeslice belongs to, and its start tick.
     pub(crate) slice_resume: Cell<u64>,
     pub(crate) slice_start: Cell<u64>,
+    /// Open `with_worker` spans (preempt (I1)).
+    pub(crate) busy: Cell<u32>,
     /// The running actor has a wait open (`begin_wait` without its park
     /// or `retire_wait` yet): no preemption (preempt (I2)).
     pub(crate) wait_open: Cell<bool>,
@@ -170,8 +172,35 @@ pub(crate) fn with_worker<R>(f: impl FnOnce(&Worker, &Shared) -> R) -> Option<R>
     let (worker, shared) = unsafe { (&*w, &*(*w).shared) };
     // `f` holds a borrow derived from the thread-local: no preemption
     // while it runs, even if it allocates (preempt (I1)).
-    let _np = preempt::NoPreempt::new();
+    let _busy = Busy::enter(worker);
     Some(f(worker, shared))
+}
+
+/// Marks a `with_worker` span on its worker (a plain counter: cheaper than
+/// the thread-local gate, and the worker is already at hand).
+struct Busy<'a>(&'a Worker);
+
+impl<'a> Busy<'a> {
+    #[inline]
+    fn enter(w: &'a Worker) -> Self {
+        w.busy.set(w.busy.get() + 1);
+        Busy(w)
+    }
+}
+
+impl Drop for Busy<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.busy.set(self.0.busy.get() - 1);
+    }
+}
+
+/// Whether this thread's scheduler is inside a `with_worker` span.
+pub(crate) fn worker_busy() -> bool {
+    let w = current_worker();
+    // SAFETY: as in `with_worker`: a non-null CURRENT is this thread's live
+    // Worker; `busy` is a Cell read on its own thread.
+    !w.is_null() && unsafe { (*w).busy.get() } > 0
 }
 
 /// The running actor's pid and runtime, or a panic naming `what` that says

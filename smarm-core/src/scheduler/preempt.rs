@@ -16,9 +16,10 @@
 //! # Invariants
 //!
 //! - (I1) Nothing switches an actor out while the gate is closed: runtime
-//!   code holding a thread-local borrow ([`with_worker`](super::with_worker))
-//!   or an internal lock (`RawMutex`, the std mutexes of the IO layer) holds
-//!   a [`NoPreempt`]; `switch_out` asserts the gate is open.
+//!   code holding an internal lock (`RawMutex`, the std mutexes of the IO
+//!   layer) holds a [`NoPreempt`], and a thread-local borrow
+//!   ([`with_worker`](super::with_worker)) marks its worker busy;
+//!   `switch_out` asserts the gate is open.
 //! - (I2) No preemption while a wait is open (between `begin_wait` and the
 //!   park or `retire_wait`): a requeue there would drop a wake that landed
 //!   meanwhile.
@@ -97,10 +98,11 @@ impl std::fmt::Debug for NoPreempt {
     }
 }
 
-/// Whether a safepoint may switch the current actor out on its own (I1).
+/// Whether a safepoint may switch the current actor out on its own (I1):
+/// no `NoPreempt` guard open and no `with_worker` span running.
 #[inline]
 pub(crate) fn preemption_enabled() -> bool {
-    GATE.with(|g| g.disabled.get() == 0)
+    GATE.with(|g| g.disabled.get() == 0) && !super::worker_busy()
 }
 
 /// Count one safepoint call; `true` every `SAFEPOINT_EVERY`th.

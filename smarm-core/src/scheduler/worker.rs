@@ -27,6 +27,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         resumes: Cell::new(0),
         slice_resume: Cell::new(u64::MAX),
         slice_start: Cell::new(0),
+        busy: Cell::new(0),
         wait_open: Cell::new(false),
         stack_cache: std::cell::RefCell::new(Vec::new()),
     };

@@ -114,10 +114,15 @@ type Published = (TypeId, Box<dyn Any + Send>, fn(&dyn Any) -> (usize, u64));
 
 impl Inbox {
     fn sender<M: Send + 'static>(&self) -> Option<&Sender<M>> {
-        self.channels
+        let (_, tx, _) = self
+            .channels
             .iter()
-            .find(|(t, _, _)| *t == TypeId::of::<M>())
-            .and_then(|(_, s, _)| s.downcast_ref::<Sender<M>>())
+            .find(|(t, _, _)| *t == TypeId::of::<M>())?;
+        let tx: *const (dyn Any + Send) = &**tx;
+        // SAFETY: `publish` stores every `Sender<M>` beside
+        // `TypeId::of::<M>()`, so the box found by that id holds a
+        // `Sender<M>` (the cast skips `downcast_ref`'s virtual call).
+        Some(unsafe { &*tx.cast::<Sender<M>>() })
     }
 
     fn publish<M: Send + 'static>(&mut self, tx: Sender<M>) {
@@ -133,32 +138,62 @@ impl Inbox {
 
 #[derive(Default)]
 struct Tables {
-    by_name: HashMap<&'static str, Pid, BuildHasherDefault<Fnv>>,
+    by_name: HashMap<&'static str, Pid, BuildHasherDefault<NameHasher>>,
+    /// Recently resolved `'static` names, by the address and length of
+    /// their text (a `Name` constant's text is one static string, so a hot
+    /// loop sending to it skips hashing and comparing). Only `'static`
+    /// texts enter: their address can never be reused for other text.
+    /// Cleared whenever `by_name` changes.
+    recent: [Option<(usize, usize, Pid)>; RECENT],
     /// Inboxes by slot index; the pid inside says which incarnation.
     inboxes: Vec<Option<Inbox>>,
 }
 
-/// FNV-1a: names are short, and SipHash's DoS resistance buys nothing for
-/// a program's own constant names.
-#[derive(Default)]
-struct Fnv(u64);
+/// Entries of `Tables::recent`.
+const RECENT: usize = 8;
 
-impl Hasher for Fnv {
+/// A multiply-rotate hash over 8-byte words (FxHash's step): names are a
+/// program's own short constants, so SipHash's DoS resistance buys nothing,
+/// and a byte-at-a-time hash (FNV) is a serial chain of multiplies that
+/// cost more than the rest of a name-addressed send.
+#[derive(Default)]
+struct NameHasher(u64);
+
+impl NameHasher {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for NameHasher {
     fn finish(&self) -> u64 {
         self.0
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for &b in bytes {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
+        // Whole words, then the tail as one (overlapping) word: no byte
+        // copies through memory, which would stall the load that follows.
+        let mut rest = bytes;
+        while let Some((word, tail)) = rest.split_first_chunk::<8>() {
+            self.mix(u64::from_le_bytes(*word));
+            rest = tail;
         }
-        self.0 = h;
+        if !rest.is_empty() {
+            let tail = match bytes.last_chunk::<8>() {
+                Some(word) => u64::from_le_bytes(*word),
+                None => rest
+                    .iter()
+                    .enumerate()
+                    .fold(0, |w, (i, b)| w | u64::from(*b) << (8 * i)),
+            };
+            self.mix(tail);
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.mix(u64::from(byte));
     }
 }
 
@@ -176,12 +211,41 @@ impl Tables {
     /// The live holder of `name`, pruning a dead binding (I2).
     fn holder(&mut self, name: &str) -> Option<Pid> {
         let pid = *self.by_name.get(name)?;
+        self.alive_or_prune(name, pid)
+    }
+
+    /// [`Tables::holder`] for a `'static` name, through `recent`.
+    fn holder_static(&mut self, name: &'static str) -> Option<Pid> {
+        let key = (name.as_ptr() as usize, name.len());
+        let i = (key.0 ^ key.0 >> 7 ^ key.1) % RECENT;
+        let pid = match self.recent[i] {
+            Some((addr, len, pid)) if (addr, len) == key => pid,
+            _ => {
+                let pid = *self.by_name.get(name)?;
+                self.recent[i] = Some((key.0, key.1, pid));
+                pid
+            }
+        };
+        self.alive_or_prune(name, pid)
+    }
+
+    fn alive_or_prune(&mut self, name: &str, pid: Pid) -> Option<Pid> {
         if ext::is_alive(pid) {
             Some(pid)
         } else {
-            self.by_name.remove(name);
+            self.unbind(name);
             None
         }
+    }
+
+    fn bind(&mut self, name: &'static str, pid: Pid) {
+        self.by_name.insert(name, pid);
+        self.recent = [None; RECENT];
+    }
+
+    fn unbind(&mut self, name: &str) {
+        self.by_name.remove(name);
+        self.recent = [None; RECENT];
     }
 
     /// `pid`'s inbox, replacing one a previous tenant of the slot left.
@@ -262,7 +326,7 @@ fn introspection_extras(pid: Pid) -> ext::ActorExtras {
 pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
     let me = smarm_core::self_pid();
     with_tables(|t| {
-        if let Some(holder) = t.holder(name.name) {
+        if let Some(holder) = t.holder_static(name.name) {
             if holder != me {
                 return Err(RegisterError::NameTaken {
                     name: name.name,
@@ -271,7 +335,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
             }
         }
         t.inbox_for(me).publish(tx);
-        t.by_name.insert(name.name, me);
+        t.bind(name.name, me);
         Ok(())
     })
 }
@@ -281,7 +345,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
 pub fn unregister(name: &str) -> Option<Pid> {
     with_tables(|t| {
         let holder = t.holder(name)?;
-        t.by_name.remove(name);
+        t.unbind(name);
         Some(holder)
     })
 }
@@ -354,7 +418,7 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
 /// and the send itself (no allocation, no sender clone).
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
     with_tables(|t| {
-        let Some(pid) = t.holder(name.name) else {
+        let Some(pid) = t.holder_static(name.name) else {
             return Err(SendError::Unresolved(msg));
         };
         deliver(t, pid, msg)
