@@ -182,3 +182,89 @@ fn separate_runtimes_have_separate_names() {
     });
     a.join().unwrap();
 }
+
+/// Name- and pid-addressed sends read the registry without its lock, from
+/// snapshots that writers replace: racing 4 senders on 4 schedulers,
+/// for as long as the churn lasts, against 300 short-lived holders that bind the name, publish a second
+/// channel type and die, every send that returned `Ok` is received exactly
+/// once (the holders' receivers are kept, so nothing is dropped unread).
+#[test]
+fn lock_free_sends_race_rebinding_and_death_without_loss() {
+    const CHURN: Name<u64> = Name::new("churn");
+    const CHURN_ALT: Name<String> = Name::new("churn");
+    const HOLDERS: u64 = 300;
+    run_with(4, || {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (store_tx, store_rx) = channel::<(smarm::Receiver<u64>, smarm::Receiver<String>)>();
+        let (pid_tx, pid_rx) = channel::<smarm::Pid>();
+        let binding = done.clone();
+        let binder = smarm::spawn(move || {
+            for _ in 0..HOLDERS {
+                let store = store_tx.clone();
+                let pids = pid_tx.clone();
+                let h = smarm::spawn(move || {
+                    let (tx, rx) = channel::<u64>();
+                    let (alt_tx, alt_rx) = channel::<String>();
+                    register(CHURN, tx).unwrap();
+                    register(CHURN_ALT, alt_tx).unwrap(); // republishes the inbox
+                    let _ = pids.send(smarm::self_pid());
+                    store.send((rx, alt_rx)).unwrap();
+                    smarm::sleep(Duration::from_micros(100));
+                });
+                h.join().unwrap();
+            }
+            binding.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        let (count_tx, count_rx) = channel::<u64>();
+        let senders: Vec<_> = (0..4u64)
+            .map(|k| {
+                let counts = count_tx.clone();
+                let done = done.clone();
+                smarm::spawn(move || {
+                    let mut ok = 0u64;
+                    let mut i = 0u64;
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        i += 1;
+                        let sent = if i.is_multiple_of(2) {
+                            send(CHURN, i).is_ok()
+                        } else {
+                            send(CHURN_ALT, format!("{k}:{i}")).is_ok()
+                        };
+                        ok += u64::from(sent);
+                        if i.is_multiple_of(64) {
+                            smarm::yield_now();
+                        }
+                    }
+                    counts.send(ok).unwrap();
+                })
+            })
+            .collect();
+        // Pid-addressed sends to the incarnations as they come and go.
+        let by_pid = smarm::spawn(move || {
+            let mut ok = 0u64;
+            while let Ok(pid) = pid_rx.recv() {
+                for i in 0..10 {
+                    ok += u64::from(send_dyn(pid, i).is_ok());
+                }
+            }
+            count_tx.send(ok).unwrap();
+        });
+        for s in senders {
+            s.join().unwrap();
+        }
+        binder.join().unwrap();
+        by_pid.join().unwrap();
+        let sent: u64 = std::iter::from_fn(|| count_rx.recv().ok()).sum();
+        let mut received = 0u64;
+        while let Ok((rx, alt)) = store_rx.recv() {
+            while let Ok(Some(_)) = rx.try_recv() {
+                received += 1;
+            }
+            while let Ok(Some(_)) = alt.try_recv() {
+                received += 1;
+            }
+        }
+        assert!(sent > 0, "no send ever resolved: the test proved nothing");
+        assert_eq!(received, sent, "messages lost or duplicated");
+    });
+}

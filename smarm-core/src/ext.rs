@@ -12,6 +12,8 @@
 //!   time).
 //! - [`on_exit`]: run a closure on a scheduler when an actor exits (how a
 //!   process group drops a dead member at once and tells its watchers).
+//! - [`defer_drop`]: drop a value once no scheduler can still be reading it
+//!   (how the registry's name table is read without a lock).
 //! - [`set_introspection_hook`]: what introspection reports about an actor
 //!   that only an upper layer knows (registered names, mailbox depth).
 
@@ -25,25 +27,25 @@ use std::time::Duration;
 /// Whether `pid` is a live actor (spawned, not finished) of the runtime the
 /// caller runs on. `false` outside any runtime.
 pub fn is_alive<A>(pid: Pid<A>) -> bool {
-    scheduler::with_worker(|_, shared| {
-        shared.slots.get(pid.index()).is_some_and(|slot| {
-            let s = slot.word.load();
-            s.generation() == pid.generation() && !matches!(s.state(), State::Vacant | State::Done)
-        })
-    })
-    .unwrap_or(false)
+    let pid = pid.erase();
+    scheduler::with_worker(|_, shared| alive_in(shared, pid)).unwrap_or(false)
 }
 
 /// Run `f` on the current runtime's instance of `T`, created with
 /// `T::default()` on first use. The lookup is lock-free after that (a few
-/// atomic loads); a runtime holds up to 8 extension types. `f` must not
-/// block (keep it to table updates and sends).
+/// atomic loads); a runtime holds up to 8 extension types. `f` also gets
+/// the runtime itself ([`RuntimeRef`]), to ask it things without another
+/// lookup. `f` must not block (keep it to table updates and sends): it
+/// cannot be switched out, which is also what makes a value it reads from
+/// an atomic pointer safe until it returns (see [`defer_drop`]).
 ///
 /// # Panics
 ///
 /// Outside a runtime (an actor, or a timer callback on a scheduler), or if
 /// a ninth extension type is asked for.
-pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(f: impl FnOnce(&T) -> R) -> R {
+pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(
+    f: impl FnOnce(&T, RuntimeRef<'_>) -> R,
+) -> R {
     let found = scheduler::with_worker(|_, shared| {
         let t = match find::<T>(&shared.extensions) {
             Some(t) => t,
@@ -67,12 +69,39 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(f: impl FnOnce(&T) 
             }
         };
         // The reference lives as long as `shared`, which outlives `f`.
-        f(t)
+        f(t, RuntimeRef(shared))
     });
     match found {
         Some(r) => r,
         None => scheduler::outside_actor("with_runtime_local"),
     }
+}
+
+/// The runtime a [`with_runtime_local`] closure runs on: what it can ask
+/// without looking the runtime up again.
+#[derive(Clone, Copy)]
+pub struct RuntimeRef<'a>(&'a crate::runtime::Shared);
+
+impl RuntimeRef<'_> {
+    /// [`is_alive`], on this runtime.
+    #[inline]
+    pub fn is_alive<A>(self, pid: Pid<A>) -> bool {
+        alive_in(self.0, pid.erase())
+    }
+}
+
+impl std::fmt::Debug for RuntimeRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RuntimeRef")
+    }
+}
+
+#[inline]
+fn alive_in(shared: &crate::runtime::Shared, pid: Pid) -> bool {
+    shared.slots.get(pid.index()).is_some_and(|slot| {
+        let s = slot.word.load();
+        s.generation() == pid.generation() && !matches!(s.state(), State::Vacant | State::Done)
+    })
 }
 
 /// A runtime extension value, boxed.
@@ -88,6 +117,28 @@ fn find<T: Any>(slots: &[std::sync::OnceLock<(TypeId, Extension)>]) -> Option<&T
     // (above), so the value found by that id is a `T` (the cast skips
     // `downcast_ref`'s virtual call on this hot path).
     Some(unsafe { &*t.cast::<T>() })
+}
+
+/// Drop `value` once no actor or callback of the current runtime that
+/// could have read it is still running: every scheduler has since gone
+/// back to its loop between two actors, or parked.
+///
+/// This is what makes lock-free reads safe for a layer above: publish a
+/// value through an atomic pointer, read it inside a
+/// [`with_runtime_local`] closure (which cannot switch the actor out), and
+/// after swapping in a replacement hand the old one to `defer_drop` instead
+/// of dropping it. The drop runs on a scheduler thread, outside every
+/// runtime lock; it must not block.
+///
+/// # Panics
+///
+/// Outside a runtime (an actor, or a timer callback on a scheduler).
+pub fn defer_drop<T: Send + 'static>(value: T) {
+    let value: Box<dyn Any + Send> = Box::new(value);
+    match scheduler::with_worker(|_, shared| shared.reclaim.retire(value)) {
+        Some(()) => {}
+        None => scheduler::outside_actor("defer_drop"),
+    }
 }
 
 /// Run `f` on a scheduler of the current runtime once `after` has passed.

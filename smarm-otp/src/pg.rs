@@ -131,7 +131,7 @@ struct Groups {
 }
 
 fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R) -> R {
-    ext::with_runtime_local::<Groups, R>(|g| {
+    ext::with_runtime_local::<Groups, R>(|g, _| {
         let mut groups = g.groups.lock().unwrap_or_else(|e| e.into_inner());
         let members = groups
             .entry((group.name, TypeId::of::<M>()))

@@ -37,9 +37,11 @@
 //! (I2)).
 
 mod live;
+mod reclaim;
 mod shared;
 
 pub(crate) use live::LiveCount;
+pub(crate) use reclaim::Reclaimer;
 pub(crate) use shared::{Counters, Shared, Verdict};
 
 use crate::actor::{spawn_in, Outcome, Pid};

@@ -59,6 +59,8 @@ pub(crate) enum Verdict {
 
 pub(crate) struct Shared {
     pub(crate) config: Config,
+    /// Deferred drops for the lock-free readers of upper layers.
+    pub(crate) reclaim: super::Reclaimer,
     /// `config.timeslice` in timeslice-clock ticks.
     pub(crate) slice_ticks: u64,
     pub(crate) slots: SlotTable,
@@ -118,6 +120,7 @@ impl Shared {
             io: std::sync::Mutex::new(None),
             extensions: Default::default(),
             extensions_fill: std::sync::Mutex::new(()),
+            reclaim: super::Reclaimer::new(threads),
             slice_ticks: crate::scheduler::clock::ticks_for(config.timeslice),
             config,
         }

@@ -10,6 +10,10 @@ use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
 
+/// Every this many pops, a scheduler with deferred drops pending tries to
+/// reclaim them (and always before it parks).
+const RECLAIM_TICK: u32 = 64;
+
 /// Run scheduler `id` of `shared` on this thread until the verdict says
 /// the runtime is done.
 pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
@@ -32,8 +36,14 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         stack_cache: std::cell::RefCell::new(Vec::new()),
     };
     CURRENT.with(|c| c.set(&worker));
+    shared.reclaim.online(id);
     let mut steal_buf = Vec::new();
     loop {
+        // Between two actors: nothing read before is still held.
+        shared.reclaim.quiescent(id);
+        if shared.reclaim.has_pending() && worker.tick.get().is_multiple_of(RECLAIM_TICK) {
+            shared.reclaim.reclaim();
+        }
         if shared.coord.deadline_due() {
             shared.fire_due_timers(true);
         }
@@ -50,6 +60,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         }
         run_actor(shared, &worker, pid);
     }
+    shared.reclaim.offline(id);
     CURRENT.with(|c| c.set(std::ptr::null()));
     shared
         .stacks
@@ -126,6 +137,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     match shared.verdict(w.id) {
         Verdict::AllDone => {
             shared.clear_timers();
+            shared.reclaim.drain();
             // Terminal wake: siblings parked on a now-stale picture re-run
             // the verdict and reach AllDone themselves.
             shared.coord.wake_all();
@@ -145,9 +157,14 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
             .peek_deadline()
             .filter(|d| shared.coord.try_arm_timer(w.id, *d))
     };
+    if shared.reclaim.has_pending() {
+        shared.reclaim.reclaim();
+    }
+    shared.reclaim.offline(w.id);
     let result = shared
         .coord
         .park(w.id, tk_deadline, || shared.work_visible(w.id));
+    shared.reclaim.online(w.id);
     let stats = &shared.queues[w.id].stats;
     match result {
         ParkResult::WorkFound => {}

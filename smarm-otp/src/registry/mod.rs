@@ -47,22 +47,27 @@
 //!   actor that had published an inbox when the name was bound.
 //! - (I2) An entry whose pid is not alive is treated as absent and removed
 //!   by whoever touches it.
-//! - (I3) All tables sit behind one lock per runtime; a name-addressed send
-//!   resolves the name and sends on the actor's channel in one hold of it
-//!   (no sender clone, no allocation). The channel lock is the only lock
-//!   taken under it, and a send never parks.
+//! - (I3) Changes happen behind one lock per runtime, which republishes
+//!   immutable snapshots (the name table, each actor's inbox) for lock-free
+//!   reads (`fast.rs`). A name- or pid-addressed send takes no registry
+//!   lock: it resolves through the snapshots and sends on the actor's
+//!   channel (no sender clone, no allocation), so the channel's lock is the
+//!   only one it takes. It falls back to the lock only to prune a dead
+//!   holder.
 
 mod error;
+mod fast;
+mod tables;
 
 pub use error::{RegisterError, SendError};
+
+use fast::Fast;
+use tables::{Locked, Tables};
 
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::ext;
 use smarm_core::time::TimerId;
 use smarm_core::{Addressable, Pid};
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::marker::PhantomData;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -71,6 +76,8 @@ use std::time::Duration;
 /// a module-level constant shared by every caller.
 pub struct Name<M> {
     name: &'static str,
+    /// `name_hash(name)`, computed when the constant is.
+    hash: u64,
     _msg: PhantomData<fn(M)>,
 }
 
@@ -79,6 +86,7 @@ impl<M> Name<M> {
     pub const fn new(name: &'static str) -> Self {
         Name {
             name,
+            hash: tables::name_hash(name.as_bytes()),
             _msg: PhantomData,
         }
     }
@@ -101,211 +109,63 @@ impl<M> std::fmt::Debug for Name<M> {
     }
 }
 
-/// One actor's published channels, by message type, each with the
-/// function that reads its queue length without knowing the type.
-struct Inbox {
-    pid: Pid,
-    channels: Vec<Published>,
-}
-
-/// A published `Sender<M>`: its type, the sender, and the reader of its
-/// (queued, received) counts.
-type Published = (TypeId, Box<dyn Any + Send>, fn(&dyn Any) -> (usize, u64));
-
-impl Inbox {
-    fn sender<M: Send + 'static>(&self) -> Option<&Sender<M>> {
-        let (_, tx, _) = self
-            .channels
-            .iter()
-            .find(|(t, _, _)| *t == TypeId::of::<M>())?;
-        let tx: *const (dyn Any + Send) = &**tx;
-        // SAFETY: `publish` stores every `Sender<M>` beside
-        // `TypeId::of::<M>()`, so the box found by that id holds a
-        // `Sender<M>` (the cast skips `downcast_ref`'s virtual call).
-        Some(unsafe { &*tx.cast::<Sender<M>>() })
-    }
-
-    fn publish<M: Send + 'static>(&mut self, tx: Sender<M>) {
-        self.channels.retain(|(t, _, _)| *t != TypeId::of::<M>());
-        let counts: fn(&dyn Any) -> (usize, u64) = |s| {
-            s.downcast_ref::<Sender<M>>()
-                .map_or((0, 0), |tx| (tx.queued_len(), tx.received_count()))
-        };
-        self.channels
-            .push((TypeId::of::<M>(), Box::new(tx), counts));
-    }
-}
-
-#[derive(Default)]
-struct Tables {
-    by_name: HashMap<&'static str, Pid, BuildHasherDefault<NameHasher>>,
-    /// Recently resolved `'static` names, by the address and length of
-    /// their text (a `Name` constant's text is one static string, so a hot
-    /// loop sending to it skips hashing and comparing). Only `'static`
-    /// texts enter: their address can never be reused for other text.
-    /// Cleared whenever `by_name` changes.
-    recent: [Option<(usize, usize, Pid)>; RECENT],
-    /// Inboxes by slot index; the pid inside says which incarnation.
-    inboxes: Vec<Option<Inbox>>,
-}
-
-/// Entries of `Tables::recent`.
-const RECENT: usize = 8;
-
-/// A multiply-rotate hash over 8-byte words (FxHash's step): names are a
-/// program's own short constants, so SipHash's DoS resistance buys nothing,
-/// and a byte-at-a-time hash (FNV) is a serial chain of multiplies that
-/// cost more than the rest of a name-addressed send.
-#[derive(Default)]
-struct NameHasher(u64);
-
-impl NameHasher {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for NameHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Whole words, then the tail as one (overlapping) word: no byte
-        // copies through memory, which would stall the load that follows.
-        let mut rest = bytes;
-        while let Some((word, tail)) = rest.split_first_chunk::<8>() {
-            self.mix(u64::from_le_bytes(*word));
-            rest = tail;
-        }
-        if !rest.is_empty() {
-            let tail = match bytes.last_chunk::<8>() {
-                Some(word) => u64::from_le_bytes(*word),
-                None => rest
-                    .iter()
-                    .enumerate()
-                    .fold(0, |w, (i, b)| w | u64::from(*b) << (8 * i)),
-            };
-            self.mix(tail);
-        }
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.mix(u64::from(byte));
-    }
-}
-
-impl Tables {
-    /// The live inbox of `pid`, pruning the slot's inbox if its owner is
-    /// dead (I2).
-    fn live_inbox(&mut self, pid: Pid) -> Option<&mut Inbox> {
-        let slot = self.inboxes.get_mut(pid.index() as usize)?;
-        if slot.as_ref().is_some_and(|i| !ext::is_alive(i.pid)) {
-            *slot = None;
-        }
-        slot.as_mut().filter(|i| i.pid == pid)
-    }
-
-    /// The live holder of `name`, pruning a dead binding (I2).
-    fn holder(&mut self, name: &str) -> Option<Pid> {
-        let pid = *self.by_name.get(name)?;
-        self.alive_or_prune(name, pid)
-    }
-
-    /// [`Tables::holder`] for a `'static` name, through `recent`.
-    fn holder_static(&mut self, name: &'static str) -> Option<Pid> {
-        let key = (name.as_ptr() as usize, name.len());
-        let i = (key.0 ^ key.0 >> 7 ^ key.1) % RECENT;
-        let pid = match self.recent[i] {
-            Some((addr, len, pid)) if (addr, len) == key => pid,
-            _ => {
-                let pid = *self.by_name.get(name)?;
-                self.recent[i] = Some((key.0, key.1, pid));
-                pid
-            }
-        };
-        self.alive_or_prune(name, pid)
-    }
-
-    fn alive_or_prune(&mut self, name: &str, pid: Pid) -> Option<Pid> {
-        if ext::is_alive(pid) {
-            Some(pid)
-        } else {
-            self.unbind(name);
-            None
-        }
-    }
-
-    fn bind(&mut self, name: &'static str, pid: Pid) {
-        self.by_name.insert(name, pid);
-        self.recent = [None; RECENT];
-    }
-
-    fn unbind(&mut self, name: &str) {
-        self.by_name.remove(name);
-        self.recent = [None; RECENT];
-    }
-
-    /// `pid`'s inbox, replacing one a previous tenant of the slot left.
-    fn inbox_for(&mut self, pid: Pid) -> &mut Inbox {
-        let idx = pid.index() as usize;
-        if self.inboxes.len() <= idx {
-            self.inboxes.resize_with(idx + 1, || None);
-        }
-        let slot = &mut self.inboxes[idx];
-        if slot.as_ref().is_none_or(|i| i.pid != pid) {
-            *slot = Some(Inbox {
-                pid,
-                channels: Vec::new(),
-            });
-        }
-        match slot {
-            Some(inbox) => inbox,
-            None => unreachable!("filled just above"),
-        }
-    }
-}
-
-/// The registry of one runtime.
+/// The registry of one runtime: the locked tables, and their lock-free
+/// read side.
 #[derive(Default)]
 struct Registry {
     tables: Mutex<Tables>,
+    fast: Fast,
 }
 
-/// Run `f` on the current runtime's registry tables, locked (I3). No user
-/// code runs under the lock (a message's destructor may, when a send
-/// fails: it runs after the guard is dropped, as the message is handed
-/// back), so a poisoned guard still holds consistent tables.
-fn with_tables<R>(f: impl FnOnce(&mut Tables) -> R) -> R {
+/// The hook that lets introspection ask for names and mailbox depth,
+/// installed once per process by the first registry operation.
+fn install_hook() {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| ext::set_introspection_hook(introspection_extras));
-    ext::with_runtime_local::<Registry, R>(|reg| {
-        let mut t: MutexGuard<'_, Tables> = reg.tables.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut t)
+}
+
+/// Run `f` on the current runtime's registry, locked (I3). No user code
+/// runs under the lock (a message's destructor may, when a send fails: it
+/// runs after the guard is dropped, as the message is handed back), so a
+/// poisoned guard still holds consistent tables.
+fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
+    install_hook();
+    ext::with_runtime_local::<Registry, R>(|reg, _| {
+        let mut tables: MutexGuard<'_, Tables> =
+            reg.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let mut locked = Locked {
+            tables: &mut tables,
+            fast: &reg.fast,
+        };
+        let r = f(&mut locked);
+        locked.finish();
+        r
     })
+}
+
+/// Run `f` on the current runtime's lock-free read side (I3): `f` must
+/// not block (it cannot switch: what it reads stays alive until it ends).
+fn with_fast<R>(f: impl FnOnce(&Fast, ext::RuntimeRef<'_>) -> R) -> R {
+    install_hook();
+    ext::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.fast, rt))
 }
 
 /// Names and mailbox depth of `pid`, for core's introspection.
 fn introspection_extras(pid: Pid) -> ext::ActorExtras {
     with_tables(|t| {
         let mut names: Vec<&'static str> = t
+            .tables
             .by_name
             .iter()
             .filter(|(_, holder)| **holder == pid)
             .map(|(name, _)| *name)
             .collect();
         names.sort_unstable();
-        let inbox = t
-            .inboxes
-            .get(pid.index() as usize)
-            .and_then(Option::as_ref)
-            .filter(|i| i.pid == pid);
+        let inbox = t.fast.inbox(pid.index()).filter(|i| i.pid == pid);
         let (depth, received) = inbox.map_or((0, 0), |i| {
             i.channels
                 .iter()
-                .map(|(_, s, counts)| counts(s.as_ref()))
+                .map(|p| p.counts())
                 .fold((0, 0), |(d, r), (q, n)| (d + q, r + n))
         });
         ext::ActorExtras {
@@ -326,7 +186,7 @@ fn introspection_extras(pid: Pid) -> ext::ActorExtras {
 pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
     let me = smarm_core::self_pid();
     with_tables(|t| {
-        if let Some(holder) = t.holder_static(name.name) {
+        if let Some(holder) = t.holder(name.name) {
             if holder != me {
                 return Err(RegisterError::NameTaken {
                     name: name.name,
@@ -334,7 +194,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
                 });
             }
         }
-        t.inbox_for(me).publish(tx);
+        t.publish(me, tx);
         t.bind(name.name, me);
         Ok(())
     })
@@ -373,7 +233,7 @@ pub fn lookup_as<A: Addressable>(name: &str) -> Option<Pid<A>> {
 /// Outside an actor.
 pub fn install<A: Addressable>(tx: Sender<A::Msg>) -> Pid<A> {
     let me = smarm_core::self_pid();
-    with_tables(|t| t.inbox_for(me).publish(tx));
+    with_tables(|t| t.publish(me, tx));
     me.cast()
 }
 
@@ -410,18 +270,24 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
     let handle = smarm_core::spawn(move || body(rx));
     let pid = handle.pid();
     drop(handle); // detached: its life is its own
-    with_tables(|t| t.inbox_for(pid).publish(tx));
+    with_tables(|t| t.publish(pid, tx));
     pid.cast()
 }
 
-/// Send `msg` to whichever live actor holds `name` now: one registry lock,
-/// and the send itself (no allocation, no sender clone).
+/// Send `msg` to whichever live actor holds `name` now: a lock-free
+/// lookup and the channel send itself (no allocation, no sender clone).
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
-    with_tables(|t| {
-        let Some(pid) = t.holder_static(name.name) else {
-            return Err(SendError::Unresolved(msg));
-        };
-        deliver(t, pid, msg)
+    let msg = match with_fast(|fast, rt| match fast.name(name.name, name.hash) {
+        None => Ok(Err(SendError::Unresolved(msg))),
+        Some(pid) if rt.is_alive(pid) => Ok(deliver(fast, pid, msg)),
+        Some(_) => Err(msg), // a dead holder: prune it under the lock
+    }) {
+        Ok(sent) => return sent,
+        Err(msg) => msg,
+    };
+    with_tables(|t| match t.holder(name.name) {
+        Some(pid) => deliver(t.fast, pid, msg),
+        None => Err(SendError::Unresolved(msg)),
     })
 }
 
@@ -433,23 +299,18 @@ pub fn send_to<A: Addressable>(pid: Pid<A>, msg: A::Msg) -> Result<(), SendError
 
 /// [`send_to`] without the address type: the untyped escape hatch.
 pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>> {
-    with_tables(|t| {
-        if !ext::is_alive(pid) {
+    with_fast(|fast, rt| {
+        if !rt.is_alive(pid) {
             return Err(SendError::Dead(msg));
         }
-        deliver(t, pid, msg)
+        deliver(fast, pid, msg)
     })
 }
 
-/// Send on `pid`'s channel for `M`, under the registry lock (the channel's
-/// own lock ranks after it; the wake it may make takes only run-queue
-/// locks).
-fn deliver<M: Send + 'static>(t: &mut Tables, pid: Pid, msg: M) -> Result<(), SendError<M>> {
-    let inbox = t
-        .inboxes
-        .get(pid.index() as usize)
-        .and_then(Option::as_ref)
-        .filter(|i| i.pid == pid);
+/// Send on `pid`'s channel for `M` (the channel's lock is the only lock
+/// taken; the wake it may make takes only run-queue locks).
+fn deliver<M: Send + 'static>(fast: &Fast, pid: Pid, msg: M) -> Result<(), SendError<M>> {
+    let inbox = fast.inbox(pid.index()).filter(|i| i.pid == pid);
     match inbox.and_then(|i| i.sender::<M>()) {
         Some(tx) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
         None => Err(SendError::NoChannel(msg)),
