@@ -268,3 +268,77 @@ fn lock_free_sends_race_rebinding_and_death_without_loss() {
         assert_eq!(received, sent, "messages lost or duplicated");
     });
 }
+
+/// The name table grows as names are bound (each change is O(1)): 2,000
+/// actors each bind a name of their own and are reached by it; once half
+/// of them have exited, their names resolve no more and the rest still do.
+#[test]
+fn thousands_of_names_bind_resolve_and_die() {
+    const N: usize = 2_000;
+    run_with(2, || {
+        let names: Vec<Name<u32>> = (0..N)
+            .map(|i| Name::new(Box::leak(format!("worker-{i}").into_boxed_str())))
+            .collect();
+        let (ready_tx, ready_rx) = channel::<()>();
+        let (out_tx, out_rx) = channel::<(usize, u32)>();
+        let holders: Vec<_> = names
+            .iter()
+            .enumerate()
+            .map(|(i, &name)| {
+                let (ready, out) = (ready_tx.clone(), out_tx.clone());
+                smarm::spawn(move || {
+                    let (tx, rx) = channel::<u32>();
+                    register(name, tx).unwrap();
+                    ready.send(()).unwrap();
+                    while let Ok(n) = rx.recv() {
+                        out.send((i, n)).unwrap();
+                        if n == 0 {
+                            break; // told to exit
+                        }
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..N {
+            ready_rx.recv().unwrap();
+        }
+        for (i, &name) in names.iter().enumerate() {
+            send(name, i as u32 + 1).unwrap();
+        }
+        let mut seen = vec![false; N];
+        for _ in 0..N {
+            let (i, n) = out_rx.recv().unwrap();
+            assert_eq!(n, i as u32 + 1, "a name reached the wrong holder");
+            seen[i] = true;
+        }
+        assert!(seen.iter().all(|s| *s));
+        for &name in names.iter().step_by(2) {
+            send(name, 0).unwrap(); // exit
+        }
+        for (i, h) in holders.into_iter().enumerate() {
+            if i % 2 == 0 {
+                h.join().unwrap();
+            } else {
+                drop(h);
+            }
+        }
+        for _ in 0..N / 2 {
+            out_rx.recv().unwrap(); // the exits' acknowledgements
+        }
+        for (i, &name) in names.iter().enumerate() {
+            let sent = send(name, 7);
+            if i % 2 == 0 {
+                assert!(matches!(sent, Err(SendError::Unresolved(7))), "name {i}");
+                assert_eq!(whereis(name.as_str()), None);
+            } else {
+                assert!(sent.is_ok(), "name {i}");
+            }
+        }
+        for _ in 0..N / 2 {
+            out_rx.recv().unwrap();
+        }
+        for &name in names.iter().skip(1).step_by(2) {
+            send(name, 0).unwrap();
+        }
+    });
+}

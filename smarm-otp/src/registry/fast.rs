@@ -1,6 +1,5 @@
-//! The registry's lock-free read side: an immutable snapshot of the name
-//! table, and one immutable inbox per slot index, each published through an
-//! atomic pointer.
+//! The registry's lock-free read side: the name table (`names.rs`), and one
+//! immutable inbox per slot index, published through an atomic pointer.
 //!
 //! Writers hold the tables lock, build a replacement, swap it in and hand
 //! the old value to core's [`defer_drop`](smarm_core::ext::defer_drop).
@@ -19,8 +18,11 @@
 //!   new inbox with the others' senders cloned.
 //! - (F4) Chunks of the inbox table are allocated by writers and freed only
 //!   when the registry is dropped with its runtime.
+//! - (F5) A name's value points at its holder's inbox: a writer that
+//!   replaces or clears an inbox refreshes the values of every name bound
+//!   to its owner in the same hold of the lock (names (N2)).
 
-use super::tables::name_hash;
+use super::names::{NameTable, NameValue};
 use smarm_core::ext;
 use smarm_core::{Pid, Sender};
 use std::any::{Any, TypeId};
@@ -39,57 +41,6 @@ impl<T> std::ops::Deref for Padded<T> {
     type Target = T;
     fn deref(&self) -> &T {
         &self.0
-    }
-}
-
-/// Entries per bucket of a [`NameTable`] (one padded line pair).
-const BUCKET: usize = 4;
-
-/// A bucket of a [`NameTable`]: up to `BUCKET` (name, pid) entries.
-type Bucket = Padded<[Option<(&'static str, Pid)>; BUCKET]>;
-
-/// An immutable open-addressing table from `'static` names to pids, built
-/// once per change of the bindings and read without a lock.
-pub(super) struct NameTable {
-    buckets: Vec<Bucket>,
-}
-
-impl NameTable {
-    /// A table of `names`, at most half full.
-    pub(super) fn new<S>(names: &std::collections::HashMap<&'static str, Pid, S>) -> Self {
-        let n = (names.len() * 2).div_ceil(BUCKET).next_power_of_two();
-        let mut buckets: Vec<_> = (0..n).map(|_| Padded([None; BUCKET])).collect();
-        for (&name, &pid) in names {
-            let mut i = name_hash(name.as_bytes()) as usize & (n - 1);
-            loop {
-                if let Some(free) = buckets[i].0.iter_mut().find(|e| e.is_none()) {
-                    *free = Some((name, pid));
-                    break;
-                }
-                i = (i + 1) & (n - 1);
-            }
-        }
-        NameTable { buckets }
-    }
-
-    /// The pid bound to `name`, whose [`name_hash`] is `hash`. Entries are
-    /// filled in order and never removed, so an empty entry ends the
-    /// search.
-    #[inline]
-    pub(super) fn get(&self, name: &'static str, hash: u64) -> Option<Pid> {
-        let mask = self.buckets.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            for entry in self.buckets[i].0.iter() {
-                let (key, pid) = (*entry)?;
-                // A `Name` constant's text is one static string: the
-                // pointer usually decides without comparing bytes.
-                if std::ptr::eq(key, name) || key == name {
-                    return Some(pid);
-                }
-            }
-            i = (i + 1) & mask;
-        }
     }
 }
 
@@ -132,6 +83,7 @@ impl Published {
         }
     }
 
+
     /// The (queued, received) counts of this channel.
     pub(super) fn counts(&self) -> (usize, u64) {
         (self.counts)(self.sender.as_ref())
@@ -163,6 +115,14 @@ impl Inbox {
         Some(unsafe { &(*tx.cast::<Padded<Sender<M>>>()).0 })
     }
 
+    /// The address of the boxed `Padded<Sender<M>>` published for the
+    /// message type `msg`, if any.
+    pub(super) fn sender_ptr(&self, msg: TypeId) -> Option<*const ()> {
+        let published = self.channels.iter().find(|p| p.type_id == msg)?;
+        let p: *const (dyn Any + Send + Sync) = &*published.sender;
+        Some(p.cast())
+    }
+
     /// This inbox with `tx` published for `M` (replacing an older one).
     pub(super) fn with<M: Send + 'static>(&self, tx: Sender<M>) -> Inbox {
         let mut channels: Vec<Padded<Published>> = self
@@ -185,14 +145,14 @@ struct Chunk {
 
 /// The read side of one runtime's registry.
 pub(super) struct Fast {
-    names: AtomicPtr<Padded<NameTable>>,
+    pub(super) names: NameTable,
     inboxes: Box<[AtomicPtr<Chunk>]>,
 }
 
 impl Default for Fast {
     fn default() -> Self {
         Fast {
-            names: AtomicPtr::new(null_mut()),
+            names: NameTable::default(),
             inboxes: (0..TOP).map(|_| AtomicPtr::new(null_mut())).collect(),
         }
     }
@@ -201,17 +161,10 @@ impl Default for Fast {
 impl Fast {
     // ----- readers (F2) -----
 
-    /// The pid `name` (with [`name_hash`] `hash`) was bound to at the last
-    /// change, alive or not.
+    /// The binding of `name` (with `hash`, its `name_hash`), alive or not.
     #[inline]
-    pub(super) fn name(&self, name: &'static str, hash: u64) -> Option<Pid> {
-        let map = self.names.load(Ordering::Acquire);
-        if map.is_null() {
-            return None;
-        }
-        // SAFETY: a non-null `names` is a live boxed map (F1): a replaced
-        // one is dropped only after this closure ends (F2).
-        unsafe { &*map }.get(name, hash)
+    pub(super) fn name(&self, name: &'static str, hash: u64) -> Option<&NameValue> {
+        self.names.get(name, hash)
     }
 
     /// The inbox published for slot `index`, if any (of whichever
@@ -231,29 +184,18 @@ impl Fast {
 
     // ----- writers: the tables lock is held (F1) -----
 
-    /// Publish a new name table.
-    pub(super) fn set_names(&self, table: NameTable) {
-        let old = self
-            .names
-            .swap(Box::into_raw(Box::new(Padded(table))), Ordering::AcqRel);
-        if !old.is_null() {
-            // SAFETY: `old` came from `Box::into_raw` above and is no
-            // longer reachable through `names`.
-            ext::defer_drop(unsafe { Box::from_raw(old) });
-        }
-    }
-
-    /// Publish (or, with `None`, clear) the inbox of slot `index`.
-    pub(super) fn set_inbox(&self, index: u32, inbox: Option<Inbox>) {
+    /// Publish (or, with `None`, clear) the inbox of slot `index`; returns
+    /// the owner of the inbox it replaced, whose names the caller must
+    /// refresh under the same hold of the lock (F5).
+    #[must_use = "the replaced inbox's owner's names must be refreshed (F5)"]
+    pub(super) fn set_inbox(&self, index: u32, inbox: Option<Inbox>) -> Option<Pid> {
         let (hi, lo) = (index as usize / CHUNK, index as usize % CHUNK);
         let Some(top) = self.inboxes.get(hi) else {
             unreachable!("slot index {index} beyond MAX_ACTORS_LIMIT");
         };
         let mut chunk = top.load(Ordering::Acquire);
         if chunk.is_null() {
-            if inbox.is_none() {
-                return;
-            }
+            inbox.as_ref()?;
             chunk = Box::into_raw(Box::new(Chunk {
                 slots: std::array::from_fn(|_| AtomicPtr::new(null_mut())),
             }));
@@ -262,22 +204,21 @@ impl Fast {
         let new = inbox.map_or(null_mut(), |i| Box::into_raw(Box::new(Padded(i))));
         // SAFETY: chunks live as long as `self` (F4).
         let old = unsafe { &*chunk }.slots[lo].swap(new, Ordering::AcqRel);
-        if !old.is_null() {
-            // SAFETY: `old` came from `Box::into_raw` and is no longer
-            // reachable through the table.
-            ext::defer_drop(unsafe { Box::from_raw(old) });
+        if old.is_null() {
+            return None;
         }
+        // SAFETY: `old` came from `Box::into_raw` and is no longer
+        // reachable through the table.
+        let old = unsafe { Box::from_raw(old) };
+        let owner = old.pid;
+        ext::defer_drop(old);
+        Some(owner)
     }
 }
 
 impl Drop for Fast {
     /// The runtime is gone: no reader remains.
     fn drop(&mut self) {
-        let names = *self.names.get_mut();
-        if !names.is_null() {
-            // SAFETY: from `Box::into_raw`; nothing reads it any more.
-            drop(unsafe { Box::from_raw(names) });
-        }
         for top in self.inboxes.iter_mut() {
             let chunk = *top.get_mut();
             if chunk.is_null() {

@@ -57,6 +57,7 @@
 
 mod error;
 mod fast;
+mod names;
 mod tables;
 
 pub use error::{RegisterError, SendError};
@@ -111,10 +112,21 @@ impl<M> std::fmt::Debug for Name<M> {
 
 /// The registry of one runtime: the locked tables, and their lock-free
 /// read side.
-#[derive(Default)]
 struct Registry {
     tables: Mutex<Tables>,
     fast: Fast,
+}
+
+impl Default for Registry {
+    /// A runtime's first registry use creates it (and, once per process,
+    /// hooks the registry into introspection).
+    fn default() -> Self {
+        install_hook();
+        Registry {
+            tables: Mutex::default(),
+            fast: Fast::default(),
+        }
+    }
 }
 
 /// The hook that lets introspection ask for names and mailbox depth,
@@ -129,7 +141,6 @@ fn install_hook() {
 /// runs after the guard is dropped, as the message is handed back), so a
 /// poisoned guard still holds consistent tables.
 fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
-    install_hook();
     ext::with_runtime_local::<Registry, R>(|reg, _| {
         let mut tables: MutexGuard<'_, Tables> =
             reg.tables.lock().unwrap_or_else(|e| e.into_inner());
@@ -137,16 +148,13 @@ fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
             tables: &mut tables,
             fast: &reg.fast,
         };
-        let r = f(&mut locked);
-        locked.finish();
-        r
+        f(&mut locked)
     })
 }
 
 /// Run `f` on the current runtime's lock-free read side (I3): `f` must
 /// not block (it cannot switch: what it reads stays alive until it ends).
 fn with_fast<R>(f: impl FnOnce(&Fast, ext::RuntimeRef<'_>) -> R) -> R {
-    install_hook();
     ext::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.fast, rt))
 }
 
@@ -157,7 +165,7 @@ fn introspection_extras(pid: Pid) -> ext::ActorExtras {
             .tables
             .by_name
             .iter()
-            .filter(|(_, holder)| **holder == pid)
+            .filter(|(_, binding)| binding.pid == pid)
             .map(|(name, _)| *name)
             .collect();
         names.sort_unstable();
@@ -195,7 +203,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
             }
         }
         t.publish(me, tx);
-        t.bind(name.name, me);
+        t.bind(name.name, me, std::any::TypeId::of::<M>());
         Ok(())
     })
 }
@@ -279,7 +287,10 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
     let msg = match with_fast(|fast, rt| match fast.name(name.name, name.hash) {
         None => Ok(Err(SendError::Unresolved(msg))),
-        Some(pid) if rt.is_alive(pid) => Ok(deliver(fast, pid, msg)),
+        Some(bound) if rt.is_alive(bound.pid) => Ok(match bound.sender::<M>() {
+            Some(tx) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
+            None => deliver_to(bound.inbox(), msg),
+        }),
         Some(_) => Err(msg), // a dead holder: prune it under the lock
     }) {
         Ok(sent) => return sent,
@@ -310,7 +321,11 @@ pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>>
 /// Send on `pid`'s channel for `M` (the channel's lock is the only lock
 /// taken; the wake it may make takes only run-queue locks).
 fn deliver<M: Send + 'static>(fast: &Fast, pid: Pid, msg: M) -> Result<(), SendError<M>> {
-    let inbox = fast.inbox(pid.index()).filter(|i| i.pid == pid);
+    deliver_to(fast.inbox(pid.index()).filter(|i| i.pid == pid), msg)
+}
+
+/// Send on `inbox`'s channel for `M`.
+fn deliver_to<M: Send + 'static>(inbox: Option<&fast::Inbox>, msg: M) -> Result<(), SendError<M>> {
     match inbox.and_then(|i| i.sender::<M>()) {
         Some(tx) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
         None => Err(SendError::NoChannel(msg)),

@@ -2,9 +2,11 @@
 //! registry lock, and [`Locked`], the view every locked operation works
 //! through, which keeps the lock-free snapshots of [`Fast`] in step.
 
-use super::fast::{Fast, Inbox, NameTable, Padded, Published};
+use super::fast::{Fast, Inbox, Padded, Published};
+use super::names::NameValue;
 use smarm_core::ext;
 use smarm_core::{Pid, Sender};
+use std::any::TypeId;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -44,16 +46,25 @@ impl Hasher for NameHasher {
     }
 }
 
+/// A name's holder, and the message type it was registered for (the
+/// channel a send by that name uses).
+#[derive(Clone, Copy)]
+pub(super) struct Binding {
+    pub(super) pid: Pid,
+    pub(super) msg: TypeId,
+}
+
 /// The authoritative name table (inboxes live only in [`Fast`]).
 #[derive(Default)]
 pub(super) struct Tables {
-    pub(super) by_name: HashMap<&'static str, Pid, BuildHasherDefault<NameHasher>>,
-    /// `by_name` changed since the snapshot was published.
-    names_dirty: bool,
+    pub(super) by_name: HashMap<&'static str, Binding, BuildHasherDefault<NameHasher>>,
+    /// The names each actor holds (the reverse of `by_name`), to refresh
+    /// their lock-free values when its inbox changes (fast (F5)).
+    names_of: HashMap<Pid, Vec<&'static str>>,
 }
 
-/// The registry, locked: every change goes through here, and
-/// [`Locked::finish`] republishes the name snapshot if it changed.
+/// The registry, locked: every change goes through here and is published
+/// to the lock-free side ([`Fast`]) before the lock is released.
 pub(super) struct Locked<'a> {
     pub(super) tables: &'a mut Tables,
     pub(super) fast: &'a Fast,
@@ -62,7 +73,7 @@ pub(super) struct Locked<'a> {
 impl Locked<'_> {
     /// The live holder of `name`, pruning a dead binding (I2).
     pub(super) fn holder(&mut self, name: &str) -> Option<Pid> {
-        let pid = *self.tables.by_name.get(name)?;
+        let pid = self.tables.by_name.get(name)?.pid;
         if ext::is_alive(pid) {
             Some(pid)
         } else {
@@ -71,14 +82,58 @@ impl Locked<'_> {
         }
     }
 
-    pub(super) fn bind(&mut self, name: &'static str, pid: Pid) {
-        self.tables.by_name.insert(name, pid);
-        self.tables.names_dirty = true;
+    /// Bind `name` to `pid`, for messages of type `msg`.
+    pub(super) fn bind(&mut self, name: &'static str, pid: Pid, msg: TypeId) {
+        if let Some(old) = self.tables.by_name.insert(name, Binding { pid, msg }) {
+            self.forget_name_of(old.pid, name);
+        }
+        self.tables.names_of.entry(pid).or_default().push(name);
+        self.refresh_name(name);
     }
 
     pub(super) fn unbind(&mut self, name: &str) {
-        if self.tables.by_name.remove(name).is_some() {
-            self.tables.names_dirty = true;
+        if let Some((name, old)) = self.tables.by_name.remove_entry(name) {
+            self.forget_name_of(old.pid, name);
+            self.fast.names.set(name, None);
+        }
+    }
+
+    fn forget_name_of(&mut self, pid: Pid, name: &str) {
+        if let Some(names) = self.tables.names_of.get_mut(&pid) {
+            names.retain(|n| *n != name);
+            if names.is_empty() {
+                self.tables.names_of.remove(&pid);
+            }
+        }
+    }
+
+    /// Republish `name`'s lock-free value from its binding and its
+    /// holder's current inbox.
+    fn refresh_name(&self, name: &'static str) {
+        let value = self.tables.by_name.get(name).map(|b| {
+            let inbox = self.fast.inbox(b.pid.index()).filter(|i| i.pid == b.pid);
+            NameValue::new(b.pid, b.msg, inbox)
+        });
+        self.fast.names.set(name, value);
+    }
+
+    /// Refresh the values of every name `pid` holds (fast (F5)).
+    fn refresh_names_of(&self, pid: Pid) {
+        if let Some(names) = self.tables.names_of.get(&pid) {
+            for name in names {
+                self.refresh_name(name);
+            }
+        }
+    }
+
+    /// Publish (or clear) the inbox of `index`, keeping the names of the
+    /// replaced inbox's owner and of `pid` in step (fast (F5)).
+    fn set_inbox(&self, index: u32, pid: Option<Pid>, inbox: Option<Inbox>) {
+        if let Some(owner) = self.fast.set_inbox(index, inbox) {
+            self.refresh_names_of(owner);
+        }
+        if let Some(pid) = pid {
+            self.refresh_names_of(pid);
         }
     }
 
@@ -90,7 +145,7 @@ impl Locked<'_> {
             .inbox(pid.index())
             .is_some_and(|i| !ext::is_alive(i.pid));
         if stale {
-            self.fast.set_inbox(pid.index(), None);
+            self.set_inbox(pid.index(), None, None);
         }
         self.fast.inbox(pid.index()).filter(|i| i.pid == pid)
     }
@@ -105,15 +160,6 @@ impl Locked<'_> {
                 channels: vec![Padded(Published::new(tx))],
             },
         };
-        self.fast.set_inbox(pid.index(), Some(inbox));
-    }
-
-    /// Republish the name snapshot if a binding changed.
-    pub(super) fn finish(self) {
-        if self.tables.names_dirty {
-            self.tables.names_dirty = false;
-            self.fast
-                .set_names(NameTable::new(&self.tables.by_name));
-        }
+        self.set_inbox(pid.index(), Some(pid), Some(inbox));
     }
 }

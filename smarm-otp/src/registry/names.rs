@@ -1,0 +1,276 @@
+//! The registry's lock-free name table: `'static` names to their current
+//! binding, read by name-addressed sends without a lock.
+//!
+//! Open addressing over slots that each hold a key (the name's text) and
+//! an atomic pointer to an immutable [`NameValue`]. Writers hold the tables
+//! lock: a key, once written to a slot, stays until the table grows (growth
+//! copies only bound names into a table twice as large and swaps it in);
+//! a binding changes by swapping the value pointer. Every replaced value
+//! and table goes to `defer_drop` (fast (F1)). A change costs O(1) and one
+//! small allocation, whatever the number of names.
+//!
+//! # Invariants
+//!
+//! - (N1) A slot's key is written (length, then the text pointer with
+//!   Release) before any reader can reach the slot, and never changes
+//!   while the slot array is published; readers load the pointer with
+//!   Acquire. Probing stops at the first empty key, and keys are never
+//!   removed from a published array, so a lookup never misses a present
+//!   name.
+//! - (N2) A value points at its holder's inbox: whoever replaces or clears
+//!   that inbox replaces the value in the same hold of the lock (fast
+//!   (F5)), so an inbox is retired no earlier than the values that point
+//!   to it.
+//! - (N3) Each value is owned by exactly one published slot, or by the
+//!   reclaimer once replaced. A retired slot array (after growth) owns no
+//!   values: they moved to its successor.
+
+use super::fast::{Inbox, Padded};
+use super::tables::name_hash;
+use smarm_core::ext;
+use smarm_core::{Pid, Sender};
+use std::any::TypeId;
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// A name's binding, as readers see it: the holder, its inbox when bound,
+/// and in it the sender of the type the name was registered for.
+pub(super) struct NameValue {
+    pub(super) pid: Pid,
+    inbox: *const Inbox,
+    /// The `Padded<Sender<M>>` for `msg` in `inbox`, or null.
+    sender: *const (),
+    msg: TypeId,
+}
+
+// SAFETY: the raw pointers are shared, read-only references into inbox
+// snapshots, dereferenced only under (N2) and fast (F2); nothing is
+// written through them.
+unsafe impl Send for NameValue {}
+// SAFETY: as above; a value is immutable once built.
+unsafe impl Sync for NameValue {}
+
+impl NameValue {
+    /// `pid`'s binding for messages of type `msg`, with its inbox (if it has
+    /// published one).
+    pub(super) fn new(pid: Pid, msg: TypeId, inbox: Option<&Inbox>) -> Self {
+        NameValue {
+            pid,
+            inbox: inbox.map_or(null(), |i| i as *const Inbox),
+            sender: inbox.and_then(|i| i.sender_ptr(msg)).unwrap_or(null()),
+            msg,
+        }
+    }
+
+    /// The holder's inbox when the binding was made or last refreshed.
+    #[inline]
+    pub(super) fn inbox(&self) -> Option<&Inbox> {
+        // SAFETY: the inbox outlives this value (N2), read under fast (F2).
+        unsafe { self.inbox.as_ref() }
+    }
+
+    /// The sender the name was registered with, if it carries `M`.
+    #[inline]
+    pub(super) fn sender<M: Send + 'static>(&self) -> Option<&Sender<M>> {
+        if self.msg != TypeId::of::<M>() || self.sender.is_null() {
+            return None;
+        }
+        // SAFETY: `sender` is the `Padded<Sender<M>>` published for `msg`
+        // (== `M`) in the inbox, which outlives this value (N2).
+        Some(unsafe { &(*self.sender.cast::<Padded<Sender<M>>>()).0 })
+    }
+}
+
+struct Slot {
+    key: AtomicPtr<u8>,
+    len: AtomicUsize,
+    value: AtomicPtr<Padded<NameValue>>,
+}
+
+impl Slot {
+    fn empty() -> Self {
+        Slot {
+            key: AtomicPtr::new(null_mut()),
+            len: AtomicUsize::new(0),
+            value: AtomicPtr::new(null_mut()),
+        }
+    }
+
+    /// Whether this slot's key is `name` (its key loaded with Acquire).
+    #[inline]
+    fn holds(&self, key: *mut u8, name: &str) -> bool {
+        let len = self.len.load(Ordering::Relaxed);
+        // A `Name` constant's text is one static string: the pointer
+        // usually decides without comparing bytes.
+        len == name.len()
+            && (std::ptr::eq(key, name.as_ptr())
+                // SAFETY: keys are the text of `&'static str` names (N1).
+                || unsafe { std::slice::from_raw_parts(key, len) } == name.as_bytes())
+    }
+}
+
+/// Slots per padded group (one 128-byte line pair).
+const GROUP: usize = 4;
+
+/// A published array of slots: `groups.len() * GROUP` of them, a power of
+/// two, at most half of them keyed.
+struct Slots {
+    groups: Box<[Padded<[Slot; GROUP]>]>,
+}
+
+impl Slots {
+    fn with_capacity(slots: usize) -> Self {
+        let groups = slots.max(GROUP).next_power_of_two() / GROUP;
+        Slots {
+            groups: (0..groups)
+                .map(|_| Padded(std::array::from_fn(|_| Slot::empty())))
+                .collect(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.groups.len() * GROUP
+    }
+
+    #[inline]
+    fn slot(&self, i: usize) -> &Slot {
+        &self.groups[i / GROUP].0[i % GROUP]
+    }
+
+    /// The slot keyed `name`, or the empty slot where it would go.
+    #[inline]
+    fn probe(&self, name: &str, hash: u64) -> (&Slot, Option<*mut u8>) {
+        let mask = self.capacity() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let slot = self.slot(i);
+            let key = slot.key.load(Ordering::Acquire);
+            if key.is_null() {
+                return (slot, None);
+            }
+            if slot.holds(key, name) {
+                return (slot, Some(key));
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+/// The name table of one runtime's registry.
+pub(super) struct NameTable {
+    slots: AtomicPtr<Slots>,
+    /// Keyed slots of the current array (writers only).
+    used: AtomicUsize,
+}
+
+impl Default for NameTable {
+    fn default() -> Self {
+        NameTable {
+            slots: AtomicPtr::new(Box::into_raw(Box::new(Slots::with_capacity(8)))),
+            used: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl NameTable {
+    fn current(&self) -> &Slots {
+        // SAFETY: always a live array: replaced ones are retired, not
+        // dropped (fast (F1)), and read under fast (F2).
+        unsafe { &*self.slots.load(Ordering::Acquire) }
+    }
+
+    /// The binding of `name` (whose [`name_hash`] is `hash`), alive or not.
+    #[inline]
+    pub(super) fn get(&self, name: &'static str, hash: u64) -> Option<&NameValue> {
+        let (slot, key) = self.current().probe(name, hash);
+        key?;
+        let value = slot.value.load(Ordering::Acquire);
+        // SAFETY: a published value lives until retired after a
+        // replacement, read under fast (F2).
+        (!value.is_null()).then(|| unsafe { &(*value).0 })
+    }
+
+    // ----- writers: the tables lock is held (fast (F1)) -----
+
+    /// Bind `name` to `value`, or unbind it with `None`.
+    pub(super) fn set(&self, name: &'static str, value: Option<NameValue>) {
+        let hash = name_hash(name.as_bytes());
+        let (mut slot, mut key) = self.current().probe(name, hash);
+        if key.is_none() {
+            if value.is_none() {
+                return; // unbinding a name never bound
+            }
+            if (self.used.load(Ordering::Relaxed) + 1) * 2 > self.current().capacity() {
+                self.grow();
+                (slot, key) = self.current().probe(name, hash);
+            }
+            if key.is_none() {
+                slot.len.store(name.len(), Ordering::Relaxed);
+                slot.key
+                    .store(name.as_ptr().cast_mut(), Ordering::Release); // (N1)
+                self.used.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let new = value.map_or(null_mut(), |v| Box::into_raw(Box::new(Padded(v))));
+        let old = slot.value.swap(new, Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: from `Box::into_raw`, and no longer reachable (N3).
+            ext::defer_drop(unsafe { Box::from_raw(old) });
+        }
+    }
+
+    /// Move every bound name into an array with room for twice as many,
+    /// and publish it (N3).
+    fn grow(&self) {
+        let old = self.current();
+        let bound: Vec<(&Slot, *mut u8)> = old
+            .groups
+            .iter()
+            .flat_map(|g| g.0.iter())
+            .filter_map(|s| {
+                let key = s.key.load(Ordering::Relaxed);
+                (!key.is_null() && !s.value.load(Ordering::Relaxed).is_null()).then_some((s, key))
+            })
+            .collect();
+        let next = Slots::with_capacity(bound.len().max(4) * 4);
+        for (s, key) in &bound {
+            let len = s.len.load(Ordering::Relaxed);
+            // SAFETY: keys are the text of `&'static str` names (N1).
+            let text = unsafe { std::slice::from_raw_parts(*key, len) };
+            let mask = next.capacity() - 1;
+            let mut i = name_hash(text) as usize & mask;
+            while !next.slot(i).key.load(Ordering::Relaxed).is_null() {
+                i = (i + 1) & mask;
+            }
+            let to = next.slot(i);
+            to.len.store(len, Ordering::Relaxed);
+            to.key.store(*key, Ordering::Relaxed);
+            to.value
+                .store(s.value.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        self.used.store(bound.len(), Ordering::Relaxed);
+        // The Release half publishes the array's contents (N1).
+        let old = self
+            .slots
+            .swap(Box::into_raw(Box::new(next)), Ordering::AcqRel);
+        // SAFETY: from `Box::into_raw`, no longer reachable; its values
+        // moved to the new array, and `Slots` does not drop them (N3).
+        ext::defer_drop(unsafe { Box::from_raw(old) });
+    }
+}
+
+impl Drop for NameTable {
+    /// The runtime is gone: no reader remains; the current array owns its
+    /// values (N3).
+    fn drop(&mut self) {
+        // SAFETY: from `Box::into_raw`; nothing reads it any more.
+        let slots = unsafe { Box::from_raw(*self.slots.get_mut()) };
+        for slot in slots.groups.iter().flat_map(|g| g.0.iter()) {
+            let value = slot.value.load(Ordering::Relaxed);
+            if !value.is_null() {
+                // SAFETY: owned by this slot (N3).
+                drop(unsafe { Box::from_raw(value) });
+            }
+        }
+    }
+}
