@@ -12,6 +12,8 @@
 //!   time).
 //! - [`on_exit`]: run a closure on a scheduler when an actor exits (how a
 //!   process group drops a dead member at once and tells its watchers).
+//! - [`is_stop`]: whether an unwind caught with `catch_unwind` is a
+//!   cooperative stop (so a server can run its cleanup, then re-raise it).
 //! - [`defer_drop`]: drop a value once no scheduler can still be reading it
 //!   (how the registry's name table is read without a lock).
 //! - [`set_introspection_hook`]: what introspection reports about an actor
@@ -117,6 +119,34 @@ fn find<T: Any>(slots: &[std::sync::OnceLock<(TypeId, Extension)>]) -> Option<&T
     // (above), so the value found by that id is a `T` (the cast skips
     // `downcast_ref`'s virtual call on this hot path).
     Some(unsafe { &*t.cast::<T>() })
+}
+
+/// Whether `payload`, caught with `std::panic::catch_unwind`, is the
+/// unwind of a cooperative stop ([`request_stop`](crate::request_stop))
+/// rather than a panic. Re-raise it with `std::panic::resume_unwind` after
+/// cleaning up, so the actor still ends as stopped.
+///
+/// ```
+/// use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel::<&str>();
+///     let server = smarm::spawn(move || {
+///         let caught = catch_unwind(AssertUnwindSafe(|| smarm::sleep(std::time::Duration::from_secs(60))));
+///         if let Err(payload) = caught {
+///             let what = if smarm::ext::is_stop(&*payload) { "stopped" } else { "panicked" };
+///             tx.send(what).unwrap(); // cleanup runs outside the unwind
+///             resume_unwind(payload);
+///         }
+///     });
+///     smarm::sleep(std::time::Duration::from_millis(5));
+///     smarm::request_stop(server.pid());
+///     assert_eq!(rx.recv().unwrap(), "stopped");
+///     assert!(server.join().is_ok(), "still a stop, not a panic");
+/// });
+/// ```
+pub fn is_stop(payload: &(dyn Any + Send)) -> bool {
+    payload.is::<crate::actor::StopSignal>()
 }
 
 /// Drop `value` once no actor or callback of the current runtime that

@@ -229,6 +229,7 @@ pub(crate) fn spawn_in(
     slot.pinned.store(0, Ordering::Relaxed);
     slot.overruns.store(0, Ordering::Relaxed);
     slot.budget.store(0, Ordering::Relaxed);
+    slot.bounded_epoch.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
     if signals.is_some() {

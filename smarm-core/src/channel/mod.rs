@@ -81,7 +81,6 @@ use crate::actor::Pid;
 use crate::runtime::Shared;
 use crate::scheduler;
 use crate::sync::{LockClass, RawMutex};
-use crate::time::TimerAction;
 use std::cell::{RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -364,6 +363,7 @@ impl<T> Receiver<T> {
     /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
         let deadline = Instant::now().checked_add(timeout);
+        let mut woken = false;
         loop {
             let (me, epoch) = {
                 let mut taken = self.taken();
@@ -374,17 +374,17 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvTimeoutError::Disconnected);
                 }
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+                // The clock was just read on the first pass.
+                if (woken || timeout.is_zero()) && deadline.is_some_and(|d| Instant::now() >= d) {
                     return Err(RecvTimeoutError::Timeout);
                 }
+                woken = true;
                 register_current(&mut g, "Receiver::recv_timeout")
             };
             // Arm the deadline outside the channel locks.
-            let armed = deadline.map(|d| crate::time::arm(d, me, TimerAction::Wake { epoch }));
+            let bounded = deadline.map(|d| crate::time::bounded::arm(d, me, epoch));
             scheduler::park();
-            if let Some(armed) = armed {
-                armed.disarm();
-            }
+            drop(bounded);
             // Whatever woke us, this wait is over: drop a registration the
             // sender did not take, then re-check (message first).
             let mut g = self.inner.lock();

@@ -10,7 +10,6 @@
 use super::{register_epoch, Receiver};
 use crate::actor::Pid;
 use crate::scheduler;
-use crate::time::TimerAction;
 use std::time::{Duration, Instant};
 
 pub(crate) mod sealed {
@@ -175,7 +174,7 @@ fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<
             scheduler::retire_wait();
             return Ok(None);
         }
-        let timer = deadline.map(|d| crate::time::arm(d, me, TimerAction::Wake { epoch }));
+        let timer = deadline.map(|d| crate::time::bounded::arm(d, me, epoch));
         let cleanup = Cleanup {
             arms,
             me,
@@ -184,9 +183,7 @@ fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<
         };
         scheduler::park();
         drop(cleanup);
-        if let Some(timer) = timer {
-            timer.disarm();
-        }
+        drop(timer);
         // End the wait: every sibling registration is now stale, and a
         // wake that raced the one we got is eaten here.
         scheduler::retire_wait();

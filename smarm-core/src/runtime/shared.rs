@@ -275,6 +275,7 @@ impl Shared {
             match entry.action {
                 TimerAction::Wake { epoch } => self.unpark_at(entry.pid, epoch),
                 TimerAction::Send(fire) => fire(),
+                TimerAction::WakeBounded => crate::time::bounded::fire(self, entry.pid, entry.seq),
             }
         }
     }
@@ -348,6 +349,7 @@ impl Shared {
                 .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
             && self.io_outstanding.load(Ordering::Acquire) == 0
             && self.timers.lock().armed() == 0
+            && !crate::time::bounded::any_waiting(self)
     }
 
     /// Stop every actor still alive (once per run).

@@ -10,6 +10,9 @@ use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
 
+/// Every this many pops, a busy scheduler checks for due timers.
+const DUE_CHECK_TICK: u32 = 8;
+
 /// Every this many pops, a scheduler with deferred drops pending tries to
 /// reclaim them (and always before it parks).
 const RECLAIM_TICK: u32 = 64;
@@ -44,7 +47,9 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         if shared.reclaim.has_pending() && worker.tick.get().is_multiple_of(RECLAIM_TICK) {
             shared.reclaim.reclaim();
         }
-        if shared.coord.deadline_due() {
+        // The clock is read at most every DUE_CHECK_TICK pops (a few us of
+        // timer lateness under load; an idle scheduler checks at once).
+        if worker.tick.get().is_multiple_of(DUE_CHECK_TICK) && shared.coord.deadline_due() {
             shared.fire_due_timers(true);
         }
         let Some(pid) = pop(shared, &worker, &mut steal_buf) else {
@@ -259,6 +264,7 @@ fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: O
     }
     runner.entry = None;
     slot.stop.store(false, Ordering::Relaxed);
+    crate::time::bounded::finish(shared, slot);
     slot.word.finish();
     let (joiner, recycle, dropped, signals, reason) = {
         let mut cold = slot.cold.lock();

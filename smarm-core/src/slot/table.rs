@@ -50,6 +50,13 @@ pub(crate) struct Slot {
     /// Timeslice-clock ticks the actor has run (feature
     /// `budget-accounting`). Written only by the scheduler running it.
     pub(crate) budget: AtomicU64,
+    /// The bounded wait the actor is in: its epoch + 1, or 0 (time
+    /// bounded (B1)). Written by the actor.
+    pub(crate) bounded_epoch: AtomicU32,
+    /// The actor's cached wait timer: its seq + 1 (0 = none) and deadline
+    /// (coordinator nanos). Armed by the actor, cleared when it fires.
+    pub(crate) wait_timer_seq: AtomicU64,
+    pub(crate) wait_timer_at: AtomicU64,
     pub(crate) cold: RawMutex<Cold>,
 }
 
@@ -60,7 +67,7 @@ unsafe impl Sync for Slot {}
 unsafe impl Send for Slot {}
 
 impl Slot {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Slot {
             word: SlotWord::vacant(1),
             stop: AtomicBool::new(false),
@@ -73,6 +80,9 @@ impl Slot {
             }),
             overruns: AtomicU64::new(0),
             budget: AtomicU64::new(0),
+            bounded_epoch: AtomicU32::new(0),
+            wait_timer_seq: AtomicU64::new(0),
+            wait_timer_at: AtomicU64::new(0),
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
         }
     }

@@ -31,7 +31,6 @@ use crate::actor::Pid;
 use crate::runtime::Shared;
 use crate::scheduler;
 use crate::sync::{LockClass, RawMutex};
-use crate::time::TimerAction;
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -290,11 +289,9 @@ impl<T> Mutex<T> {
         };
         let mut epoch = epoch;
         loop {
-            let timer = deadline.map(|d| crate::time::arm(d, pid, TimerAction::Wake { epoch }));
+            let bounded = deadline.map(|d| crate::time::bounded::arm(d, pid, epoch));
             scheduler::park();
-            if let Some(t) = timer {
-                t.disarm();
-            }
+            drop(bounded);
             let mut st = self.core.state.lock();
             if st.owner == Some(me) {
                 queued.armed = false;

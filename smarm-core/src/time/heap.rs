@@ -5,6 +5,7 @@ use crate::actor::Pid;
 use crate::park::Coordinator;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
 /// Identifies an armed message timer, for
@@ -15,6 +16,13 @@ pub struct TimerId {
     seq: u64,
 }
 
+impl TimerId {
+    /// The timer's sequence number in its runtime.
+    pub(crate) fn seq(self) -> u64 {
+        self.seq
+    }
+}
+
 /// What an expired timer does.
 pub(crate) enum TimerAction {
     /// Wake `pid` for wait `epoch` (sleep, and the deadline of a bounded
@@ -22,11 +30,14 @@ pub(crate) enum TimerAction {
     Wake { epoch: u32 },
     /// Run a delivery thunk (`send_after_to`), outside the timers lock.
     Send(Box<dyn FnOnce() + Send>),
+    /// Wake `pid`'s current bounded wait, if it is in one: the actor's
+    /// cached wait timer (see `bounded.rs`).
+    WakeBounded,
 }
 
 pub(crate) struct Entry {
     pub(crate) deadline: Instant,
-    seq: u64,
+    pub(crate) seq: u64,
     pub(crate) pid: Pid,
     pub(crate) action: TimerAction,
 }
@@ -48,6 +59,30 @@ impl Ord for Entry {
     }
 }
 
+/// Cancelled entries the heap may hold beyond twice the armed ones.
+const COMPACT_SLACK: usize = 64;
+
+/// Hashes a timer's sequence number (unique, increasing) with one
+/// multiply: SipHash's DoS resistance buys nothing for internal counters.
+#[derive(Default)]
+pub(crate) struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// All timers of a runtime. Lives under the runtime's Timers-class lock,
 /// which is also the serialization the coordinator's timekeeper protocol
 /// requires (park (I4)).
@@ -57,7 +92,10 @@ pub(crate) struct TimerHeap {
     heap: BinaryHeap<Reverse<Entry>>,
     next_seq: u64,
     /// Timers neither fired nor cancelled. An entry not in here is skipped.
-    armed: HashSet<u64>,
+    armed: HashSet<u64, BuildHasherDefault<SeqHasher>>,
+    /// Armed `WakeBounded` timers (they stay armed between waits, so the
+    /// root-exit sweep does not count them: bounded.rs).
+    cached: usize,
     /// Entries removed without firing. Their actions may own values whose
     /// destructors take other locks (a `Sender`), so callers drop them
     /// after releasing the timers lock, via [`take_garbage`](Self::take_garbage).
@@ -70,7 +108,8 @@ impl TimerHeap {
             runtime,
             heap: BinaryHeap::new(),
             next_seq: 0,
-            armed: HashSet::new(),
+            armed: HashSet::default(),
+            cached: 0,
             garbage: Vec::new(),
         }
     }
@@ -85,6 +124,9 @@ impl TimerHeap {
     ) -> TimerId {
         let seq = self.next_seq;
         self.next_seq += 1;
+        if matches!(action, TimerAction::WakeBounded) {
+            self.cached += 1;
+        }
         self.heap.push(Reverse(Entry {
             deadline,
             seq,
@@ -107,13 +149,43 @@ impl TimerHeap {
             // deadline snapshot is exact.
             self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
             coord.refresh_deadline(None);
+        } else if was_armed && self.heap.len() > COMPACT_SLACK + 2 * self.armed.len() {
+            self.compact(coord);
         }
         was_armed
     }
 
-    /// Number of armed timers.
+    /// Drop the cancelled entries from the heap (into `garbage`). Bounded
+    /// waits are cancelled far more often than they fire (a call's timeout,
+    /// say): without this the heap would hold every cancelled deadline until
+    /// it passed, and every insert would pay for them. Amortised O(1) per
+    /// cancel: it runs when the cancelled entries outnumber the armed ones
+    /// by `COMPACT_SLACK`.
+    fn compact(&mut self, coord: &Coordinator) {
+        let (keep, drop): (Vec<_>, Vec<_>) = std::mem::take(&mut self.heap)
+            .into_vec()
+            .into_iter()
+            .partition(|Reverse(e)| self.armed.contains(&e.seq));
+        self.heap = BinaryHeap::from(keep);
+        self.garbage.extend(drop.into_iter().map(|Reverse(e)| e));
+        coord.refresh_deadline(self.peek_deadline());
+    }
+
+    /// Number of armed timers, actors' cached wait timers excluded.
     pub(crate) fn armed(&self) -> usize {
-        self.armed.len()
+        self.armed.len() - self.cached
+    }
+
+    /// Disarm the cached wait timer `seq` of an actor that finished.
+    pub(crate) fn cancel_cached(&mut self, coord: &Coordinator, seq: u64) {
+        if self.armed.contains(&seq) {
+            self.cached -= 1;
+            let id = TimerId {
+                runtime: self.runtime,
+                seq,
+            };
+            self.cancel(coord, id);
+        }
     }
 
     /// The earliest deadline, cancelled entries included.
@@ -132,6 +204,9 @@ impl TimerHeap {
                 break;
             };
             if self.armed.remove(&entry.seq) {
+                if matches!(entry.action, TimerAction::WakeBounded) {
+                    self.cached -= 1;
+                }
                 out.push(entry);
             } else {
                 self.garbage.push(entry);
@@ -144,6 +219,7 @@ impl TimerHeap {
     pub(crate) fn clear(&mut self, coord: &Coordinator) {
         self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
         self.armed.clear();
+        self.cached = 0;
         coord.refresh_deadline(None);
     }
 

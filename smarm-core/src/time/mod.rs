@@ -11,7 +11,11 @@
 //! due-check at the top of every scheduler loop, and the timekeeper, the
 //! one idle scheduler parked with the earliest deadline as its timeout
 //! (see [`crate::park`]). Every insert notes its deadline with the
-//! coordinator under the timers lock.
+//! coordinator under the timers lock. Bounded waits (`recv_timeout` and
+//! friends) do not arm and cancel a timer each: an actor keeps one cached
+//! timer across its bounded waits (`bounded.rs`). Cancelled entries are
+//! compacted out of the heap once they outnumber the armed ones, so a heap
+//! of mostly-cancelled deadlines never slows inserts.
 //!
 //! # Invariants
 //!
@@ -22,6 +26,7 @@
 //! - (I3) A sleep unwound by a stop cancels its timer, so a stopped
 //!   sleeper leaves no armed timer behind to delay the root-exit sweep.
 
+pub(crate) mod bounded;
 mod heap;
 
 pub use heap::TimerId;
@@ -54,7 +59,7 @@ pub fn sleep(duration: Duration) {
     }
     loop {
         let (me, epoch) = scheduler::begin_wait("sleep");
-        let timer = arm(deadline, me, TimerAction::Wake { epoch });
+        let timer = arm_wake(deadline, me, TimerAction::Wake { epoch });
         scheduler::park();
         if Instant::now() >= deadline {
             // Fired (or due and about to be popped as stale).
@@ -70,7 +75,7 @@ pub fn sleep(duration: Duration) {
 pub(crate) struct ArmedTimer(TimerId);
 
 /// Arm a timer at `deadline` for the running actor `pid`.
-pub(crate) fn arm(deadline: Instant, pid: crate::Pid, action: TimerAction) -> ArmedTimer {
+fn arm_wake(deadline: Instant, pid: crate::Pid, action: TimerAction) -> ArmedTimer {
     let id = scheduler::with_current_actor("a timed wait", |_, shared| {
         shared
             .timers

@@ -1,0 +1,175 @@
+//! Bounded waits (`recv_timeout`, `select_timeout`, `Mutex::lock_timeout`):
+//! one cached timer per actor instead of a timer armed and cancelled per
+//! wait.
+//!
+//! A bounded wait usually ends long before its deadline (a call's reply
+//! arrives in microseconds; its timeout is seconds away), so arming a heap
+//! timer and cancelling it on every wait is mostly wasted work under the
+//! runtime-wide timers lock. Instead the actor marks its slot as being in a
+//! bounded wait (`bounded_epoch`), and makes sure a timer of its own is
+//! pending no later than the deadline: the one it armed for an earlier wait
+//! if that one is due soon enough, else a new one. When a cached timer
+//! fires it wakes whatever bounded wait the actor is in by then; the wait
+//! re-checks its own deadline and, if it is not reached, waits again with a
+//! new timer. A wait may therefore wake early, never late.
+//!
+//! # Invariants
+//!
+//! - (B1) While an actor is in a bounded wait, a timer of its own with a
+//!   deadline no later than the wait's is armed, or has fired after the
+//!   wait was marked (and so woke it). The actor marks the wait, then (SeqCst
+//!   fence) looks at its cached timer; a firing timer clears its mark, then
+//!   (SeqCst fence) reads the actor's wait: either the actor sees the timer
+//!   gone and arms a new one, or the timer sees the wait and wakes it. The
+//!   loom model below checks this handshake.
+//! - (B2) A cached timer wakes only the wait that is current when it fires,
+//!   through `unpark_at` with that wait's epoch: a wait that ended is never
+//!   woken, and a wait that is not bounded is never marked.
+//! - (B3) A finished actor's cached timer is cancelled at finalisation, so
+//!   pending timers stay bounded by live actors; the root-exit sweep counts
+//!   a cached timer only while its actor is in a bounded wait.
+
+use super::TimerAction;
+use crate::actor::Pid;
+use crate::loom::{fence, Ordering};
+use crate::runtime::Shared;
+use crate::scheduler;
+use crate::slot::Slot;
+use std::time::Instant;
+
+/// The running actor `pid` is in the bounded wait `epoch` until dropped.
+pub(crate) struct BoundedWait {
+    pid: Pid,
+}
+
+/// Enter the bounded wait `epoch` of the running actor `pid`, ending at
+/// `deadline` (B1). Call after `begin_wait`, before parking; drop the guard
+/// when the wait is over (including on an unwind).
+pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
+    scheduler::with_current_actor("a timed wait", |_, shared| {
+        let Some(slot) = shared.slots.get(pid.index()) else {
+            return;
+        };
+        let at = shared.coord.deadline_nanos(deadline);
+        if !enter(slot, epoch, at) {
+            return; // the cached timer fires in time (B1)
+        }
+        let id = shared
+            .timers
+            .lock()
+            .insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
+        cache(slot, id.seq(), at);
+    });
+    BoundedWait { pid }
+}
+
+impl Drop for BoundedWait {
+    fn drop(&mut self) {
+        let pid = self.pid;
+        scheduler::with_worker(|_, shared| {
+            if let Some(slot) = shared.slots.get(pid.index()) {
+                slot.bounded_epoch.store(0, Ordering::SeqCst);
+            }
+        });
+    }
+}
+
+/// Mark the bounded wait `epoch` (ending at `at`) on the actor's slot;
+/// `true` if a new timer must be armed (none cached, or the cached one is
+/// due too late) (B1).
+fn enter(slot: &Slot, epoch: u32, at: u64) -> bool {
+    slot.bounded_epoch.store(epoch + 1, Ordering::Relaxed);
+    fence(Ordering::SeqCst);
+    slot.wait_timer_seq.load(Ordering::Relaxed) == 0
+        || slot.wait_timer_at.load(Ordering::Relaxed) > at
+}
+
+/// Record the timer `seq`, due at `at`, as the actor's cached one.
+fn cache(slot: &Slot, seq: u64, at: u64) {
+    slot.wait_timer_at.store(at, Ordering::Relaxed);
+    slot.wait_timer_seq.store(seq + 1, Ordering::Release);
+}
+
+/// The cached timer `seq` fired: clear it and return the epoch of the
+/// bounded wait to wake, if the actor is in one (B1, B2).
+fn fired(slot: &Slot, seq: u64) -> Option<u32> {
+    let _ = slot.wait_timer_seq.compare_exchange(
+        seq + 1,
+        0,
+        Ordering::AcqRel,
+        Ordering::Relaxed,
+    );
+    fence(Ordering::SeqCst);
+    match slot.bounded_epoch.load(Ordering::Relaxed) {
+        0 => None,
+        bounded => Some(bounded - 1),
+    }
+}
+
+/// A cached timer `seq` of `pid` fired: wake its bounded wait, if any.
+/// Runs on a scheduler, outside the timers lock.
+pub(crate) fn fire(shared: &Shared, pid: Pid, seq: u64) {
+    let Some(slot) = shared.slots.get(pid.index()) else {
+        return;
+    };
+    if slot.word.load().generation() != pid.generation() {
+        return; // finished (its timer was cancelled, this one raced it)
+    }
+    if let Some(epoch) = fired(slot, seq) {
+        shared.unpark_at(pid, epoch);
+    }
+}
+
+/// The actor of `slot` finished: cancel its cached timer (B3).
+pub(crate) fn finish(shared: &Shared, slot: &Slot) {
+    slot.bounded_epoch.store(0, Ordering::Relaxed);
+    let seq = slot.wait_timer_seq.swap(0, Ordering::SeqCst);
+    if seq != 0 {
+        let garbage = {
+            let mut timers = shared.timers.lock();
+            timers.cancel_cached(&shared.coord, seq - 1);
+            timers.take_garbage()
+        };
+        drop(garbage);
+    }
+}
+
+/// Whether any actor of `shared` is in a bounded wait (its cached timer
+/// may be the one thing that wakes it: B3). Scans the slots: only the
+/// root-exit sweep asks.
+pub(crate) fn any_waiting(shared: &Shared) -> bool {
+    (0..shared.slots.high_water()).any(|i| {
+        shared
+            .slots
+            .get(i as u32)
+            .is_some_and(|slot| slot.bounded_epoch.load(Ordering::SeqCst) != 0)
+    })
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// The actor enters a bounded wait while its cached timer (seq 7, due
+    /// at 100) fires. Either the actor arms a new timer, or the firing timer
+    /// wakes this very wait: never neither (B1).
+    #[test]
+    fn a_bounded_wait_is_never_left_without_a_timer() {
+        loom::model(|| {
+            let slot = Arc::new(Slot::new());
+            cache(&slot, 7, 100);
+            let timer = {
+                let slot = slot.clone();
+                thread::spawn(move || fired(&slot, 7))
+            };
+            let arms_new = enter(&slot, 3, 200);
+            let woke = timer.join().unwrap();
+            assert!(
+                arms_new || woke == Some(3),
+                "the wait kept a timer that had already fired without waking it"
+            );
+        });
+    }
+}

@@ -1,0 +1,80 @@
+//! Bounded waits keep one cached timer per actor: a wait never ends early
+//! or late past its own deadline, and a cached timer left pending by a
+//! finished wait does not delay shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use std::time::{Duration, Instant};
+use support::{run_with, Rng, THREADS};
+
+/// Long-timeout waits that end at once leave a cached timer far in the
+/// future; a short wait after them must still time out on time.
+#[test]
+fn a_short_timeout_after_long_ones_fires_on_time() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (tx, rx) = smarm::channel::<u32>();
+            for i in 0..10 {
+                let t = tx.clone();
+                drop(smarm::spawn(move || t.send(i).unwrap()));
+                assert!(rx.recv_timeout(Duration::from_secs(30)).is_ok());
+            }
+            let t0 = Instant::now();
+            assert_eq!(
+                rx.recv_timeout(Duration::from_millis(20)),
+                Err(smarm::RecvTimeoutError::Timeout)
+            );
+            let waited = t0.elapsed();
+            assert!(waited >= Duration::from_millis(20), "early: {waited:?}");
+            assert!(waited < Duration::from_millis(500), "late: {waited:?}");
+        });
+    }
+}
+
+/// Random timeouts, some shorter and some longer than the cached timer:
+/// every one waits at least its timeout.
+#[test]
+fn bounded_waits_never_end_early() {
+    run_with(2, || {
+        let (_tx, rx) = smarm::channel::<u32>();
+        let (_tx2, rx2) = smarm::channel::<u32>();
+        let mut rng = Rng::new(7);
+        for i in 0..200 {
+            let timeout = Duration::from_micros(rng.below(3_000));
+            let t0 = Instant::now();
+            if i % 2 == 0 {
+                assert!(rx.recv_timeout(timeout).is_err());
+            } else {
+                assert_eq!(smarm::select_timeout(&[&rx, &rx2], timeout), None);
+            }
+            assert!(t0.elapsed() >= timeout, "wait {i} ended early");
+        }
+    });
+}
+
+/// An actor whose bounded waits all finished (its cached timer is due in
+/// a minute) and that then blocks for good does not keep `run` from
+/// returning: the root-exit sweep ignores a cached timer once its actor is
+/// not in a bounded wait.
+#[test]
+fn a_pending_cached_timer_does_not_delay_the_root_exit_sweep() {
+    let t0 = Instant::now();
+    run_with(2, || {
+        let (ready_tx, ready_rx) = smarm::channel::<()>();
+        drop(smarm::spawn(move || {
+            let (tx, rx) = smarm::channel::<u32>();
+            tx.send(1).unwrap();
+            rx.recv_timeout(Duration::from_secs(60)).unwrap(); // arms, ends at once
+            let (_never_tx, never) = smarm::channel::<u32>();
+            ready_tx.send(()).unwrap();
+            let _ = never.recv(); // blocked for good
+        }));
+        ready_rx.recv().unwrap();
+    });
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "run waited {:?} for a cached timer",
+        t0.elapsed()
+    );
+}
