@@ -22,7 +22,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 10] = [
+const WORKLOADS: [&str; 11] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -33,6 +33,7 @@ const WORKLOADS: [&str; 10] = [
     "memory",
     "send_channel",
     "send_name",
+    "call",
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
@@ -91,6 +92,7 @@ fn run_child(peer: &str, name: &str) -> ExitCode {
         "skynet" => skynet_workload,
         "send_channel" => || send_workload(false),
         "send_name" => || send_workload(true),
+        "call" => call_workload,
         "timers" => timers_workload,
         "memory" => memory_workload,
         other => {
@@ -276,6 +278,58 @@ fn send_workload(by_name: bool) -> (f64, &'static str) {
     }
     assert_eq!(done_rx.recv().unwrap(), SENDS);
     (t0.elapsed().as_nanos() as f64 / SENDS as f64, "ns/send")
+}
+
+/// The benchmark specification's call server: a counter; each call adds
+/// one and replies with the new value.
+struct CallCounter(u64);
+
+impl smarm::GenServer for CallCounter {
+    type Args = ();
+    type Call = ();
+    type Reply = u64;
+    type Cast = ();
+    type Info = ();
+    fn init(_: (), _: &mut smarm::gen_server::Ctx<Self>) -> Result<Self, smarm::gen_server::InitError> {
+        Ok(CallCounter(0))
+    }
+    fn handle_call(
+        &mut self,
+        _: (),
+        reply: smarm::Reply<u64>,
+        _: &mut smarm::gen_server::Ctx<Self>,
+    ) -> smarm::gen_server::Flow {
+        self.0 += 1;
+        reply.reply(self.0);
+        smarm::gen_server::Flow::Continue
+    }
+}
+
+const CALL_CLIENTS: u64 = 4;
+const CALLS_EACH: u64 = 250_000;
+
+fn call_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let server = smarm::gen_server::start::<CallCounter>(()).unwrap();
+    let (done_tx, done_rx) = channel::<u64>();
+    for _ in 0..CALL_CLIENTS {
+        let (server, done) = (server.clone(), done_tx.clone());
+        drop(smarm::spawn(move || {
+            let mut max = 0;
+            for _ in 0..CALLS_EACH {
+                max = max.max(server.call(()).unwrap());
+            }
+            done.send(max).unwrap();
+        }));
+    }
+    let max = (0..CALL_CLIENTS).map(|_| done_rx.recv().unwrap()).max();
+    let elapsed = t0.elapsed();
+    assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
+    server.shutdown().unwrap();
+    (
+        elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
+        "ns/call",
+    )
 }
 
 const TIMERS_N: usize = 100_000;

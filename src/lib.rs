@@ -82,6 +82,15 @@ pub mod pg {
     pub use smarm_otp::pg::*;
 }
 
+/// Servers: a state-owning actor serving calls and casts
+/// ([`GenServer`](gen_server::GenServer), [`start`](gen_server::start),
+/// [`GenServerRef`](gen_server::GenServerRef)).
+pub mod gen_server {
+    pub use smarm_otp::gen_server::*;
+}
+
+pub use smarm_otp::gen_server::{CallError, GenServer, GenServerRef, Reply};
+
 /// The typed registry: names, typed addresses, name- and pid-addressed
 /// sends (its [`SendError`](registry::SendError) hands the message back).
 pub mod registry {

@@ -1,9 +1,10 @@
 //! OTP behaviours on top of the smarm runtime.
 //!
 //! Built on `smarm-core`'s public API and its extension surface
-//! (`smarm_core::ext`). Today: the typed registry ([`registry`]) and process
-//! groups ([`pg`]). gen_server and supervisor follow.
+//! (`smarm_core::ext`): the typed registry ([`registry`]), process groups
+//! ([`pg`]) and servers ([`gen_server`]).
 
+pub mod gen_server; // a state-owning actor serving calls and casts
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends
 

@@ -318,6 +318,16 @@ pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>>
     })
 }
 
+/// The live holder of `name` and a clone of its sender for `M`: how
+/// `gen_server` rebuilds a typed server address from a name.
+pub(crate) fn resolve_sender<M: Send + 'static>(name: Name<M>) -> Option<(Pid, Sender<M>)> {
+    with_tables(|t| {
+        let pid = t.holder(name.name)?;
+        let tx = t.live_inbox(pid)?.sender::<M>()?.clone();
+        Some((pid, tx))
+    })
+}
+
 /// Send on `pid`'s channel for `M` (the channel's lock is the only lock
 /// taken; the wake it may make takes only run-queue locks).
 fn deliver<M: Send + 'static>(fast: &Fast, pid: Pid, msg: M) -> Result<(), SendError<M>> {

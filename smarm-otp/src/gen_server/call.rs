@@ -1,0 +1,123 @@
+//! The call machinery, written once: a fresh reply slot per call, a
+//! deadline, and failure detection through the reply slot itself. Used by
+//! [`GenServerRef::call`](super::GenServerRef::call) and by the typed actors
+//! `#[derive(Actor)]` generates.
+//!
+//! # How a call fails fast
+//!
+//! The request carries a [`Reply`]: the only way back to the caller. The
+//! caller waits on it with a deadline. If the server is already gone, the
+//! send of the request fails at once (its mailbox is closed). If it dies
+//! before replying, the `Reply` is dropped with it (queued requests are
+//! dropped when its mailbox closes; the one being handled unwinds with the
+//! handler), and a dropped `Reply` wakes the caller with
+//! [`CallError::ServerDown`] at once. This is what a monitor would report,
+//! without setting one up per call.
+//!
+//! # Invariants
+//!
+//! - (C1) Every call has its own reply slot, dropped by the caller when it
+//!   gives up: a reply that arrives after a timeout is discarded, and can
+//!   never be taken by a later call.
+//! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
+//!   unused fails the call.
+
+use smarm_core::channel::{channel, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+use thiserror::Error;
+
+/// How long [`GenServerRef::call`](super::GenServerRef::call) and the
+/// derived actors' calls wait by default (Erlang's default, 5 s).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why a call returned no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum CallError {
+    /// No reply within the timeout; the server may still be working on it
+    /// (its late reply is discarded).
+    #[error("smarm: call timed out after {0:?} (the server is alive but did not reply in time)")]
+    Timeout(Duration),
+    /// The server was down, or went down (or dropped the request's reply
+    /// slot) before replying.
+    #[error("smarm: call failed: the server is down or exited without replying")]
+    ServerDown,
+}
+
+/// The reply slot of one call: give the caller its answer with
+/// [`Reply::reply`], now or later (keep it in the server's state to reply
+/// after other messages: a deferred reply). Dropping it unanswered fails
+/// the call with [`CallError::ServerDown`] (C2).
+#[must_use = "a dropped Reply fails the caller's call: reply, or keep it to reply later"]
+pub struct Reply<T> {
+    tx: Sender<T>,
+}
+
+impl<T: Send> Reply<T> {
+    /// Answer the call. `false` if the caller is no longer waiting (it
+    /// timed out or went down): the value is discarded (C1).
+    pub fn reply(self, value: T) -> bool {
+        self.tx.send(value).is_ok()
+    }
+
+    /// Whether the caller still waits for this reply.
+    pub fn is_waited_on(&self) -> bool {
+        !self.tx.is_closed()
+    }
+}
+
+impl<T> std::fmt::Debug for Reply<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reply")
+    }
+}
+
+/// Make a call: build the request around a fresh [`Reply`] with
+/// `request`, hand it to `deliver` (which sends it to the server and
+/// returns the request back if the server's mailbox is closed), and wait
+/// up to `timeout` for the answer.
+///
+/// This is the one implementation of call semantics; typed wrappers build
+/// on it.
+///
+/// ```
+/// use smarm::gen_server::{call, Reply};
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     // A hand-written server: requests carry their reply slot.
+///     let (tx, rx) = smarm::channel::<(u32, Reply<u32>)>();
+///     let server = smarm::spawn(move || {
+///         while let Ok((n, reply)) = rx.recv() {
+///             reply.reply(n * 2);
+///         }
+///     });
+///     let doubled = call(
+///         |reply| (21, reply),
+///         |req| tx.send(req).map_err(|e| e.0),
+///         Duration::from_secs(5),
+///     );
+///     assert_eq!(doubled, Ok(42));
+///     drop(tx);
+///     server.join().unwrap();
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn call<Req, R: Send>(
+    request: impl FnOnce(Reply<R>) -> Req,
+    deliver: impl FnOnce(Req) -> Result<(), Req>,
+    timeout: Duration,
+) -> Result<R, CallError> {
+    // The caller's end of this call alone (C1).
+    let (tx, rx): (Sender<R>, Receiver<R>) = channel();
+    if deliver(request(Reply { tx })).is_err() {
+        return Err(CallError::ServerDown);
+    }
+    match rx.recv_timeout(timeout) {
+        Ok(value) => Ok(value),
+        Err(RecvTimeoutError::Timeout) => Err(CallError::Timeout(timeout)),
+        Err(RecvTimeoutError::Disconnected) => Err(CallError::ServerDown),
+    }
+}
