@@ -89,6 +89,12 @@ pub mod gen_server {
     pub use smarm_otp::gen_server::*;
 }
 
+/// Supervision trees: [`start`](supervisor::start) a supervisor with
+/// [`ChildSpec`](supervisor::ChildSpec)s; it restarts them by strategy.
+pub mod supervisor {
+    pub use smarm_otp::supervisor::*;
+}
+
 pub use smarm_otp::gen_server::{CallError, GenServer, GenServerRef, Reply};
 
 /// The typed registry: names, typed addresses, name- and pid-addressed

@@ -12,8 +12,10 @@
 //!   time).
 //! - [`on_exit`]: run a closure on a scheduler when an actor exits (how a
 //!   process group drops a dead member at once and tells its watchers).
-//! - [`is_stop`]: whether an unwind caught with `catch_unwind` is a
-//!   cooperative stop (so a server can run its cleanup, then re-raise it).
+//! - [`is_stop`], [`clear_stop`]: whether an unwind caught with
+//!   `catch_unwind` is a cooperative stop, and setting the stop aside while
+//!   cleanup blocks (so a server can run `terminate`, a supervisor can stop
+//!   its children, and then re-raise it).
 //! - [`defer_drop`]: drop a value once no scheduler can still be reading it
 //!   (how the registry's name table is read without a lock).
 //! - [`set_introspection_hook`]: what introspection reports about an actor
@@ -147,6 +149,23 @@ fn find<T: Any>(slots: &[std::sync::OnceLock<(TypeId, Extension)>]) -> Option<&T
 /// ```
 pub fn is_stop(payload: &(dyn Any + Send)) -> bool {
     payload.is::<crate::actor::StopSignal>()
+}
+
+/// Set aside the running actor's pending stop, so the cleanup it runs
+/// after catching the stop unwind ([`is_stop`]) can block (`recv`,
+/// `sleep`, `join`) instead of being unwound again at its first blocking
+/// call. Re-raise the stop with `std::panic::resume_unwind` when done. A
+/// stop requested after this call is pending again.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn clear_stop() {
+    scheduler::with_current_actor("clear_stop", |me, shared| {
+        if let Some(slot) = shared.slots.get(me.index()) {
+            slot.stop.store(false, crate::loom::Ordering::Release);
+        }
+    });
 }
 
 /// Drop `value` once no actor or callback of the current runtime that

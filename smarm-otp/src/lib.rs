@@ -2,9 +2,11 @@
 //!
 //! Built on `smarm-core`'s public API and its extension surface
 //! (`smarm_core::ext`): the typed registry ([`registry`]), process groups
-//! ([`pg`]) and servers ([`gen_server`]).
+//! ([`pg`]), servers ([`gen_server`]) and supervision trees
+//! ([`supervisor`]).
 
 pub mod gen_server; // a state-owning actor serving calls and casts
+pub mod supervisor; // start, watch and restart children; trees of them
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends
 

@@ -183,6 +183,15 @@ pub enum StartError {
     /// The server's actor could not be created.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// A supervisor's child did not start (so neither did the supervisor,
+    /// when it was starting).
+    #[error("smarm: child {id:?} failed to start: {error}")]
+    Child {
+        /// The child's id.
+        id: String,
+        /// Why it did not start.
+        error: Box<StartError>,
+    },
 }
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,

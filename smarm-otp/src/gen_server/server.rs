@@ -97,7 +97,10 @@ pub(super) fn serve<G: GenServer>(
     }));
     let (reason, unwind) = match ended {
         Ok(reason) => (reason, None),
-        Err(payload) if smarm_core::ext::is_stop(&*payload) => (StopReason::Shutdown, Some(payload)),
+        Err(payload) if smarm_core::ext::is_stop(&*payload) => {
+            smarm_core::ext::clear_stop(); // terminate may block
+            (StopReason::Shutdown, Some(payload))
+        }
         Err(payload) => (StopReason::Error(panic_message(&*payload)), Some(payload)),
     };
     state.terminate(&reason, &mut ctx); // (S1)

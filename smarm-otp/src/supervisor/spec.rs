@@ -1,0 +1,204 @@
+//! What a supervisor is told: child specs, restart types, shutdown
+//! policies, strategies and restart intensity.
+
+use super::{start_link, SupervisorRef};
+use crate::gen_server::{Builder, GenServer, StartError};
+use smarm_core::Pid;
+use std::time::Duration;
+
+/// When a child that exited is restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restart {
+    /// Always.
+    Permanent,
+    /// Only after an abnormal exit (a panic, or a kill by a link); not
+    /// after a normal exit or a stop.
+    Transient,
+    /// Never: an exited temporary child is forgotten.
+    Temporary,
+}
+
+/// How a child is stopped when its supervisor stops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Request its stop and do not wait for it.
+    BrutalKill,
+    /// Request its stop (destructors and `terminate` run) and wait up to
+    /// this long for it to exit. A child still running after that is
+    /// left with its stop pending (it unwinds at its next safepoint) and
+    /// the supervisor goes on: smarm cannot end an actor that never reaches
+    /// a safepoint.
+    Timeout(Duration),
+    /// Request its stop and wait however long it takes (the default for a
+    /// child that is itself a supervisor).
+    Infinity,
+}
+
+/// Whether a child is a worker or a supervisor (which only changes its
+/// default shutdown and how `which_children` reports it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildKind {
+    /// A worker actor or server.
+    Worker,
+    /// A supervisor (a subtree).
+    Supervisor,
+}
+
+/// Which children restart when one exits and is to be restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Only that child.
+    OneForOne,
+    /// Every child: the others are stopped (in reverse start order), then
+    /// all are started again in order.
+    OneForAll,
+    /// That child and every child started after it.
+    RestForOne,
+}
+
+/// A supervisor's strategy and restart intensity: more than `intensity`
+/// restarts within `period` and the supervisor gives up: it stops its
+/// children and exits abnormally, for its own supervisor to handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SupFlags {
+    /// Which children restart together.
+    pub strategy: Strategy,
+    /// Most restarts allowed within `period`.
+    pub intensity: u32,
+    /// The window `intensity` counts over.
+    pub period: Duration,
+}
+
+impl SupFlags {
+    /// `strategy` with Erlang's default intensity: 1 restart in 5 s.
+    pub fn new(strategy: Strategy) -> Self {
+        SupFlags {
+            strategy,
+            intensity: 1,
+            period: Duration::from_secs(5),
+        }
+    }
+
+    /// At most `restarts` restarts within `period`.
+    pub fn intensity(mut self, restarts: u32, period: Duration) -> Self {
+        self.intensity = restarts;
+        self.period = period;
+        self
+    }
+}
+
+/// The function that starts a child: run in the supervisor, it must link
+/// the child to the caller (`spawn_link`, `Builder::link`) and return its
+/// pid.
+pub type StartFn = Box<dyn FnMut() -> Result<Pid, StartError> + Send>;
+
+/// One child of a supervisor: how to start it, and when and how to restart
+/// and stop it.
+pub struct ChildSpec {
+    pub(super) id: String,
+    pub(super) start: StartFn,
+    pub(super) restart: Restart,
+    pub(super) shutdown: Shutdown,
+    pub(super) kind: ChildKind,
+}
+
+impl std::fmt::Debug for ChildSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildSpec")
+            .field("id", &self.id)
+            .field("restart", &self.restart)
+            .field("shutdown", &self.shutdown)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChildSpec {
+    /// A permanent worker started by `start`, stopped with a 5 s timeout.
+    /// `start` must link the child to the caller and return its pid.
+    pub fn new(
+        id: impl Into<String>,
+        start: impl FnMut() -> Result<Pid, StartError> + Send + 'static,
+    ) -> Self {
+        ChildSpec {
+            id: id.into(),
+            start: Box::new(start),
+            restart: Restart::Permanent,
+            shutdown: Shutdown::Timeout(Duration::from_secs(5)),
+            kind: ChildKind::Worker,
+        }
+    }
+
+    /// A plain actor running `body` (a fresh run of it per restart). Its
+    /// start returns once the actor runs, so children start in order.
+    pub fn actor(id: impl Into<String>, body: impl Fn() + Send + Sync + 'static) -> Self {
+        let body = std::sync::Arc::new(body);
+        ChildSpec::new(id, move || {
+            let body = body.clone();
+            let (running_tx, running) = smarm_core::channel::channel::<()>();
+            let child = smarm_core::spawn_link(move || {
+                let _ = running_tx.send(());
+                drop(running_tx);
+                body()
+            });
+            let _ = running.recv();
+            Ok(child.pid())
+        })
+    }
+
+    /// A gen_server started (linked) with a fresh `args()` per start.
+    pub fn server<G: GenServer>(
+        id: impl Into<String>,
+        args: impl Fn() -> G::Args + Send + 'static,
+    ) -> Self {
+        ChildSpec::new(id, move || Builder::<G>::new().link().start(args()).map(|s| s.pid()))
+    }
+
+    /// A named gen_server: its name is registered again at each restart,
+    /// so it is reachable by name the moment it is back.
+    pub fn named_server<G: GenServer>(
+        id: impl Into<String>,
+        name: crate::gen_server::ServerName<G>,
+        args: impl Fn() -> G::Args + Send + 'static,
+    ) -> Self {
+        ChildSpec::new(id, move || {
+            Builder::<G>::new()
+                .name(name)
+                .link()
+                .start(args())
+                .map(|s| s.pid())
+        })
+    }
+
+    /// A nested supervisor with `flags` and the children `children()`
+    /// builds at each (re)start.
+    pub fn supervisor(
+        id: impl Into<String>,
+        flags: SupFlags,
+        children: impl Fn() -> Vec<ChildSpec> + Send + 'static,
+    ) -> Self {
+        let mut spec = ChildSpec::new(id, move || {
+            start_link(flags, children()).map(|s: SupervisorRef| s.pid())
+        });
+        spec.kind = ChildKind::Supervisor;
+        spec.shutdown = Shutdown::Infinity;
+        spec
+    }
+
+    /// When to restart it (default: [`Restart::Permanent`]).
+    pub fn restart(mut self, restart: Restart) -> Self {
+        self.restart = restart;
+        self
+    }
+
+    /// How to stop it (default: a 5 s timeout; infinity for supervisors).
+    pub fn shutdown(mut self, shutdown: Shutdown) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// Its id, unique among its siblings.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
