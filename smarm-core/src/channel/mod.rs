@@ -68,6 +68,7 @@
 //! `loom_models.rs` check the send/park and close/park races.
 
 mod mailbox;
+mod oneshot;
 pub(crate) mod select;
 
 use mailbox::Mailbox;
@@ -75,6 +76,7 @@ use mailbox::Mailbox;
 #[cfg(all(test, loom))]
 mod loom_models;
 
+pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
 
 use crate::actor::Pid;

@@ -22,7 +22,7 @@
 //! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
 //!   unused fails the call.
 
-use smarm_core::channel::{channel, Receiver, RecvTimeoutError, Sender};
+use smarm_core::channel::{oneshot, OneshotError, OneshotSender};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -49,7 +49,7 @@ pub enum CallError {
 /// the call with [`CallError::ServerDown`] (C2).
 #[must_use = "a dropped Reply fails the caller's call: reply, or keep it to reply later"]
 pub struct Reply<T> {
-    tx: Sender<T>,
+    tx: OneshotSender<T>,
 }
 
 impl<T: Send> Reply<T> {
@@ -111,13 +111,13 @@ pub fn call<Req, R: Send>(
     timeout: Duration,
 ) -> Result<R, CallError> {
     // The caller's end of this call alone (C1).
-    let (tx, rx): (Sender<R>, Receiver<R>) = channel();
+    let (tx, rx) = oneshot::<R>();
     if deliver(request(Reply { tx })).is_err() {
         return Err(CallError::ServerDown);
     }
     match rx.recv_timeout(timeout) {
         Ok(value) => Ok(value),
-        Err(RecvTimeoutError::Timeout) => Err(CallError::Timeout(timeout)),
-        Err(RecvTimeoutError::Disconnected) => Err(CallError::ServerDown),
+        Err(OneshotError::Timeout) => Err(CallError::Timeout(timeout)),
+        Err(OneshotError::Closed) => Err(CallError::ServerDown),
     }
 }

@@ -1,0 +1,289 @@
+//! One-shot channels: one value, from one sender to the actor that made
+//! the channel. What a call's reply slot needs, without a queue or a lock.
+//!
+//! # Protocol
+//!
+//! `state` goes `EMPTY` → `FULL` (sent) or `CLOSED` (sender dropped), and
+//! any of them → `GONE` (receiver dropped; a value still in the slot is
+//! dropped with it). The receiver opens a wait, stores its epoch in
+//! `waiter`, and (SeqCst fence) reads `state`: still `EMPTY`, it parks. The
+//! sender publishes `FULL` or `CLOSED`, and (SeqCst fence) reads `waiter`
+//! to wake that wait.
+//!
+//! # Invariants
+//!
+//! - (O1) The value is written only before `state` leaves `EMPTY` (by the
+//!   sender, Release) and read only after the receiver saw `FULL`
+//!   (Acquire); after `GONE` only the side that set it touches the slot.
+//! - (O2) No lost wake: the receiver's store of `waiter` and the sender's
+//!   store of `state` are each followed by a SeqCst fence before the other
+//!   side's load, so either the receiver sees the value (and does not
+//!   park) or the sender sees the wait (and wakes it). The loom model below
+//!   checks it.
+//! - (O3) Only the actor that made the channel receives on it (checked):
+//!   the waiter is one epoch of one known actor.
+
+use crate::actor::Pid;
+use crate::loom::{fence, AtomicU32, Ordering};
+use crate::scheduler;
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const EMPTY: u32 = 0;
+const FULL: u32 = 1;
+const CLOSED: u32 = 2;
+const GONE: u32 = 3;
+
+struct Shot<T> {
+    state: AtomicU32,
+    /// The receiver's current wait epoch + 1 (0: none yet).
+    waiter: AtomicU32,
+    /// The receiving actor (O3).
+    owner: Pid,
+    /// Its runtime, to wake it from any thread (`None` only in models).
+    runtime: Option<Arc<crate::runtime::Shared>>,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: the value crosses from the sending to the receiving thread under
+// the state protocol (O1); everything else is atomic or locked.
+unsafe impl<T: Send> Send for Shot<T> {}
+// SAFETY: as above: the two sides never touch the value at once (O1).
+unsafe impl<T: Send> Sync for Shot<T> {}
+
+impl<T> Drop for Shot<T> {
+    fn drop(&mut self) {
+        if self.state.load(Ordering::Acquire) == FULL {
+            // SAFETY: FULL means written and not taken (O1); we are the
+            // last owner.
+            unsafe { self.value.get_mut().assume_init_drop() };
+        }
+    }
+}
+
+/// The sending half: [`send`](OneshotSender::send) once; dropping it
+/// unsent wakes the receiver with [`OneshotError::Closed`].
+pub struct OneshotSender<T> {
+    slot: Option<Arc<Shot<T>>>,
+}
+
+/// The receiving half, for the actor that made the channel.
+pub struct OneshotReceiver<T> {
+    slot: Arc<Shot<T>>,
+}
+
+/// Why [`OneshotReceiver::recv_timeout`] returned no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OneshotError {
+    /// The deadline passed first.
+    #[error("smarm: no value within the timeout")]
+    Timeout,
+    /// The sender was dropped without sending.
+    #[error("smarm: the sender was dropped without sending")]
+    Closed,
+}
+
+/// A one-shot channel whose receiver is the calling actor.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel::oneshot::<u32>();
+///     smarm::spawn(move || {
+///         tx.send(7).unwrap();
+///     });
+///     assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(7));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn oneshot<T: Send>() -> (OneshotSender<T>, OneshotReceiver<T>) {
+    let (owner, runtime) =
+        scheduler::with_current_actor("oneshot", |me, shared| (me, shared.to_arc()));
+    let slot = Arc::new(Shot {
+        state: AtomicU32::new(EMPTY),
+        waiter: AtomicU32::new(0),
+        owner,
+        runtime: Some(runtime),
+        value: UnsafeCell::new(MaybeUninit::uninit()),
+    });
+    (
+        OneshotSender {
+            slot: Some(slot.clone()),
+        },
+        OneshotReceiver { slot },
+    )
+}
+
+impl<T> Shot<T> {
+    /// Sender: publish `to` (FULL or CLOSED); the receiver's epoch to wake,
+    /// if it has one (O2). `Err` if the receiver is gone.
+    fn complete(&self, to: u32) -> Result<Option<u32>, ()> {
+        if self
+            .state
+            .compare_exchange(EMPTY, to, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(()); // GONE: the only other way out of EMPTY
+        }
+        fence(Ordering::SeqCst);
+        Ok(match self.waiter.load(Ordering::Relaxed) {
+            0 => None,
+            w => Some(w - 1),
+        })
+    }
+
+    /// Receiver: note the wait `epoch`, then read the state (O2).
+    fn register(&self, epoch: u32) -> u32 {
+        self.waiter.store(epoch + 1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// Receiver: take the value of a FULL slot.
+    fn take(&self) -> T {
+        // SAFETY: the state is FULL (the caller saw it with Acquire), so the
+        // value is written and nobody else reads it (O1).
+        let value = unsafe { (*self.value.get()).assume_init_read() };
+        self.state.store(GONE, Ordering::Relaxed); // taken: not dropped again
+        value
+    }
+}
+
+impl<T: Send> OneshotSender<T> {
+    /// Send the value. `Err(value)` if the receiver is gone.
+    pub fn send(mut self, value: T) -> Result<(), T> {
+        let Some(slot) = self.slot.take() else {
+            return Err(value);
+        };
+        // SAFETY: the state is still EMPTY (only this sender leaves it, and
+        // the receiver only reads after FULL), so nobody reads the slot
+        // while we write it (O1).
+        unsafe { (*slot.value.get()).write(value) };
+        match slot.complete(FULL) {
+            Ok(waiter) => {
+                wake(&slot, waiter);
+                Ok(())
+            }
+            // SAFETY: GONE: the receiver will never read the slot; take our
+            // value back out of it.
+            Err(()) => Err(unsafe { (*slot.value.get()).assume_init_read() }),
+        }
+    }
+
+    /// Whether the receiver has been dropped (a send would fail).
+    pub fn is_closed(&self) -> bool {
+        self.slot
+            .as_ref()
+            .is_none_or(|s| s.state.load(Ordering::Relaxed) == GONE)
+    }
+}
+
+impl<T> Drop for OneshotSender<T> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            if let Ok(waiter) = slot.complete(CLOSED) {
+                wake(&slot, waiter);
+            }
+        }
+    }
+}
+
+/// Wake the receiver's wait `waiter`, from whatever thread.
+fn wake<T>(slot: &Shot<T>, waiter: Option<u32>) {
+    if let (Some(epoch), Some(rt)) = (waiter, &slot.runtime) {
+        rt.unpark_at(slot.owner, epoch);
+    }
+}
+
+impl<T: Send> OneshotReceiver<T> {
+    /// Wait up to `timeout` for the value.
+    ///
+    /// # Panics
+    ///
+    /// Outside the actor that made the channel.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, OneshotError> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            match self.slot.state.load(Ordering::Acquire) {
+                FULL => return Ok(self.slot.take()),
+                CLOSED => return Err(OneshotError::Closed),
+                _ => {}
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(OneshotError::Timeout);
+            }
+            let (me, epoch) = scheduler::begin_wait("OneshotReceiver::recv_timeout");
+            assert_eq!(
+                me, self.slot.owner,
+                "smarm: a oneshot is received by the actor that made it"
+            );
+            match self.slot.register(epoch) {
+                EMPTY => {}
+                _ => {
+                    scheduler::retire_wait();
+                    continue;
+                }
+            }
+            let bounded = deadline.map(|d| crate::time::bounded::arm(d, me, epoch));
+            scheduler::park();
+            drop(bounded);
+        }
+    }
+}
+
+impl<T> Drop for OneshotReceiver<T> {
+    fn drop(&mut self) {
+        if self.slot.state.swap(GONE, Ordering::AcqRel) == FULL {
+            // SAFETY: FULL: written, not taken, and the sender is done
+            // with the slot (O1).
+            unsafe { (*self.slot.value.get()).assume_init_drop() };
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::thread;
+
+    fn shot() -> Arc<Shot<u64>> {
+        Arc::new(Shot {
+            state: AtomicU32::new(EMPTY),
+            waiter: AtomicU32::new(0),
+            owner: Pid::from_parts(1, 1),
+            runtime: None,
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        })
+    }
+
+    /// The receiver registers wait 4 and decides whether to park while the
+    /// sender publishes: if it parks, the sender wakes wait 4; if it does
+    /// not, it sees the value (O1, O2).
+    #[test]
+    fn no_lost_wake_and_the_value_arrives() {
+        loom::model(|| {
+            let s = shot();
+            let sender = {
+                let s = s.clone();
+                thread::spawn(move || {
+                    // SAFETY: EMPTY, and only this thread writes (O1).
+                    unsafe { (*s.value.get()).write(42) };
+                    s.complete(FULL).unwrap()
+                })
+            };
+            let state = s.register(4);
+            let woken = sender.join().unwrap();
+            if state == EMPTY {
+                assert_eq!(woken, Some(4), "parked and nobody wakes it");
+            }
+            assert_eq!(s.state.load(Ordering::Acquire), FULL);
+            assert_eq!(s.take(), 42);
+        });
+    }
+}
