@@ -10,6 +10,9 @@ use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
 
+/// Checks of the queues an idle scheduler makes before it parks.
+const IDLE_SPINS: u32 = 256;
+
 /// Every this many pops, a busy scheduler checks for due timers.
 const DUE_CHECK_TICK: u32 = 8;
 
@@ -153,6 +156,19 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
             return Idle::Continue;
         }
         Verdict::Idle => {}
+    }
+    // Spin a little before parking: under request/response traffic the
+    // next message usually lands within microseconds, and a futex sleep and
+    // wake costs more than that. Stealable work, the injector or our pinned
+    // queue ends the spin; the park below re-checks everything anyway.
+    for _ in 0..IDLE_SPINS {
+        if shared.injector.len() > 0
+            || shared.queues[w.id].pinned.len() > 0
+            || shared.queues.iter().any(|q| q.local.len() > 0)
+        {
+            return Idle::Continue;
+        }
+        std::hint::spin_loop();
     }
     // Timekeeper: at most one idle scheduler parks toward the earliest
     // deadline; peek and arm under the timers lock (park (I4)).
