@@ -153,6 +153,10 @@ pub mod guide {
     pub struct TimersIo;
     #[doc = include_str!("../guide/src/registry.md")]
     pub struct Registry;
+    #[doc = include_str!("../guide/src/gen-server.md")]
+    pub struct GenServer;
+    #[doc = include_str!("../guide/src/supervisors.md")]
+    pub struct Supervisors;
     #[doc = include_str!("../guide/src/fairness.md")]
     pub struct Fairness;
 }

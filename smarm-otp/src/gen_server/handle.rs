@@ -55,6 +55,11 @@ impl<G: GenServer> GenServerRef<G> {
         !self.inbox.is_closed()
     }
 
+    /// Wake the server's loop for its system channel.
+    pub(super) fn wake_for_sys(&self) -> Result<(), Msg<G>> {
+        self.deliver(Msg::SysWake)
+    }
+
     fn deliver(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
         self.inbox.send(Envelope(msg)).map_err(|e| e.0 .0)
     }

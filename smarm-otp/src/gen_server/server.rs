@@ -2,6 +2,13 @@
 //! mailbox second, dispatch each message to its callback, and on the way
 //! out run `terminate`, whatever the way out is.
 //!
+//! The loop waits on the mailbox alone. A server timer delivers its info
+//! to the system channel, raises `sys_pending`, and drops a wake token in
+//! the mailbox; the loop looks at the system channel only when the flag is
+//! up (one load per message), before the next mailbox message, so timers
+//! keep their priority without a two-channel select or a second lock per
+//! message.
+//!
 //! # Invariants
 //!
 //! - (S1) `terminate` runs exactly once, outside any unwind: a stop request
@@ -13,9 +20,11 @@
 //!   request's reply slot (their callers fail at once).
 
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
-use smarm_core::channel::{channel, select, Receiver, Sender};
-use smarm_core::time::{cancel_timer, send_after_to, TimerId};
+use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::time::{cancel_timer, TimerId};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A message for a server of type `G` (what its mailbox carries). Opaque:
@@ -31,6 +40,8 @@ pub(super) enum Msg<G: GenServer> {
     Inspect(Box<dyn FnOnce(&G) + Send>),
     /// Stop with [`StopReason::Shutdown`]; acknowledged after `terminate`.
     Shutdown(Reply<()>),
+    /// A timer delivered to the system channel: wake the loop.
+    SysWake,
 }
 
 /// What a callback can do besides changing the state: reach its own
@@ -38,6 +49,7 @@ pub(super) enum Msg<G: GenServer> {
 pub struct Ctx<G: GenServer> {
     me: GenServerRef<G>,
     sys: Sender<G::Info>,
+    sys_pending: Arc<AtomicBool>,
 }
 
 impl<G: GenServer> Ctx<G> {
@@ -49,7 +61,13 @@ impl<G: GenServer> Ctx<G> {
     /// Deliver `info` to this server's `handle_info` after `after`, ahead
     /// of its mailbox. Cancel with [`Ctx::cancel_timer`].
     pub fn send_after(&self, after: Duration, info: G::Info) -> TimerId {
-        send_after_to(after, &self.sys, info)
+        let (sys, pending, me) = (self.sys.clone(), self.sys_pending.clone(), self.me.clone());
+        smarm_core::ext::call_after(after, move || {
+            if sys.send(info).is_ok() {
+                pending.store(true, Ordering::Release);
+                let _ = me.wake_for_sys();
+            }
+        })
     }
 
     /// Call off a timer armed by [`Ctx::send_after`]: `true` if it had not
@@ -71,6 +89,7 @@ pub(super) fn serve<G: GenServer>(
     let mut ctx = Ctx {
         me: GenServerRef::new(smarm_core::self_pid(), me),
         sys: sys_tx,
+        sys_pending: Arc::new(AtomicBool::new(false)),
     };
     if let Some(name) = name {
         if let Err(e) = super::handle::register_server(name, &ctx.me) {
@@ -125,9 +144,16 @@ fn serve_loop<G: GenServer>(
     ack: &mut Option<Reply<()>>,
 ) -> StopReason {
     loop {
-        let flow = if let Ok(Some(info)) = sys.try_recv() {
-            state.handle_info(info, ctx)
-        } else if let Ok(Some(Envelope(msg))) = inbox.try_recv() {
+        if ctx.sys_pending.load(Ordering::Acquire) {
+            ctx.sys_pending.store(false, Ordering::Relaxed);
+            while let Ok(Some(info)) = sys.try_recv() {
+                if let Flow::Stop(reason) = state.handle_info(info, ctx) {
+                    return reason;
+                }
+            }
+        }
+        // The mailbox never closes while the server runs (S2).
+        let flow = if let Ok(Envelope(msg)) = inbox.recv() {
             match msg {
                 Msg::Call(request, reply) => state.handle_call(request, reply, ctx),
                 Msg::Cast(msg) => state.handle_cast(msg, ctx),
@@ -140,11 +166,10 @@ fn serve_loop<G: GenServer>(
                     *ack = Some(reply);
                     Flow::Stop(StopReason::Shutdown)
                 }
+                Msg::SysWake => Flow::Continue, // the flag is up: next turn
             }
         } else {
-            // Both empty: wait for either (neither can close, S2).
-            select(&[sys, inbox]);
-            continue;
+            unreachable!("the server holds a sender to its own mailbox (S2)");
         };
         if let Flow::Stop(reason) = flow {
             return reason;
