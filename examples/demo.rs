@@ -5,8 +5,8 @@
 //! result that it sends back over a channel; one job is poisoned and
 //! panics, and the panic is contained and reported; a watchdog that
 //! selects over a control channel and a tick is told to stop while a
-//! monitor reports its exit; a small supervisor traps exits and restarts a
-//! flaky linked worker; a
+//! monitor reports its exit; a supervision tree restarts a named
+//! gen_server after an injected crash, and prints itself; a
 //! long-running sleeper is stopped cooperatively; an echo server and a
 //! client talk over TCP and a blocking call runs on the IO pool; a pair of
 //! actors left waiting on each other forever, and the idle acceptor, are
@@ -23,6 +23,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use smarm::channel;
+use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, ServerName};
+use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+use smarm::Reply;
 use smarm::net::{TcpListener, TcpStream};
 use smarm::runtime::{self, Config};
 use std::io::{Read, Write};
@@ -79,12 +82,81 @@ fn run_jobs(lo: u64, n: u64) -> (u64, u64) {
     (ls.wrapping_add(rs), lf + rf)
 }
 
-/// Fails on its first two attempts.
-fn flaky(attempt: u32) {
-    smarm::sleep(Duration::from_millis(1));
-    if attempt < 2 {
-        panic!("flaky worker: attempt {attempt} failed");
+/// A bank account server: deposits and withdrawals on a balance. An
+/// overdraft is a bug here, and crashes the server (the injected fault).
+struct Account {
+    balance: u64,
+}
+
+enum Op {
+    Deposit(u64),
+    Withdraw(u64),
+}
+
+impl GenServer for Account {
+    type Args = ();
+    type Call = Op;
+    type Reply = u64;
+    type Cast = ();
+    type Info = ();
+
+    fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Account { balance: 0 })
     }
+
+    fn handle_call(&mut self, op: Op, reply: Reply<u64>, _: &mut Ctx<Self>) -> Flow {
+        match op {
+            Op::Deposit(n) => self.balance += n,
+            Op::Withdraw(n) => {
+                assert!(n <= self.balance, "overdraft: {n} > {}", self.balance);
+                self.balance -= n;
+            }
+        }
+        reply.reply(self.balance);
+        Flow::Continue
+    }
+}
+
+const ACCOUNT: ServerName<Account> = ServerName::new("account");
+
+/// A supervision tree: a one_for_one supervisor over an auditor actor and
+/// the named account server. A crash of the account is contained and
+/// repaired: it is back under its name, with fresh state.
+fn supervision_tree() -> supervisor::SupervisorRef {
+    let flags = SupFlags::new(Strategy::OneForOne).intensity(3, Duration::from_secs(5));
+    let sup = supervisor::start(
+        flags,
+        vec![
+            ChildSpec::actor("auditor", || smarm::sleep(Duration::from_secs(3600))),
+            ChildSpec::named_server::<Account>("account", ACCOUNT, || ()),
+        ],
+    )
+    .expect("the tree starts");
+    let account = gen_server::whereis_server(ACCOUNT).expect("named when start returns");
+    println!(
+        "  supervisor {}: account {} balance {}",
+        sup.pid(),
+        account.pid(),
+        account.call(Op::Deposit(100)).expect("a deposit")
+    );
+    let crashed = account.call(Op::Withdraw(500));
+    println!("  account {}: withdraw 500 -> {crashed:?} (crashed)", account.pid());
+    let restarted = loop {
+        match gen_server::whereis_server(ACCOUNT) {
+            Some(s) if s.pid() != account.pid() => break s,
+            _ => smarm::sleep(Duration::from_millis(1)),
+        }
+    };
+    println!(
+        "  supervisor restarted it: account {} balance {}",
+        restarted.pid(),
+        restarted.call(Op::Deposit(0)).expect("the restarted account answers")
+    );
+    println!("  the process tree with the supervisor (smarm::tree()):");
+    for line in smarm::tree().to_string().lines() {
+        println!("    {line}");
+    }
+    sup
 }
 
 fn main() {
@@ -139,27 +211,7 @@ fn main() {
         println!("  monitor: watchdog {} {}", down.pid, down.reason);
         watchdog.join().expect("the watchdog exits normally");
 
-        // A tiny supervisor: it traps exits and restarts a flaky linked
-        // worker until one run succeeds.
-        let supervisor = smarm::spawn(|| {
-            let exits = smarm::trap_exit(true).expect("trapping was off");
-            let mut attempt = 0u32;
-            let mut worker = smarm::spawn_link(move || flaky(attempt));
-            loop {
-                let exit = exits.recv().expect("the supervisor holds its exit channel");
-                if exit.from != worker.pid() {
-                    continue;
-                }
-                if !exit.reason.is_abnormal() {
-                    break;
-                }
-                attempt += 1;
-                println!("  supervisor: worker {} {}; restart #{attempt}", exit.from, exit.reason);
-                worker = smarm::spawn_link(move || flaky(attempt));
-            }
-            println!("  supervisor: worker succeeded after {attempt} restart(s)");
-        });
-        supervisor.join().expect("the supervisor survives its workers");
+        let sup = supervision_tree();
         smarm::request_stop(sleeper.pid());
         sleeper.join().expect("a stopped actor joins Ok");
 
@@ -200,6 +252,7 @@ fn main() {
             let _ = a.join();
         }));
         fairness(threads);
+        sup.shutdown().expect("the tree stops in reverse order");
 
         println!("the process tree now (smarm::tree()):");
         print!("{}", smarm::tree());
