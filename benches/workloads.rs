@@ -10,6 +10,8 @@
 //! Each workload runs in a fresh OS process (this binary re-executes
 //! itself), so memory figures do not inherit another workload's pools, and
 //! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads.
+//! `SMARM_BENCH_STATS=1` prints the per-scheduler stats after `call` (on
+//! stderr).
 //!
 //! Mailboxes are smarm channels: each process owns a `Receiver`, and the
 //! others hold `Sender` clones.
@@ -324,6 +326,11 @@ fn call_workload() -> (f64, &'static str) {
     }
     let max = (0..CALL_CLIENTS).map(|_| done_rx.recv().unwrap()).max();
     let elapsed = t0.elapsed();
+    if std::env::var_os("SMARM_BENCH_STATS").is_some() {
+        for s in smarm::snapshot().schedulers {
+            eprintln!("{s:?}");
+        }
+    }
     assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
     server.shutdown().unwrap();
     (

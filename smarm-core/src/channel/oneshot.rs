@@ -209,15 +209,18 @@ impl<T: Send> OneshotReceiver<T> {
     /// Outside the actor that made the channel.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, OneshotError> {
         let deadline = Instant::now().checked_add(timeout);
+        let mut woken = false;
         loop {
             match self.slot.state.load(Ordering::Acquire) {
                 FULL => return Ok(self.slot.take()),
                 CLOSED => return Err(OneshotError::Closed),
                 _ => {}
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            // The clock was just read on the first pass.
+            if (woken || timeout.is_zero()) && deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(OneshotError::Timeout);
             }
+            woken = true;
             let (me, epoch) = scheduler::begin_wait("OneshotReceiver::recv_timeout");
             assert_eq!(
                 me, self.slot.owner,
