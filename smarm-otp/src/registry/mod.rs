@@ -54,6 +54,11 @@
 //!   channel (no sender clone, no allocation), so the channel's lock is the
 //!   only one it takes. It falls back to the lock only to prune a dead
 //!   holder.
+//! - (I4) An actor's names and inbox are removed by an exit hook when it
+//!   exits, so a send that finds them needs no liveness check (which would
+//!   read the holder's slot word, a cache line its scheduler writes at every
+//!   park and wake). Only a failed send checks liveness, to report `Dead` or
+//!   `Unresolved` rather than `Closed`.
 
 mod error;
 mod fast;
@@ -285,13 +290,17 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
 /// Send `msg` to whichever live actor holds `name` now: a lock-free
 /// lookup and the channel send itself (no allocation, no sender clone).
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
-    let msg = match with_fast(|fast, rt| match fast.name(name.name, name.hash) {
+    // Fast path (I4): a bound name's holder is alive until its exit hook
+    // unbinds it, so only a failed send needs the liveness check.
+    let msg = match with_fast(|fast, _| match fast.name(name.name, name.hash) {
         None => Ok(Err(SendError::Unresolved(msg))),
-        Some(bound) if rt.is_alive(bound.pid) => Ok(match bound.sender::<M>() {
-            Some(tx) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
-            None => deliver_to(bound.inbox(), msg),
-        }),
-        Some(_) => Err(msg), // a dead holder: prune it under the lock
+        Some(bound) => {
+            let sent = match bound.sender::<M>() {
+                Some(tx) => tx.send(msg).map_err(|e| e.0),
+                None => deliver_to(bound.inbox(), msg).map_err(SendError::into_inner),
+            };
+            sent.map(Ok)
+        }
     }) {
         Ok(sent) => return sent,
         Err(msg) => msg,
@@ -311,11 +320,21 @@ pub fn send_to<A: Addressable>(pid: Pid<A>, msg: A::Msg) -> Result<(), SendError
 /// [`send_to`] without the address type: the untyped escape hatch.
 pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>> {
     with_fast(|fast, rt| {
+        // Fast path (I4): an inbox still published is its live owner's.
+        let msg = match deliver(fast, pid, msg) {
+            Ok(()) => return Ok(()),
+            Err(e) => e.into_inner(),
+        };
         if !rt.is_alive(pid) {
             return Err(SendError::Dead(msg));
         }
         deliver(fast, pid, msg)
     })
+}
+
+/// The exit hook of an actor that published channels (I4).
+fn forget(pid: Pid) {
+    with_tables(|t| t.forget(pid));
 }
 
 /// The live holder of `name` and a clone of its sender for `M`: how

@@ -28,15 +28,14 @@
 use super::fast::{Inbox, Padded};
 use super::tables::name_hash;
 use smarm_core::ext;
-use smarm_core::{Pid, Sender};
+use smarm_core::Sender;
 use std::any::TypeId;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-/// A name's binding, as readers see it: the holder, its inbox when bound,
+/// A name's binding, as readers see it: the holder's inbox when bound,
 /// and in it the sender of the type the name was registered for.
 pub(super) struct NameValue {
-    pub(super) pid: Pid,
     inbox: *const Inbox,
     /// The `Padded<Sender<M>>` for `msg` in `inbox`, or null.
     sender: *const (),
@@ -51,11 +50,11 @@ unsafe impl Send for NameValue {}
 unsafe impl Sync for NameValue {}
 
 impl NameValue {
-    /// `pid`'s binding for messages of type `msg`, with its inbox (if it has
-    /// published one).
-    pub(super) fn new(pid: Pid, msg: TypeId, inbox: Option<&Inbox>) -> Self {
+    /// A binding for messages of type `msg` to the holder whose inbox
+    /// (if it has published one) is `inbox`. The holder itself is implied:
+    /// its exit removes the binding (registry (I4)).
+    pub(super) fn new(msg: TypeId, inbox: Option<&Inbox>) -> Self {
         NameValue {
-            pid,
             inbox: inbox.map_or(null(), |i| i as *const Inbox),
             sender: inbox.and_then(|i| i.sender_ptr(msg)).unwrap_or(null()),
             msg,

@@ -112,7 +112,7 @@ impl Locked<'_> {
     fn refresh_name(&self, name: &'static str) {
         let value = self.tables.by_name.get(name).map(|b| {
             let inbox = self.fast.inbox(b.pid.index()).filter(|i| i.pid == b.pid);
-            NameValue::new(b.pid, b.msg, inbox)
+            NameValue::new(b.msg, inbox)
         });
         self.fast.names.set(name, value);
     }
@@ -155,11 +155,27 @@ impl Locked<'_> {
     pub(super) fn publish<M: Send + 'static>(&mut self, pid: Pid, tx: Sender<M>) {
         let inbox = match self.fast.inbox(pid.index()).filter(|i| i.pid == pid) {
             Some(current) => current.with(tx),
-            None => Inbox {
-                pid,
-                channels: vec![Padded(Published::new(tx))],
-            },
+            None => {
+                // Its first channel: forget it all when it exits (I4).
+                ext::on_exit(pid, |pid, _| super::forget(pid));
+                Inbox {
+                    pid,
+                    channels: vec![Padded(Published::new(tx))],
+                }
+            }
         };
         self.set_inbox(pid.index(), Some(pid), Some(inbox));
+    }
+
+    /// Remove every trace of the exited actor `pid` (I4).
+    pub(super) fn forget(&mut self, pid: Pid) {
+        if let Some(names) = self.tables.names_of.get(&pid).cloned() {
+            for name in names {
+                self.unbind(name);
+            }
+        }
+        if self.fast.inbox(pid.index()).is_some_and(|i| i.pid == pid) {
+            self.set_inbox(pid.index(), None, None);
+        }
     }
 }
