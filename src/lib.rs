@@ -65,6 +65,14 @@ pub mod time {
 
 #[doc(hidden)]
 pub use smarm_macros as macros;
+/// `#[derive(Actor)]`: the typed actor API of a message enum.
+pub use smarm_macros::Actor;
+
+/// Typed actors: run a `#[derive(Actor)]` message enum's handler
+/// ([`spawn`](actor::spawn), [`start`](actor::start)).
+pub mod actor {
+    pub use smarm_otp::actor::*;
+}
 pub use smarm_otp::{
     install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,
     spawn_addr, unregister, whereis, Name, RegisterError,
@@ -157,6 +165,8 @@ pub mod guide {
     pub struct GenServer;
     #[doc = include_str!("../guide/src/supervisors.md")]
     pub struct Supervisors;
+    #[doc = include_str!("../guide/src/derive-actor.md")]
+    pub struct DeriveActor;
     #[doc = include_str!("../guide/src/fairness.md")]
     pub struct Fairness;
 }

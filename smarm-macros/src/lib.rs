@@ -1,5 +1,63 @@
-//! Proc-macros for smarm.
+//! Proc-macros for smarm: `#[derive(Actor)]` turns a message enum into a
+//! typed actor API. Use it through the `smarm` crate (`smarm::Actor`).
 //!
-//! This crate will host `#[derive(Actor)]` for message enums and the Name
-//! constants built on it. It has no macros yet; the runtime they expand to
-//! lives in `smarm-core` and `smarm-otp`.
+//! ```
+//! use smarm::{Actor, Reply};
+//!
+//! #[derive(Actor)]
+//! #[actor(name = "counter")] // optional: also emits the COUNTER Name constant
+//! pub enum Counter {
+//!     Add(u64),
+//!     Reset,
+//!     Get(Reply<u64>),
+//!     Swap(u64, Reply<u64>),
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! expands to (paths shortened):
+//!
+//! ```ignore
+//! impl Addressable for Counter { type Msg = Counter; } // Pid<Counter> is its address
+//! impl smarm::actor::Actor for Counter { const NAME: Option<&'static str> = Some("counter"); }
+//!
+//! /// Client methods, on `Pid<Counter>` and `Name<Counter>` (anything that
+//! /// can deliver a `Counter`).
+//! pub trait CounterApi: smarm::actor::Deliver<Counter> {
+//!     fn add(&self, arg0: u64) -> Result<(), SendError<Counter>>;      // a cast
+//!     fn reset(&self) -> Result<(), SendError<Counter>>;
+//!     fn get(&self) -> Result<u64, CallError>;                         // a call, 5 s
+//!     fn get_timeout(&self, timeout: Duration) -> Result<u64, CallError>;
+//!     fn swap(&self, arg0: u64) -> Result<u64, CallError>;
+//!     fn swap_timeout(&self, arg0: u64, timeout: Duration) -> Result<u64, CallError>;
+//! }
+//! impl<T: smarm::actor::Deliver<Counter>> CounterApi for T {}
+//!
+//! pub const COUNTER: Name<Counter> = Name::new("counter");
+//! ```
+//!
+//! A variant whose last field is a `Reply<T>` is a call (its method
+//! returns `T`); any other is a cast. Tuple fields become parameters
+//! `arg0, arg1, ...`; named fields keep their names. Method names are the
+//! variants' names in snake_case; the trait is `<Enum>Api` and the
+//! constant the enum's name in SCREAMING_SNAKE_CASE.
+//!
+//! Misuse is a compile error on the offending span: the derive on a
+//! struct or union, a generic enum, two reply slots in one variant, a
+//! reply slot that is not the last field, an unknown `#[actor(...)]`
+//! option, an empty or malformed name.
+
+mod expand;
+mod model;
+
+use proc_macro::TokenStream;
+
+/// Derive the typed actor API of a message enum (see the crate docs).
+#[proc_macro_derive(Actor, attributes(actor))]
+pub fn derive_actor(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    match model::read(input) {
+        Ok(actor) => expand::expand(&actor).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}

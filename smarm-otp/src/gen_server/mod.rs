@@ -297,21 +297,11 @@ impl<G: GenServer> Builder<G> {
     /// Outside an actor.
     pub fn start(self, args: G::Args) -> Result<GenServerRef<G>, StartError> {
         let (inbox_tx, inbox_rx) = channel::<Envelope<G>>();
-        let (init_tx, init_rx) = channel::<Result<(), StartError>>();
         let me = inbox_tx.clone();
         let name = self.name;
-        let body = move || server::serve::<G>(args, inbox_rx, me, name, init_tx);
-        let handle = if self.link {
-            smarm_core::spawn_link(body)
-        } else {
-            smarm_core::try_spawn(body)?
-        };
-        let pid = handle.pid();
-        drop(handle); // detached: its life is its own
-        match init_rx.recv() {
-            Ok(Ok(())) => Ok(GenServerRef::new(pid, inbox_tx)),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(StartError::InitPanicked),
-        }
+        let pid = crate::start::start(self.link, move |started| {
+            server::serve::<G>(args, inbox_rx, me, name, started)
+        })?;
+        Ok(GenServerRef::new(pid, inbox_tx))
     }
 }

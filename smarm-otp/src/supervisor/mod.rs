@@ -209,23 +209,13 @@ fn spawn_supervisor(
     link: bool,
 ) -> Result<SupervisorRef, StartError> {
     let (requests_tx, requests) = channel::<Request>();
-    let (started_tx, started) = channel::<Result<(), StartError>>();
     let me = requests_tx.clone();
     let parent = link.then(smarm_core::self_pid);
-    let body = move || run::serve(flags, children, requests, me, parent, started_tx);
-    let handle = if link {
-        smarm_core::spawn_link(body)
-    } else {
-        smarm_core::try_spawn(body)?
-    };
-    let pid = handle.pid();
-    drop(handle);
-    match started.recv() {
-        Ok(Ok(())) => Ok(SupervisorRef {
-            pid,
-            requests: requests_tx,
-        }),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(StartError::InitPanicked),
-    }
+    let pid = crate::start::start(link, move |started| {
+        run::serve(flags, children, requests, me, parent, started)
+    })?;
+    Ok(SupervisorRef {
+        pid,
+        requests: requests_tx,
+    })
 }

@@ -170,6 +170,16 @@ impl ChildSpec {
         })
     }
 
+    /// A typed actor (`#[derive(Actor)]` messages `M`) started as a server
+    /// with a fresh `state()` per start; registered under `M`'s name, if
+    /// it has one, at each restart.
+    pub fn actor_server<M: crate::actor::Actor, H: crate::actor::Handler<M>>(
+        id: impl Into<String>,
+        state: impl Fn() -> H + Send + 'static,
+    ) -> Self {
+        ChildSpec::new(id, move || crate::actor::start_link::<M>(state()).map(Pid::erase))
+    }
+
     /// A nested supervisor with `flags` and the children `children()`
     /// builds at each (re)start.
     pub fn supervisor(

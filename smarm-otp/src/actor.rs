@@ -1,0 +1,157 @@
+//! Typed actors: a message enum (with `#[derive(Actor)]`) and a state that
+//! handles it. The derive gives the enum its typed address (`Pid<M>`), one
+//! client method per variant, and a `Name` constant; this module runs the
+//! actor.
+//!
+//! Two ways to run one, both returning the typed address:
+//!
+//! - [`spawn`]: a plain loop over the mailbox, `handle` per message.
+//! - [`start`] / [`start_link`]: the same loop with server semantics: it is
+//!   registered under the enum's name (if the derive gave one) before
+//!   `start` returns, [`Handler::terminate`] runs however it ends (a
+//!   `Flow::Stop`, a stop request, a panic in `handle`), and a supervisor
+//!   can run it ([`ChildSpec::actor_server`](crate::supervisor::ChildSpec::actor_server)).
+//!
+//! Calls are the variants carrying a [`Reply`](crate::gen_server::Reply)
+//! as their last field; they go through
+//! [`gen_server::call`](crate::gen_server::call), so they time out, fail
+//! fast with `ServerDown` when the actor is gone, and fail when the handler
+//! drops the `Reply`.
+
+use crate::gen_server::{Flow, StartError, StopReason};
+use crate::registry::{self, Name};
+use smarm_core::{Addressable, Pid};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// A message enum with `#[derive(Actor)]`: its typed address is `Pid<Self>`.
+pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
+    /// The name from `#[actor(name = "...")]`, if any.
+    const NAME: Option<&'static str>;
+}
+
+/// The state of a typed actor of message type `M`.
+pub trait Handler<M: Actor>: Send + 'static {
+    /// Handle one message (answer a call through its `Reply`).
+    fn handle(&mut self, msg: M) -> Flow;
+
+    /// Clean up before a [`start`]ed actor exits, for any reason.
+    fn terminate(&mut self, reason: &StopReason) {
+        let _ = reason;
+    }
+}
+
+/// Spawn `state` as a plain typed actor: it handles each message until
+/// `handle` returns `Flow::Stop` or every sender is gone.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn spawn<M: Actor>(mut state: impl Handler<M>) -> Pid<M> {
+    registry::spawn_addr::<M>(move |inbox| {
+        while let Ok(msg) = inbox.recv() {
+            if let Flow::Stop(_) = state.handle(msg) {
+                break;
+            }
+        }
+    })
+}
+
+/// Start `state` as a typed server: registered under `M::NAME` (if any)
+/// before this returns, with `terminate` run however it ends.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError> {
+    start_with(state, false)
+}
+
+/// [`start`], linked to the caller (a supervisor's way to start it).
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start_link<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError> {
+    start_with(state, true)
+}
+
+fn start_with<M: Actor>(state: impl Handler<M>, link: bool) -> Result<Pid<M>, StartError> {
+    let (tx, inbox) = smarm_core::channel::channel::<M>();
+    let pid = crate::start::start(link, move |started| serve(state, tx, inbox, started))?;
+    Ok(pid.cast())
+}
+
+/// The typed server's body: register, report, loop, terminate.
+fn serve<M: Actor>(
+    mut state: impl Handler<M>,
+    tx: smarm_core::Sender<M>,
+    inbox: smarm_core::Receiver<M>,
+    started: crate::start::Started,
+) {
+    let registered = match M::NAME {
+        Some(name) => registry::register(Name::<M>::new(name), tx).map_err(|e| match e {
+            registry::RegisterError::NameTaken { name, holder } => {
+                StartError::NameTaken { name, holder }
+            }
+        }),
+        None => {
+            registry::install::<M>(tx);
+            Ok(())
+        }
+    };
+    let ok = registered.is_ok();
+    let _ = started.send(registered);
+    drop(started);
+    if !ok {
+        return;
+    }
+    let ended = catch_unwind(AssertUnwindSafe(|| loop {
+        match inbox.recv() {
+            Ok(msg) => {
+                if let Flow::Stop(reason) = state.handle(msg) {
+                    return reason;
+                }
+            }
+            Err(_) => return StopReason::Normal,
+        }
+    }));
+    match ended {
+        Ok(reason) => {
+            state.terminate(&reason);
+            drop(inbox);
+            if let StopReason::Error(why) = reason {
+                resume_unwind(Box::new(StopReason::Error(why)));
+            }
+        }
+        Err(payload) => {
+            let reason = if smarm_core::ext::is_stop(&*payload) {
+                smarm_core::ext::clear_stop(); // terminate may block
+                StopReason::Shutdown
+            } else {
+                StopReason::Error("panicked".to_string())
+            };
+            state.terminate(&reason);
+            drop(inbox);
+            resume_unwind(payload);
+        }
+    }
+}
+
+/// How the derived client methods deliver: to a pid, or to a name.
+#[doc(hidden)]
+pub trait Deliver<M: Actor> {
+    /// Send `msg`; `Err(msg)` back if it was not delivered.
+    fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>>;
+}
+
+impl<M: Actor> Deliver<M> for Pid<M> {
+    fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
+        registry::send_to(*self, msg)
+    }
+}
+
+impl<M: Actor> Deliver<M> for Name<M> {
+    fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
+        registry::send(*self, msg)
+    }
+}

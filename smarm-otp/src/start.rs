@@ -1,0 +1,33 @@
+//! Synchronous starts, shared by every behaviour: spawn the actor (linked
+//! to the caller, or not), let it report that it is ready (or why not) on a
+//! `Started` channel, and return only then, as Erlang's `proc_lib` starts
+//! do. So a started server has run its `init`, a named one is registered,
+//! and a supervisor's children are up.
+
+use crate::gen_server::StartError;
+use smarm_core::channel::{channel, Sender};
+use smarm_core::Pid;
+
+/// Where a starting actor reports `Ok(())` once ready, or its error. If it
+/// drops this without reporting (it panicked), the start fails with
+/// [`StartError::InitPanicked`].
+pub(crate) type Started = Sender<Result<(), StartError>>;
+
+/// Spawn `body` (linked to the caller if `link`), hand it its `Started`
+/// channel, and wait for its report.
+pub(crate) fn start(link: bool, body: impl FnOnce(Started) + Send + 'static) -> Result<Pid, StartError> {
+    let (started_tx, started) = channel::<Result<(), StartError>>();
+    let body = move || body(started_tx);
+    let handle = if link {
+        smarm_core::spawn_link(body)
+    } else {
+        smarm_core::try_spawn(body)?
+    };
+    let pid = handle.pid();
+    drop(handle); // detached: its life is its own
+    match started.recv() {
+        Ok(Ok(())) => Ok(pid),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(StartError::InitPanicked),
+    }
+}

@@ -1,0 +1,9 @@
+use smarm::Actor;
+
+#[derive(Actor)]
+#[actor(name = "")]
+enum Counter {
+    Reset,
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use smarm::Actor;
+
+#[derive(Actor)]
+enum Holder<T> {
+    Put(T),
+}
+
+fn main() {}

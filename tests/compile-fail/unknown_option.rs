@@ -1,0 +1,9 @@
+use smarm::Actor;
+
+#[derive(Actor)]
+#[actor(nmae = "counter")]
+enum Counter {
+    Reset,
+}
+
+fn main() {}
