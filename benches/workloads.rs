@@ -24,7 +24,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 11] = [
+const WORKLOADS: [&str; 12] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -36,6 +36,7 @@ const WORKLOADS: [&str; 11] = [
     "send_channel",
     "send_name",
     "call",
+    "call_derived",
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
@@ -95,6 +96,7 @@ fn run_child(peer: &str, name: &str) -> ExitCode {
         "send_channel" => || send_workload(false),
         "send_name" => || send_workload(true),
         "call" => call_workload,
+        "call_derived" => call_derived_workload,
         "timers" => timers_workload,
         "memory" => memory_workload,
         other => {
@@ -333,6 +335,51 @@ fn call_workload() -> (f64, &'static str) {
     }
     assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
     server.shutdown().unwrap();
+    (
+        elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
+        "ns/call",
+    )
+}
+
+/// The call server again, as a `#[derive(Actor)]` typed actor: the same
+/// counter, the same calls, through the generated client method.
+#[derive(smarm::Actor)]
+enum DerivedCounter {
+    Incr(smarm::Reply<u64>),
+}
+
+struct DerivedCounterState(u64);
+
+impl smarm::actor::Handler<DerivedCounter> for DerivedCounterState {
+    fn handle(&mut self, msg: DerivedCounter) -> smarm::gen_server::Flow {
+        match msg {
+            DerivedCounter::Incr(reply) => {
+                self.0 += 1;
+                reply.reply(self.0);
+            }
+        }
+        smarm::gen_server::Flow::Continue
+    }
+}
+
+fn call_derived_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let server = smarm::actor::start(DerivedCounterState(0)).unwrap();
+    let (done_tx, done_rx) = channel::<u64>();
+    for _ in 0..CALL_CLIENTS {
+        let done = done_tx.clone();
+        drop(smarm::spawn(move || {
+            let mut max = 0;
+            for _ in 0..CALLS_EACH {
+                max = max.max(server.incr().unwrap());
+            }
+            done.send(max).unwrap();
+        }));
+    }
+    let max = (0..CALL_CLIENTS).map(|_| done_rx.recv().unwrap()).max();
+    let elapsed = t0.elapsed();
+    assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
+    smarm::request_stop(server);
     (
         elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
         "ns/call",

@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use smarm::channel;
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, ServerName};
 use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
-use smarm::Reply;
+use smarm::actor::Handler;
+use smarm::{Actor, Reply};
 use smarm::net::{TcpListener, TcpStream};
 use smarm::runtime::{self, Config};
 use std::io::{Read, Write};
@@ -106,7 +107,10 @@ impl GenServer for Account {
 
     fn handle_call(&mut self, op: Op, reply: Reply<u64>, _: &mut Ctx<Self>) -> Flow {
         match op {
-            Op::Deposit(n) => self.balance += n,
+            Op::Deposit(n) => {
+                self.balance += n;
+                let _ = LEDGER.record(format!("deposit {n}"));
+            }
             Op::Withdraw(n) => {
                 assert!(n <= self.balance, "overdraft: {n} > {}", self.balance);
                 self.balance -= n;
@@ -119,15 +123,38 @@ impl GenServer for Account {
 
 const ACCOUNT: ServerName<Account> = ServerName::new("account");
 
-/// A supervision tree: a one_for_one supervisor over an auditor actor and
-/// the named account server. A crash of the account is contained and
+/// The ledger: a typed actor from one enum and one handler. The derive
+/// gives it `LEDGER.record(..)` (a cast) and `LEDGER.entries()` (a call).
+#[derive(Actor)]
+#[actor(name = "ledger")]
+enum Ledger {
+    Record(String),
+    Entries(Reply<usize>),
+}
+
+struct Entries(Vec<String>);
+
+impl Handler<Ledger> for Entries {
+    fn handle(&mut self, msg: Ledger) -> Flow {
+        match msg {
+            Ledger::Record(line) => self.0.push(line),
+            Ledger::Entries(reply) => {
+                reply.reply(self.0.len());
+            }
+        }
+        Flow::Continue
+    }
+}
+
+/// A supervision tree: a one_for_one supervisor over the ledger (a
+/// derived typed actor) and the named account server. A crash of the account is contained and
 /// repaired: it is back under its name, with fresh state.
 fn supervision_tree() -> supervisor::SupervisorRef {
     let flags = SupFlags::new(Strategy::OneForOne).intensity(3, Duration::from_secs(5));
     let sup = supervisor::start(
         flags,
         vec![
-            ChildSpec::actor("auditor", || smarm::sleep(Duration::from_secs(3600))),
+            ChildSpec::actor_server::<Ledger, _>("ledger", || Entries(Vec::new())),
             ChildSpec::named_server::<Account>("account", ACCOUNT, || ()),
         ],
     )
@@ -151,6 +178,10 @@ fn supervision_tree() -> supervisor::SupervisorRef {
         "  supervisor restarted it: account {} balance {}",
         restarted.pid(),
         restarted.call(Op::Deposit(0)).expect("the restarted account answers")
+    );
+    println!(
+        "  ledger (a #[derive(Actor)] actor): {} entries",
+        LEDGER.entries().expect("the ledger answers")
     );
     println!("  the process tree with the supervisor (smarm::tree()):");
     for line in smarm::tree().to_string().lines() {
