@@ -155,3 +155,21 @@ fn a_supervised_typed_actor_restarts_under_its_name() {
         sup.shutdown().unwrap();
     });
 }
+
+/// The same enum and handler run as a gen_server: the derived methods work
+/// on its `GenServerRef`, and a call to it after shutdown fails at once.
+#[test]
+fn a_derived_actor_runs_as_a_gen_server() {
+    run_with(2, || {
+        let server = smarm::gen_server::start::<actor::Served<Counter, CounterState>>(CounterState(10))
+            .unwrap();
+        server.add(5).unwrap();
+        assert_eq!(server.get(), Ok(15));
+        assert_eq!(server.swap(1), Ok(15));
+        assert_eq!(server.get_timeout(Duration::from_secs(1)), Ok(1));
+        server.shutdown().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(server.get(), Err(CallError::ServerDown));
+        assert!(t0.elapsed() < Duration::from_secs(1));
+    });
+}

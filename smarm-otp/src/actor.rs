@@ -3,7 +3,7 @@
 //! client method per variant, and a `Name` constant; this module runs the
 //! actor.
 //!
-//! Two ways to run one, both returning the typed address:
+//! Three ways to run one:
 //!
 //! - [`spawn`]: a plain loop over the mailbox, `handle` per message.
 //! - [`start`] / [`start_link`]: the same loop with server semantics: it is
@@ -11,6 +11,9 @@
 //!   `start` returns, [`Handler::terminate`] runs however it ends (a
 //!   `Flow::Stop`, a stop request, a panic in `handle`), and a supervisor
 //!   can run it ([`ChildSpec::actor_server`](crate::supervisor::ChildSpec::actor_server)).
+//! - as a gen_server: [`Served<M, H>`](Served) is a [`GenServer`] whose
+//!   casts are the messages; the derived methods work on its
+//!   [`GenServerRef`] too.
 //!
 //! Calls are the variants carrying a [`Reply`](crate::gen_server::Reply)
 //! as their last field; they go through
@@ -18,7 +21,7 @@
 //! fast with `ServerDown` when the actor is gone, and fail when the handler
 //! drops the `Reply`.
 
-use crate::gen_server::{Flow, StartError, StopReason};
+use crate::gen_server::{Ctx, Flow, GenServer, GenServerRef, InitError, Reply, StartError, StopReason};
 use crate::registry::{self, Name};
 use smarm_core::{Addressable, Pid};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -153,5 +156,80 @@ impl<M: Actor> Deliver<M> for Pid<M> {
 impl<M: Actor> Deliver<M> for Name<M> {
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
         registry::send(*self, msg)
+    }
+}
+
+/// A typed actor run as a [`GenServer`]: its state is the handler `H`, its
+/// casts are the messages `M` (calls travel inside them, with their
+/// `Reply`). Start it with `gen_server::start::<Served<M, H>>(state)`; the
+/// derived client methods work on the [`GenServerRef`] it returns.
+///
+/// ```
+/// use smarm::actor::{Handler, Served};
+/// use smarm::gen_server::{self, Flow};
+/// use smarm::{Actor, Reply};
+///
+/// #[derive(Actor)]
+/// enum Counter {
+///     Add(u64),
+///     Get(Reply<u64>),
+/// }
+///
+/// struct Count(u64);
+/// impl Handler<Counter> for Count {
+///     fn handle(&mut self, msg: Counter) -> Flow {
+///         match msg {
+///             Counter::Add(n) => self.0 += n,
+///             Counter::Get(reply) => {
+///                 reply.reply(self.0);
+///             }
+///         }
+///         Flow::Continue
+///     }
+/// }
+///
+/// smarm::run(|| {
+///     let server = gen_server::start::<Served<Counter, Count>>(Count(1)).unwrap();
+///     server.add(2).unwrap();
+///     assert_eq!(server.get(), Ok(3));
+///     server.shutdown().unwrap();
+/// });
+/// ```
+pub struct Served<M: Actor, H: Handler<M>> {
+    state: H,
+    _msg: std::marker::PhantomData<fn(M)>,
+}
+
+impl<M: Actor, H: Handler<M>> GenServer for Served<M, H> {
+    type Args = H;
+    type Call = std::convert::Infallible;
+    type Reply = ();
+    type Cast = M;
+    type Info = ();
+
+    fn init(state: H, _ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Served {
+            state,
+            _msg: std::marker::PhantomData,
+        })
+    }
+
+    fn handle_call(&mut self, never: Self::Call, _: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+        match never {}
+    }
+
+    fn handle_cast(&mut self, msg: M, _ctx: &mut Ctx<Self>) -> Flow {
+        self.state.handle(msg)
+    }
+
+    fn terminate(&mut self, reason: &StopReason, _ctx: &mut Ctx<Self>) {
+        self.state.terminate(reason);
+    }
+}
+
+impl<M: Actor, H: Handler<M>> Deliver<M> for GenServerRef<Served<M, H>> {
+    fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
+        self.cast(msg)
+            .map_err(|e| crate::registry::SendError::Dead(e.0))
     }
 }
