@@ -376,3 +376,17 @@ fn a_supervised_named_server_is_back_under_its_name() {
         assert!(gen_server::whereis_server(NAMED).is_none());
     });
 }
+
+#[test]
+fn a_stopped_supervisor_refuses_requests_at_once() {
+    run_with(2, || {
+        let sup = supervisor::start(SupFlags::new(Strategy::OneForOne), Vec::new()).unwrap();
+        sup.shutdown().unwrap();
+        let (tx, _rx) = channel::<Event>();
+        assert!(matches!(
+            sup.start_child(worker("late", &tx)),
+            Err(StartError::SupervisorDown)
+        ));
+        assert!(sup.which_children().is_err());
+    });
+}

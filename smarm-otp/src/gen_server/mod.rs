@@ -183,6 +183,9 @@ pub enum StartError {
     /// The server's actor could not be created.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
+    /// The supervisor asked to start a child is not running.
+    #[error("smarm: cannot start a child: the supervisor is not running")]
+    SupervisorDown,
     /// A supervisor's child did not start (so neither did the supervisor,
     /// when it was starting).
     #[error("smarm: child {id:?} failed to start: {error}")]

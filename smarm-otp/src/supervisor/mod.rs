@@ -146,7 +146,7 @@ impl SupervisorRef {
     pub fn start_child(&self, spec: ChildSpec) -> Result<Pid, StartError> {
         match self.ask(|reply| Request::StartChild(spec, reply)) {
             Ok(started) => started,
-            Err(_) => Err(StartError::InitPanicked),
+            Err(_) => Err(StartError::SupervisorDown),
         }
     }
 

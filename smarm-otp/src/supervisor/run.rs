@@ -160,6 +160,7 @@ impl Sup {
         if !restart {
             if child.spec.restart == Restart::Temporary {
                 self.children[i] = None;
+                self.compact();
             }
             return None;
         }
