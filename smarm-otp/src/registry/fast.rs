@@ -46,8 +46,8 @@ impl<T> std::ops::Deref for Padded<T> {
 
 /// Inbox slots per chunk.
 const CHUNK: usize = 4096;
-/// Chunks: enough for `smarm::runtime::MAX_ACTORS_LIMIT` slot indices.
-const TOP: usize = (1 << 26) / CHUNK;
+/// Chunks: enough for every slot index a runtime can have.
+const TOP: usize = smarm_core::config::MAX_ACTORS_LIMIT.div_ceil(CHUNK);
 
 /// One actor's published channels, by message type.
 pub(super) struct Inbox {

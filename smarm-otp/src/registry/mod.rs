@@ -39,7 +39,8 @@
 //! call (a restarted holder is reached), while [`send_to`] is bound to one
 //! incarnation (`Dead` once it is gone, never redirected). Bindings to
 //! dead actors are pruned when touched; the generation in a pid makes
-//! "dead" decidable even after its slot is reused.
+//! "dead" decidable even after its slot is reused, and an exit hook removes
+//! an actor's bindings and inbox as it exits.
 //!
 //! # Invariants
 //!
@@ -47,13 +48,13 @@
 //!   actor that had published an inbox when the name was bound.
 //! - (I2) An entry whose pid is not alive is treated as absent and removed
 //!   by whoever touches it.
-//! - (I3) Changes happen behind one lock per runtime, which republishes
-//!   immutable snapshots (the name table, each actor's inbox) for lock-free
-//!   reads (`fast.rs`). A name- or pid-addressed send takes no registry
-//!   lock: it resolves through the snapshots and sends on the actor's
-//!   channel (no sender clone, no allocation), so the channel's lock is the
-//!   only one it takes. It falls back to the lock only to prune a dead
-//!   holder.
+//! - (I3) Changes happen behind one lock per runtime and are published
+//!   for lock-free reads (`fast.rs`: each actor's inbox, immutable;
+//!   `names.rs`: the name table, one immutable value per binding). A name-
+//!   or pid-addressed send takes no registry lock: it resolves through them
+//!   and sends on the actor's channel (no sender clone, no allocation), so
+//!   the channel's lock is the only one it takes. It falls back to the lock
+//!   only when the send fails, to classify the failure and prune.
 //! - (I4) An actor's names and inbox are removed by an exit hook when it
 //!   exits, so a send that finds them needs no liveness check (which would
 //!   read the holder's slot word, a cache line its scheduler writes at every

@@ -1,6 +1,6 @@
 //! The registry's write side: the authoritative name table behind the
 //! registry lock, and [`Locked`], the view every locked operation works
-//! through, which keeps the lock-free snapshots of [`Fast`] in step.
+//! through, which keeps the lock-free side ([`Fast`]) in step.
 
 use super::fast::{Fast, Inbox, Padded, Published};
 use super::names::NameValue;
