@@ -196,7 +196,10 @@ fn exceeding_the_intensity_escalates_to_the_parent_supervisor() {
                 std::panic::resume_unwind(Box::new("always fails"));
             })]
         };
-        let top = supervisor::start(
+        // Linked, with exits trapped: the top's exit reaches us however
+        // fast the escalation runs.
+        let exits = smarm::trap_exit(true).unwrap();
+        let top = supervisor::start_link(
             SupFlags::new(Strategy::OneForOne).intensity(2, Duration::from_secs(10)),
             vec![ChildSpec::supervisor(
                 "middle",
@@ -205,9 +208,9 @@ fn exceeding_the_intensity_escalates_to_the_parent_supervisor() {
             )],
         )
         .unwrap();
-        let m = smarm::monitor(top.pid());
-        let down = m.rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(down.reason, DownReason::Panic, "the top supervisor gave up too");
+        let exit = exits.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(exit.from, top.pid());
+        assert_eq!(exit.reason, DownReason::Panic, "the top supervisor gave up too");
         // 3 middles (the first and two restarts), each starting its crasher
         // twice (the start and one restart) before giving up.
         let starts: Vec<Pid> = std::iter::from_fn(|| starts_rx.try_recv().ok().flatten()).collect();

@@ -109,7 +109,10 @@ thread_local! {
 /// Borrow this thread's `SCRATCH` (if no other actor on the thread holds
 /// it) across `n` allocating pushes, checking after each that the actor is
 /// still on the same thread and the data is its own. Returns the overruns
-/// the actor took while holding the borrow, or `None` if it was busy.
+/// the actor took while holding the borrow, or `None` if it was busy. Not
+/// inlined: a function that touches a thread-local must not also make a
+/// call that can migrate the actor (its callers yield and block).
+#[inline(never)]
 fn borrow_across_allocations(tag: u64, n: u64) -> Option<u64> {
     SCRATCH.with(|s| {
         let mut s = s.try_borrow_mut().ok()?;

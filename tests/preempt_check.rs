@@ -101,6 +101,29 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Borrow this thread's `SCRATCH` (if free) across 20,000 `check!()`s,
+/// asserting the actor never leaves the thread meanwhile. Not inlined: the
+/// compiler computes a thread-local's address once per function, so a
+/// function that touches one must not also make a call that can migrate
+/// the actor (here the caller's `yield_now`).
+#[inline(never)]
+fn borrow_across_checks(k: u64) -> bool {
+    SCRATCH.with(|s| {
+        let Ok(mut s) = s.try_borrow_mut() else {
+            return false;
+        };
+        // Held across the safepoints below.
+        let thread = std::thread::current().id();
+        for i in 0..20_000 {
+            s.push(k + i);
+            smarm::check!();
+            assert_eq!(std::thread::current().id(), thread, "migrated mid-borrow");
+        }
+        s.clear();
+        true
+    })
+}
+
 /// A thread-local borrow held across `check!()` stays on its thread: a
 /// switched-out actor resumes where it was, never migrating mid-borrow
 /// (3 actors on 4 threads: idle siblings are always ready to steal).
@@ -114,25 +137,7 @@ fn a_thread_local_borrow_across_check_stays_on_its_thread() {
                 smarm::spawn(move || {
                     let mut rounds = 0;
                     while rounds < 20 {
-                        let held = SCRATCH.with(|s| {
-                            let Ok(mut s) = s.try_borrow_mut() else {
-                                return false;
-                            };
-                            // Held across the safepoints below.
-                            let thread = std::thread::current().id();
-                            for i in 0..20_000 {
-                                s.push(k + i);
-                                smarm::check!();
-                                assert_eq!(
-                                    std::thread::current().id(),
-                                    thread,
-                                    "migrated mid-borrow"
-                                );
-                            }
-                            s.clear();
-                            true
-                        });
-                        rounds += u64::from(held);
+                        rounds += u64::from(borrow_across_checks(k));
                         smarm::yield_now(); // a normal switch point: may migrate
                     }
                 })

@@ -68,7 +68,9 @@
 //! - (I2) Actor code never holds a reference derived from the thread-local
 //!   across a switch: after a switch the actor may be on another thread.
 //!   Every access re-reads it through the `#[inline(never)]`
-//!   [`current_worker`].
+//!   [`current_worker`] (and the preemption gate through `preempt::gate`):
+//!   an inlined thread-local access lets the compiler reuse an address
+//!   computed before the switch, on the wrong thread.
 //! - (I3) The next slot and the pinned queue hold actors only this
 //!   scheduler may run; every other queued actor is reachable by all.
 //!

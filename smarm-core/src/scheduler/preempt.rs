@@ -46,6 +46,24 @@ std::thread_local! {
     };
 }
 
+/// This thread's gate. Never inlined, and opaque to the optimiser (a
+/// function that only computed an address could be judged pure and its
+/// result reused), so the address is recomputed at every call: reusing one
+/// computed before a switch that moved the actor would touch another
+/// thread's gate (scheduler (I2)).
+#[inline(never)]
+fn gate() -> *const Gate {
+    GATE.with(|g| std::hint::black_box(g as *const Gate))
+}
+
+/// Run `f` on this thread's gate; `f` must not switch.
+#[inline]
+fn with_gate<R>(f: impl FnOnce(&Gate) -> R) -> R {
+    // SAFETY: the pointer is this thread's GATE (const-initialised, no
+    // destructor, so valid for the thread's life), used before any switch.
+    f(unsafe { &*gate() })
+}
+
 /// Keeps the running actor from being preempted on this thread until
 /// dropped: `check!()` and allocation safepoints do not switch it out (a
 /// blocking call still switches, and panics if a guard is open).
@@ -74,7 +92,7 @@ impl NoPreempt {
     /// Disable preemption on this thread until the guard is dropped.
     #[inline]
     pub fn new() -> Self {
-        GATE.with(|g| g.disabled.set(g.disabled.get() + 1));
+        with_gate(|g| g.disabled.set(g.disabled.get() + 1));
         NoPreempt(PhantomData)
     }
 }
@@ -88,7 +106,7 @@ impl Default for NoPreempt {
 impl Drop for NoPreempt {
     #[inline]
     fn drop(&mut self) {
-        GATE.with(|g| g.disabled.set(g.disabled.get() - 1));
+        with_gate(|g| g.disabled.set(g.disabled.get() - 1));
     }
 }
 
@@ -102,13 +120,13 @@ impl std::fmt::Debug for NoPreempt {
 /// no `NoPreempt` guard open and no `with_worker` span running.
 #[inline]
 pub(crate) fn preemption_enabled() -> bool {
-    GATE.with(|g| g.disabled.get() == 0) && !super::worker_busy()
+    with_gate(|g| g.disabled.get() == 0) && !super::worker_busy()
 }
 
 /// Count one safepoint call; `true` every `SAFEPOINT_EVERY`th.
 #[inline]
 fn countdown_expired() -> bool {
-    GATE.with(|g| {
+    with_gate(|g| {
         let left = g.countdown.get();
         if left > 1 {
             g.countdown.set(left - 1);

@@ -23,11 +23,19 @@ std::thread_local! {
     static HELD: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
 }
 
+/// This thread's held set, through a call that is never inlined, so the
+/// thread-local's address is recomputed after any switch (scheduler (I2)).
+#[cfg(debug_assertions)]
+#[inline(never)]
+fn held<R>(f: &dyn Fn(&std::cell::Cell<u8>) -> R) -> R {
+    HELD.with(f)
+}
+
 /// Record that `class` is being acquired; panics on an order violation.
 #[inline]
 pub(crate) fn acquire(class: LockClass) {
     #[cfg(debug_assertions)]
-    HELD.with(|h| {
+    held(&|h| {
         let held = h.get();
         let bit = 1u8 << class as u8;
         assert!(
@@ -45,7 +53,7 @@ pub(crate) fn acquire(class: LockClass) {
 #[inline]
 pub(crate) fn release(class: LockClass) {
     #[cfg(debug_assertions)]
-    HELD.with(|h| h.set(h.get() & !(1u8 << class as u8)));
+    held(&|h| h.set(h.get() & !(1u8 << class as u8)));
     #[cfg(not(debug_assertions))]
     let _ = class;
 }
@@ -54,7 +62,7 @@ pub(crate) fn release(class: LockClass) {
 #[inline]
 pub(crate) fn assert_no_locks_held() {
     #[cfg(debug_assertions)]
-    HELD.with(|h| {
+    held(&|h| {
         assert_eq!(
             h.get(),
             0,
