@@ -58,7 +58,7 @@ pub mod net {
     pub use smarm_core::io::net::{TcpListener, TcpStream, UdpSocket};
 }
 
-/// Time: [`sleep`](time::sleep), message timers.
+/// Time: `sleep`, message timers.
 pub mod time {
     pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};
 }
@@ -91,8 +91,7 @@ pub mod pg {
 }
 
 /// Servers: a state-owning actor serving calls and casts
-/// ([`GenServer`](gen_server::GenServer), [`start`](gen_server::start),
-/// [`GenServerRef`](gen_server::GenServerRef)).
+/// (`GenServer`, `start`, `GenServerRef`).
 pub mod gen_server {
     pub use smarm_otp::gen_server::*;
 }

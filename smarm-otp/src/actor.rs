@@ -15,7 +15,7 @@
 //!   casts are the messages; the derived methods work on its
 //!   [`GenServerRef`] too.
 //!
-//! Calls are the variants carrying a [`Reply`](crate::gen_server::Reply)
+//! Calls are the variants carrying a `Reply`
 //! as their last field; they go through
 //! [`gen_server::call`](crate::gen_server::call), so they time out, fail
 //! fast with `ServerDown` when the actor is gone, and fail when the handler

@@ -4,7 +4,7 @@
 //!
 //! # Design
 //!
-//! Each runtime starts an [`IoDriver`] on the first IO call of a `run` and
+//! Each runtime starts an `IoDriver` on the first IO call of a `run` and
 //! stops it when the run ends. It owns two producers, each behind the
 //! runtime's two-call contract (make the actor runnable with
 //! `unpark_at`, whose enqueue tail wakes a parked scheduler; nothing else):

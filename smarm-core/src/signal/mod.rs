@@ -4,7 +4,7 @@
 //!
 //! # Design
 //!
-//! Each slot's cold data holds, on first use, a [`Signals`] record: the
+//! Each slot's cold data holds, on first use, a `Signals` record: the
 //! monitors watching the actor (each a one-shot `Sender<Down>`), its
 //! links, its exit-trapping channel, and the reason a link gave for
 //! stopping it. Registration takes the target's cold lock and checks the

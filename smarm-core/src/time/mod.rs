@@ -10,7 +10,7 @@
 //! nothing (slot (I3)). Timers fire from two places: the busy-path
 //! due-check at the top of every scheduler loop, and the timekeeper, the
 //! one idle scheduler parked with the earliest deadline as its timeout
-//! (see [`crate::park`]). Every insert notes its deadline with the
+//! (see the `park` module). Every insert notes its deadline with the
 //! coordinator under the timers lock. Bounded waits (`recv_timeout` and
 //! friends) do not arm and cancel a timer each: an actor keeps one cached
 //! timer across its bounded waits (`bounded.rs`). Cancelled entries are
