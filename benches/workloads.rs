@@ -294,7 +294,10 @@ impl smarm::GenServer for CallCounter {
     type Reply = u64;
     type Cast = ();
     type Info = ();
-    fn init(_: (), _: &mut smarm::gen_server::Ctx<Self>) -> Result<Self, smarm::gen_server::InitError> {
+    fn init(
+        _: (),
+        _: &mut smarm::gen_server::Ctx<Self>,
+    ) -> Result<Self, smarm::gen_server::InitError> {
         Ok(CallCounter(0))
     }
     fn handle_call(

@@ -22,13 +22,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use smarm::actor::Handler;
 use smarm::channel;
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, ServerName};
-use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
-use smarm::actor::Handler;
-use smarm::{Actor, Reply};
 use smarm::net::{TcpListener, TcpStream};
 use smarm::runtime::{self, Config};
+use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+use smarm::{Actor, Reply};
 use std::io::{Read, Write};
 
 /// Every allocation is a timeslice safepoint: busy actors that allocate
@@ -167,7 +167,10 @@ fn supervision_tree() -> supervisor::SupervisorRef {
         account.call(Op::Deposit(100)).expect("a deposit")
     );
     let crashed = account.call(Op::Withdraw(500));
-    println!("  account {}: withdraw 500 -> {crashed:?} (crashed)", account.pid());
+    println!(
+        "  account {}: withdraw 500 -> {crashed:?} (crashed)",
+        account.pid()
+    );
     let restarted = loop {
         match gen_server::whereis_server(ACCOUNT) {
             Some(s) if s.pid() != account.pid() => break s,
@@ -177,7 +180,9 @@ fn supervision_tree() -> supervisor::SupervisorRef {
     println!(
         "  supervisor restarted it: account {} balance {}",
         restarted.pid(),
-        restarted.call(Op::Deposit(0)).expect("the restarted account answers")
+        restarted
+            .call(Op::Deposit(0))
+            .expect("the restarted account answers")
     );
     println!(
         "  ledger (a #[derive(Actor)] actor): {} entries",

@@ -43,7 +43,10 @@ fn a_dropped_sender_closes_at_once_and_a_timeout_is_a_timeout() {
 
         let (_tx, rx) = oneshot::<u64>();
         let t0 = Instant::now();
-        assert_eq!(rx.recv_timeout(Duration::from_millis(10)), Err(OneshotError::Timeout));
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(10)),
+            Err(OneshotError::Timeout)
+        );
         assert!(t0.elapsed() >= Duration::from_millis(10));
     });
 }
@@ -80,7 +83,8 @@ fn only_the_actor_that_made_it_receives() {
         });
         let err = other.join().unwrap_err();
         assert!(
-            err.to_string().contains("received by the actor that made it"),
+            err.to_string()
+                .contains("received by the actor that made it"),
             "{err}"
         );
     });

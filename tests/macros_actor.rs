@@ -14,9 +14,9 @@ use support::run_with;
 #[derive(Actor)]
 #[actor(name = "counter")] // optional: also emits a Name constant
 enum Counter {
-    Add(u64),                       // fire-and-forget
+    Add(u64), // fire-and-forget
     Reset,
-    Get(Reply<u64>),                // request/reply: the last field is the reply slot
+    Get(Reply<u64>), // request/reply: the last field is the reply slot
     Swap(u64, Reply<u64>),
 }
 
@@ -44,7 +44,11 @@ fn the_derived_api_casts_and_calls_by_pid_and_by_name() {
         let counter: smarm::Pid<Counter> = actor::start(CounterState(0)).unwrap();
         counter.add(5).unwrap();
         counter.add(2).unwrap();
-        assert_eq!(counter.get(), Ok(7), "casts arrive in order, before the call");
+        assert_eq!(
+            counter.get(),
+            Ok(7),
+            "casts arrive in order, before the call"
+        );
         assert_eq!(counter.swap(100), Ok(7));
         COUNTER.reset().unwrap(); // by name
         assert_eq!(COUNTER.get(), Ok(0));
@@ -71,8 +75,14 @@ fn a_plain_actor_loop_serves_the_same_api() {
 /// drops a reply, and one that stops.
 #[derive(Actor)]
 enum Store {
-    Put { key: String, value: u32 },
-    Get { key: String, reply: Reply<Option<u32>> },
+    Put {
+        key: String,
+        value: u32,
+    },
+    Get {
+        key: String,
+        reply: Reply<Option<u32>>,
+    },
     Sum(u32, u32, Reply<u32>),
     Forget(Reply<u32>),
     Quit,
@@ -109,13 +119,24 @@ fn named_fields_several_fields_unit_variants_and_failures() {
         assert_eq!(store.get("b".to_string()), Ok(None));
         assert_eq!(store.sum(2, 3), Ok(5));
         let t0 = Instant::now();
-        assert_eq!(store.forget(), Err(CallError::ServerDown), "a dropped Reply fails the call");
+        assert_eq!(
+            store.forget(),
+            Err(CallError::ServerDown),
+            "a dropped Reply fails the call"
+        );
         assert!(t0.elapsed() < Duration::from_secs(1));
         store.quit().unwrap();
         let t0 = Instant::now();
-        assert_eq!(store.sum(1, 1), Err(CallError::ServerDown), "a call to a dead actor");
+        assert_eq!(
+            store.sum(1, 1),
+            Err(CallError::ServerDown),
+            "a call to a dead actor"
+        );
         assert!(t0.elapsed() < Duration::from_secs(1), "fails fast");
-        assert!(store.put("x".to_string(), 0).is_err(), "a cast to a dead actor comes back");
+        assert!(
+            store.put("x".to_string(), 0).is_err(),
+            "a cast to a dead actor comes back"
+        );
     });
 }
 
@@ -137,7 +158,9 @@ fn a_supervised_typed_actor_restarts_under_its_name() {
     run_with(2, || {
         let sup = supervisor::start(
             SupFlags::new(Strategy::OneForOne).intensity(5, Duration::from_secs(5)),
-            vec![ChildSpec::actor_server::<Counter, _>("counter", || Fragile(CounterState(0)))],
+            vec![ChildSpec::actor_server::<Counter, _>("counter", || {
+                Fragile(CounterState(0))
+            })],
         )
         .unwrap();
         COUNTER.add(3).unwrap();
@@ -161,8 +184,9 @@ fn a_supervised_typed_actor_restarts_under_its_name() {
 #[test]
 fn a_derived_actor_runs_as_a_gen_server() {
     run_with(2, || {
-        let server = smarm::gen_server::start::<actor::Served<Counter, CounterState>>(CounterState(10))
-            .unwrap();
+        let server =
+            smarm::gen_server::start::<actor::Served<Counter, CounterState>>(CounterState(10))
+                .unwrap();
         server.add(5).unwrap();
         assert_eq!(server.get(), Ok(15));
         assert_eq!(server.swap(1), Ok(15));

@@ -120,9 +120,17 @@ fn calls_reply_and_casts_keep_their_order() {
         for n in 0..1_000 {
             s.cast(n).unwrap();
         }
-        assert_eq!(s.call(Req::Seen), Ok(1_000), "a call after casts sees them all");
+        assert_eq!(
+            s.call(Req::Seen),
+            Ok(1_000),
+            "a call after casts sees them all"
+        );
         let seen = s.inspect(|p| p.seen.clone()).unwrap();
-        assert_eq!(seen, (0..1_000).collect::<Vec<_>>(), "casts arrive in order");
+        assert_eq!(
+            seen,
+            (0..1_000).collect::<Vec<_>>(),
+            "casts arrive in order"
+        );
         assert_eq!(s.get_state().unwrap().seen.len(), 1_000);
         s.shutdown().unwrap();
     });
@@ -142,7 +150,10 @@ fn a_call_to_a_server_that_panics_mid_call_fails_at_once() {
         assert_eq!(s.call(Req::Echo(1)), Err(CallError::ServerDown));
         assert!(t0.elapsed() < Duration::from_millis(100));
         assert!(!s.is_alive());
-        assert!(s.cast(5).is_err(), "a cast to a dead server hands the message back");
+        assert!(
+            s.cast(5).is_err(),
+            "a cast to a dead server hands the message back"
+        );
     });
 }
 
@@ -174,9 +185,15 @@ fn timeouts_fire_and_a_late_reply_never_reaches_a_later_call() {
     run_with(2, || {
         let s = gen_server::start::<Probe>(None).unwrap();
         let t0 = Instant::now();
-        let r = s.call_timeout(Req::SleepThenEcho(Duration::from_millis(50), 111), Duration::from_millis(10));
+        let r = s.call_timeout(
+            Req::SleepThenEcho(Duration::from_millis(50), 111),
+            Duration::from_millis(10),
+        );
         assert_eq!(r, Err(CallError::Timeout(Duration::from_millis(10))));
-        assert!(t0.elapsed() < Duration::from_millis(45), "the timeout fired on time");
+        assert!(
+            t0.elapsed() < Duration::from_millis(45),
+            "the timeout fired on time"
+        );
         // The late 111 is discarded: the next call gets its own answer.
         assert_eq!(s.call(Req::Echo(222)), Ok(222));
         for i in 0..50 {
@@ -218,7 +235,11 @@ fn server_timers_fire_into_handle_info_and_can_be_cancelled() {
         s.call(Req::Arm(Duration::from_millis(20), 43)).unwrap();
         assert_eq!(s.call(Req::Disarm), Ok(1), "cancelled before it fired");
         smarm::sleep(Duration::from_millis(40));
-        assert_eq!(s.inspect(|p| p.seen.clone()).unwrap(), vec![42], "never fired");
+        assert_eq!(
+            s.inspect(|p| p.seen.clone()).unwrap(),
+            vec![42],
+            "never fired"
+        );
         s.info(44).unwrap();
         assert_eq!(s.call(Req::Seen), Ok(2));
         s.shutdown().unwrap();
@@ -230,7 +251,11 @@ fn every_way_out_runs_terminate_with_its_reason() {
     run_with(2, || {
         type Case = (fn(&gen_server::GenServerRef<Probe>), StopReason, DownReason);
         let cases: Vec<Case> = vec![
-            (|s| s.shutdown().unwrap(), StopReason::Shutdown, DownReason::Exit),
+            (
+                |s| s.shutdown().unwrap(),
+                StopReason::Shutdown,
+                DownReason::Exit,
+            ),
             (
                 |s| assert_eq!(s.call(Req::Stop(StopReason::Normal)), Ok(1)),
                 StopReason::Normal,
@@ -241,7 +266,11 @@ fn every_way_out_runs_terminate_with_its_reason() {
                 StopReason::Error("bad".into()),
                 DownReason::Panic,
             ),
-            (|s| smarm::request_stop(s.pid()), StopReason::Shutdown, DownReason::Stopped),
+            (
+                |s| smarm::request_stop(s.pid()),
+                StopReason::Shutdown,
+                DownReason::Stopped,
+            ),
             (
                 |s| assert_eq!(s.call(Req::Panic), Err(CallError::ServerDown)),
                 StopReason::Error("server failed mid-call".into()),
@@ -296,7 +325,10 @@ fn start_reports_init_failures_and_taken_names() {
             gen_server::start_named(FAILS, false),
             Err(StartError::Init(_))
         ));
-        assert!(smarm::whereis("fails").is_none(), "a failed start leaves no name");
+        assert!(
+            smarm::whereis("fails").is_none(),
+            "a failed start leaves no name"
+        );
         let first = gen_server::start_named(PROBE, None).unwrap();
         match gen_server::start_named(PROBE, None) {
             Err(StartError::NameTaken { name, holder }) => {
@@ -322,7 +354,10 @@ fn a_restarted_named_server_is_reachable_by_name_at_once() {
             } else {
                 s.shutdown().unwrap();
             }
-            assert!(gen_server::whereis_server(PROBE).is_none(), "the dead holder's name is gone");
+            assert!(
+                gen_server::whereis_server(PROBE).is_none(),
+                "the dead holder's name is gone"
+            );
         }
     });
 }

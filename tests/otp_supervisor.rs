@@ -39,7 +39,8 @@ fn worker(id: &'static str, log: &Sender<Event>) -> ChildSpec {
     ChildSpec::actor(id, move || {
         let (ctl_tx, ctl_rx) = channel::<Cmd>();
         let _on_stop = OnStop(id, log.clone());
-        log.send(Event::Started(id, smarm::self_pid(), ctl_tx)).unwrap();
+        log.send(Event::Started(id, smarm::self_pid(), ctl_tx))
+            .unwrap();
         match ctl_rx.recv() {
             Ok(Cmd::Crash) => std::panic::resume_unwind(Box::new("crash")),
             Ok(Cmd::Exit) | Err(_) => {}
@@ -64,13 +65,15 @@ impl Log {
     /// The next `n` events, as "start X" / "stop X".
     fn next(&mut self, n: usize) -> Vec<String> {
         (0..n)
-            .map(|_| match self.rx.recv_timeout(Duration::from_secs(5)).unwrap() {
-                Event::Started(id, pid, ctl) => {
-                    self.ctl.insert(id, (pid, ctl));
-                    format!("start {id}")
-                }
-                Event::Stopped(id) => format!("stop {id}"),
-            })
+            .map(
+                |_| match self.rx.recv_timeout(Duration::from_secs(5)).unwrap() {
+                    Event::Started(id, pid, ctl) => {
+                        self.ctl.insert(id, (pid, ctl));
+                        format!("start {id}")
+                    }
+                    Event::Stopped(id) => format!("stop {id}"),
+                },
+            )
             .collect()
     }
 
@@ -91,10 +94,17 @@ impl Log {
 fn three(strategy: Strategy) -> (supervisor::SupervisorRef, Log) {
     let (tx, rx) = channel::<Event>();
     let flags = SupFlags::new(strategy).intensity(10, Duration::from_secs(5));
-    let sup = supervisor::start(flags, vec![worker("a", &tx), worker("b", &tx), worker("c", &tx)])
-        .unwrap();
+    let sup = supervisor::start(
+        flags,
+        vec![worker("a", &tx), worker("b", &tx), worker("c", &tx)],
+    )
+    .unwrap();
     let mut log = Log::new(rx);
-    assert_eq!(log.next(3), ["start a", "start b", "start c"], "ordered start");
+    assert_eq!(
+        log.next(3),
+        ["start a", "start b", "start c"],
+        "ordered start"
+    );
     (sup, log)
 }
 
@@ -111,7 +121,11 @@ fn one_for_one_restarts_only_the_failed_child() {
         let pids: Vec<_> = kids.iter().map(|k| k.pid.unwrap()).collect();
         assert_eq!(pids, [a, log.pid("b"), c]);
         sup.shutdown().unwrap();
-        assert_eq!(log.next(3), ["stop c", "stop b", "stop a"], "reverse shutdown");
+        assert_eq!(
+            log.next(3),
+            ["stop c", "stop b", "stop a"],
+            "reverse shutdown"
+        );
     });
 }
 
@@ -179,7 +193,11 @@ fn transient_and_temporary_children_follow_their_restart_type() {
             .collect();
         assert_eq!(
             kids,
-            [("t1".into(), false), ("t2".into(), true), ("perm".into(), true)]
+            [
+                ("t1".into(), false),
+                ("t2".into(), true),
+                ("perm".into(), true)
+            ]
         );
         sup.shutdown().unwrap();
     });
@@ -210,7 +228,11 @@ fn exceeding_the_intensity_escalates_to_the_parent_supervisor() {
         .unwrap();
         let exit = exits.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(exit.from, top.pid());
-        assert_eq!(exit.reason, DownReason::Panic, "the top supervisor gave up too");
+        assert_eq!(
+            exit.reason,
+            DownReason::Panic,
+            "the top supervisor gave up too"
+        );
         // 3 middles (the first and two restarts), each starting its crasher
         // twice (the start and one restart) before giving up.
         let starts: Vec<Pid> = std::iter::from_fn(|| starts_rx.try_recv().ok().flatten()).collect();
@@ -275,7 +297,11 @@ fn a_child_that_fails_to_start_fails_the_supervisor_start() {
             other => panic!("expected a child start error, got {other:?}"),
         }
         let mut log = Log::new(rx);
-        assert_eq!(log.next(2), ["start a", "stop a"], "a is stopped again; c never starts");
+        assert_eq!(
+            log.next(2),
+            ["start a", "stop a"],
+            "a is stopped again; c never starts"
+        );
     });
 }
 
@@ -302,7 +328,11 @@ fn a_dynamic_supervisor_restarts_crashing_children_and_forgets_temporary_ones() 
                 let (_keep, never) = channel::<()>();
                 let _ = never.recv();
             });
-            let spec = if i % 2 == 0 { spec } else { spec.restart(Restart::Temporary) };
+            let spec = if i % 2 == 0 {
+                spec
+            } else {
+                spec.restart(Restart::Temporary)
+            };
             sup.start_child(spec).unwrap();
         }
         for _ in 0..N {
@@ -319,7 +349,9 @@ fn a_dynamic_supervisor_restarts_crashing_children_and_forgets_temporary_ones() 
             smarm::sleep(Duration::from_millis(10));
         }
         assert_eq!(kids.len(), N / 2, "temporary children are forgotten");
-        assert!(kids.iter().all(|k| k.pid.is_some() && k.restart == Restart::Permanent));
+        assert!(kids
+            .iter()
+            .all(|k| k.pid.is_some() && k.restart == Restart::Permanent));
         assert!(sup.terminate_child(kids[0].pid.unwrap()).unwrap());
         assert_eq!(sup.which_children().unwrap().len(), N / 2 - 1);
         sup.shutdown().unwrap();

@@ -54,9 +54,18 @@ fn allocating_and_check_spinners_do_not_starve_a_sleeper_on_one_thread() {
     });
     let (worst, sleeper, allocating, checking) = out.lock().unwrap().take().unwrap();
     // Two spinners with 1 ms slices: each wake waits about two slices.
-    assert!(worst < Duration::from_millis(50), "sleeper was {worst:?} late");
-    assert!(allocating > 10, "the allocating spinner overran {allocating} times");
-    assert!(checking > 10, "the check!() spinner overran {checking} times");
+    assert!(
+        worst < Duration::from_millis(50),
+        "sleeper was {worst:?} late"
+    );
+    assert!(
+        allocating > 10,
+        "the allocating spinner overran {allocating} times"
+    );
+    assert!(
+        checking > 10,
+        "the check!() spinner overran {checking} times"
+    );
     assert_eq!(sleeper, 0, "the sleeper never ran past a slice");
 }
 
@@ -95,8 +104,14 @@ fn a_stop_reaches_an_allocating_spinner_at_its_next_blocking_call() {
         done_spinning.store(true, Ordering::Relaxed);
         h.join().unwrap();
     });
-    assert!(dropped.load(Ordering::SeqCst), "the stop ran the destructors");
-    assert!(!after.load(Ordering::SeqCst), "the stop unwound at the sleep");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the stop ran the destructors"
+    );
+    assert!(
+        !after.load(Ordering::SeqCst),
+        "the stop unwound at the sleep"
+    );
 }
 
 thread_local! {

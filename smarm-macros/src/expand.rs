@@ -16,7 +16,10 @@ pub(crate) fn expand(e: &ActorEnum) -> TokenStream {
     let methods = e.variants.iter().map(|v| method(ident, v));
     let constant = e.name.as_ref().map(|lit| {
         let konst = format_ident!("{}", snake_case(ident).to_uppercase());
-        let doc = format!("The registry name of [`{ident}`] actors: {:?}.", lit.value());
+        let doc = format!(
+            "The registry name of [`{ident}`] actors: {:?}.",
+            lit.value()
+        );
         quote! {
             #[doc = #doc]
             #vis const #konst: ::smarm::Name<#ident> = ::smarm::Name::new(#lit);
@@ -81,9 +84,8 @@ fn method(enum_ident: &syn::Ident, v: &Variant) -> TokenStream {
             let reply_field = v.reply_field.clone();
             let msg = build(Some(quote!(#reply_field)));
             let params2 = v.args.iter().map(|(n, t)| quote!(#n: #t));
-            let doc = format!(
-                "Call [`{enum_ident}::{variant}`] and wait for the reply (5 s at most)."
-            );
+            let doc =
+                format!("Call [`{enum_ident}::{variant}`] and wait for the reply (5 s at most).");
             let doc_t = format!("Call [`{enum_ident}::{variant}`], waiting at most `timeout`.");
             quote! {
                 #[doc = #doc]

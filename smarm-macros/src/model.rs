@@ -36,21 +36,18 @@ pub(crate) enum Shape {
 }
 
 pub(crate) fn read(input: DeriveInput) -> syn::Result<ActorEnum> {
-    let data = match input.data {
-        Data::Enum(data) => data,
-        Data::Struct(s) => {
-            return Err(syn::Error::new(
+    let data =
+        match input.data {
+            Data::Enum(data) => data,
+            Data::Struct(s) => return Err(syn::Error::new(
                 s.struct_token.span,
                 "#[derive(Actor)] goes on a message enum (one variant per message), not a struct",
-            ))
-        }
-        Data::Union(u) => {
-            return Err(syn::Error::new(
+            )),
+            Data::Union(u) => return Err(syn::Error::new(
                 u.union_token.span,
                 "#[derive(Actor)] goes on a message enum (one variant per message), not a union",
-            ))
-        }
-    };
+            )),
+        };
     if !input.generics.params.is_empty() {
         return Err(syn::Error::new_spanned(
             &input.generics,
@@ -84,9 +81,7 @@ fn read_attrs(attrs: &[syn::Attribute]) -> syn::Result<Option<LitStr>> {
                 }
                 Ok(())
             } else {
-                Err(meta.error(
-                    "unknown #[actor(...)] option: the only one is `name = \"...\"`",
-                ))
+                Err(meta.error("unknown #[actor(...)] option: the only one is `name = \"...\"`"))
             }
         })?;
     }

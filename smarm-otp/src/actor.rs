@@ -21,7 +21,9 @@
 //! fast with `ServerDown` when the actor is gone, and fail when the handler
 //! drops the `Reply`.
 
-use crate::gen_server::{Ctx, Flow, GenServer, GenServerRef, InitError, Reply, StartError, StopReason};
+use crate::gen_server::{
+    Ctx, Flow, GenServer, GenServerRef, InitError, Reply, StartError, StopReason,
+};
 use crate::registry::{self, Name};
 use smarm_core::{Addressable, Pid};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

@@ -15,7 +15,10 @@ pub(crate) type Started = Sender<Result<(), StartError>>;
 
 /// Spawn `body` (linked to the caller if `link`), hand it its `Started`
 /// channel, and wait for its report.
-pub(crate) fn start(link: bool, body: impl FnOnce(Started) + Send + 'static) -> Result<Pid, StartError> {
+pub(crate) fn start(
+    link: bool,
+    body: impl FnOnce(Started) + Send + 'static,
+) -> Result<Pid, StartError> {
     let (started_tx, started) = channel::<Result<(), StartError>>();
     let body = move || body(started_tx);
     let handle = if link {

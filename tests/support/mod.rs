@@ -57,7 +57,10 @@ pub fn heartbeat_worst_lateness(n: u32) -> std::time::Duration {
     for _ in 0..n {
         let t0 = std::time::Instant::now();
         smarm::sleep(std::time::Duration::from_millis(1));
-        worst = worst.max(t0.elapsed().saturating_sub(std::time::Duration::from_millis(1)));
+        worst = worst.max(
+            t0.elapsed()
+                .saturating_sub(std::time::Duration::from_millis(1)),
+        );
     }
     worst
 }

@@ -56,7 +56,9 @@ impl Reclaimer {
     pub(crate) fn new(schedulers: usize) -> Self {
         Reclaimer {
             epoch: AtomicU64::new(1),
-            seen: (0..schedulers).map(|_| Seen(AtomicU64::new(OFFLINE))).collect(),
+            seen: (0..schedulers)
+                .map(|_| Seen(AtomicU64::new(OFFLINE)))
+                .collect(),
             retired: RawMutex::new(LockClass::Leaf, Vec::new()),
             pending: AtomicUsize::new(0),
         }
@@ -108,8 +110,7 @@ impl Reclaimer {
             .unwrap_or(OFFLINE);
         let ready: Vec<Retired> = {
             let mut retired = self.retired.lock();
-            let (ready, keep): (Vec<_>, Vec<_>) =
-                retired.drain(..).partition(|(e, _)| *e <= safe);
+            let (ready, keep): (Vec<_>, Vec<_>) = retired.drain(..).partition(|(e, _)| *e <= safe);
             *retired = keep;
             self.pending.store(retired.len(), Ordering::Relaxed);
             ready

@@ -108,7 +108,13 @@ mod tests {
         }
         let elapsed = now().wrapping_sub(c0);
         // Generous: a descheduled test thread only makes `elapsed` larger.
-        assert!(elapsed >= slice / 2, "{elapsed} ticks in 5 ms, slice {slice}");
-        assert!(elapsed < slice * 20, "{elapsed} ticks in 5 ms, slice {slice}");
+        assert!(
+            elapsed >= slice / 2,
+            "{elapsed} ticks in 5 ms, slice {slice}"
+        );
+        assert!(
+            elapsed < slice * 20,
+            "{elapsed} ticks in 5 ms, slice {slice}"
+        );
     }
 }

@@ -198,7 +198,8 @@ fn slice_spent() -> bool {
         }
         if let Some(slot) = shared.slots.get(pid.index()) {
             use crate::loom::Ordering::Relaxed;
-            slot.overruns.store(slot.overruns.load(Relaxed) + 1, Relaxed);
+            slot.overruns
+                .store(slot.overruns.load(Relaxed) + 1, Relaxed);
         }
         true
     })

@@ -54,10 +54,11 @@ pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
         if !enter(slot, epoch, at) {
             return; // the cached timer fires in time (B1)
         }
-        let id = shared
-            .timers
-            .lock()
-            .insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
+        let id =
+            shared
+                .timers
+                .lock()
+                .insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
         cache(slot, id.seq(), at);
     });
     BoundedWait { pid }
@@ -93,12 +94,9 @@ fn cache(slot: &Slot, seq: u64, at: u64) {
 /// The cached timer `seq` fired: clear it and return the epoch of the
 /// bounded wait to wake, if the actor is in one (B1, B2).
 fn fired(slot: &Slot, seq: u64) -> Option<u32> {
-    let _ = slot.wait_timer_seq.compare_exchange(
-        seq + 1,
-        0,
-        Ordering::AcqRel,
-        Ordering::Relaxed,
-    );
+    let _ = slot
+        .wait_timer_seq
+        .compare_exchange(seq + 1, 0, Ordering::AcqRel, Ordering::Relaxed);
     fence(Ordering::SeqCst);
     match slot.bounded_epoch.load(Ordering::Relaxed) {
         0 => None,

@@ -83,7 +83,6 @@ impl Published {
         }
     }
 
-
     /// The (queued, received) counts of this channel.
     pub(super) fn counts(&self) -> (usize, u64) {
         (self.counts)(self.sender.as_ref())

@@ -205,8 +205,7 @@ impl NameTable {
             }
             if key.is_none() {
                 slot.len.store(name.len(), Ordering::Relaxed);
-                slot.key
-                    .store(name.as_ptr().cast_mut(), Ordering::Release); // (N1)
+                slot.key.store(name.as_ptr().cast_mut(), Ordering::Release); // (N1)
                 self.used.fetch_add(1, Ordering::Relaxed);
             }
         }

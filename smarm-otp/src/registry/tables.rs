@@ -10,7 +10,6 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-
 /// A multiply-rotate hash over 8-byte words (FxHash's step), computable
 /// in a `const fn`, so a `Name` constant carries its hash and a send by
 /// name does not hash at all. Names are a program's own short constants:

@@ -89,7 +89,10 @@ pub(super) fn serve(
         Ok(End::ParentExit(reason)) => {
             sup.stop_all();
             if reason.is_abnormal() {
-                resume_unwind(Box::new(format!("supervisor {}: parent exited: {reason}", sup.me)));
+                resume_unwind(Box::new(format!(
+                    "supervisor {}: parent exited: {reason}",
+                    sup.me
+                )));
             }
         }
         Ok(End::GaveUp(why)) => {

@@ -151,7 +151,9 @@ impl ChildSpec {
         id: impl Into<String>,
         args: impl Fn() -> G::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::new(id, move || Builder::<G>::new().link().start(args()).map(|s| s.pid()))
+        ChildSpec::new(id, move || {
+            Builder::<G>::new().link().start(args()).map(|s| s.pid())
+        })
     }
 
     /// A named gen_server: its name is registered again at each restart,
@@ -177,7 +179,9 @@ impl ChildSpec {
         id: impl Into<String>,
         state: impl Fn() -> H + Send + 'static,
     ) -> Self {
-        ChildSpec::new(id, move || crate::actor::start_link::<M>(state()).map(Pid::erase))
+        ChildSpec::new(id, move || {
+            crate::actor::start_link::<M>(state()).map(Pid::erase)
+        })
     }
 
     /// A nested supervisor with `flags` and the children `children()`
