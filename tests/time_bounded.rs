@@ -78,3 +78,35 @@ fn a_pending_cached_timer_does_not_delay_the_root_exit_sweep() {
         t0.elapsed()
     );
 }
+
+/// Timers that are due the moment they are armed fire at once, often on
+/// another scheduler before the waiter has even parked. Each such timer
+/// must be forgotten as the actor's cached timer when it fires; a later
+/// wait that reused it would never be woken. 200 actors x 200 waits of a
+/// few microseconds on 4 schedulers all finish.
+#[test]
+fn timers_that_fire_at_once_are_never_reused() {
+    run_with(4, || {
+        let (done_tx, done_rx) = smarm::channel::<()>();
+        for i in 0..200u64 {
+            let done = done_tx.clone();
+            drop(smarm::spawn(move || {
+                let (_keep, empty) = smarm::channel::<()>();
+                for j in 0..200u64 {
+                    if (i + j) % 2 == 0 {
+                        smarm::sleep(Duration::from_micros(j % 3));
+                    } else {
+                        assert!(empty.recv_timeout(Duration::from_micros(j % 5)).is_err());
+                    }
+                }
+                done.send(()).unwrap();
+            }));
+        }
+        for n in 0..200 {
+            assert!(
+                done_rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+                "only {n} of 200 actors finished: a wait was never woken"
+            );
+        }
+    });
+}

@@ -1,6 +1,6 @@
-//! Bounded waits (`recv_timeout`, `select_timeout`, `Mutex::lock_timeout`):
-//! one cached timer per actor instead of a timer armed and cancelled per
-//! wait.
+//! Bounded waits (`sleep`, `recv_timeout`, `select_timeout`,
+//! `Mutex::lock_timeout`): one cached timer per actor instead of a timer
+//! armed and cancelled per wait.
 //!
 //! A bounded wait usually ends long before its deadline (a call's reply
 //! arrives in microseconds; its timeout is seconds away), so arming a heap
@@ -22,6 +22,8 @@
 //!   (SeqCst fence) reads the actor's wait: either the actor sees the timer
 //!   gone and arms a new one, or the timer sees the wait and wakes it. The
 //!   loom model below checks this handshake.
+//!   A timer is recorded as cached under the timers lock it is inserted
+//!   under, so its fire (which pops it under that lock) always clears it.
 //! - (B2) A cached timer wakes only the wait that is current when it fires,
 //!   through `unpark_at` with that wait's epoch: a wait that ended is never
 //!   woken, and a wait that is not bounded is never marked.
@@ -54,12 +56,15 @@ pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
         if !enter(slot, epoch, at) {
             return; // the cached timer fires in time (B1)
         }
-        let id =
-            shared
-                .timers
-                .lock()
-                .insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
+        // Cache it before the timers lock is released: the timer can only
+        // be popped (and fire) under that lock, so its fire always finds it
+        // cached and clears it. Cached after the release, a timer that
+        // fired at once would stay cached, and a later wait reusing it
+        // would never be woken (B1).
+        let mut timers = shared.timers.lock();
+        let id = timers.insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
         cache(slot, id.seq(), at);
+        drop(timers);
     });
     BoundedWait { pid }
 }
