@@ -273,7 +273,6 @@ impl Shared {
         drop(garbage); // outside the timers lock
         for entry in due {
             match entry.action {
-                TimerAction::Wake { epoch } => self.unpark_at(entry.pid, epoch),
                 TimerAction::Send(fire) => fire(),
                 TimerAction::WakeBounded => crate::time::bounded::fire(self, entry.pid, entry.seq),
             }

@@ -25,9 +25,6 @@ impl TimerId {
 
 /// What an expired timer does.
 pub(crate) enum TimerAction {
-    /// Wake `pid` for wait `epoch` (sleep, and the deadline of a bounded
-    /// wait). A stale epoch makes it a no-op at the slot word.
-    Wake { epoch: u32 },
     /// Run a delivery thunk (`send_after_to`), outside the timers lock.
     Send(Box<dyn FnOnce() + Send>),
     /// Wake `pid`'s current bounded wait, if it is in one: the actor's
@@ -237,7 +234,7 @@ mod tests {
     use std::time::Duration;
 
     fn wake(pid: u32) -> (Pid, TimerAction) {
-        (Pid::from_parts(pid, 1), TimerAction::Wake { epoch: 0 })
+        (Pid::from_parts(pid, 1), TimerAction::WakeBounded)
     }
 
     #[test]

@@ -4,16 +4,18 @@
 //! # Design
 //!
 //! One min-heap per runtime under the Timers-class lock: entries ordered by
-//! `(deadline, seq)`, each with an action. A sleeping actor opens a wait,
-//! arms a `Wake { epoch }` timer and parks; the firing scheduler calls
-//! `unpark_at(pid, epoch)`, so a timer that fires after its wait ended does
-//! nothing (slot (I3)). Timers fire from two places: the busy-path
+//! `(deadline, seq)`, each with an action. Every timed wait (`sleep`,
+//! `recv_timeout` and friends) is a bounded wait (`bounded.rs`): the actor
+//! keeps one cached timer across its waits instead of arming and cancelling
+//! one per wait, and a firing timer wakes the actor's current wait through
+//! `unpark_at(pid, epoch)`, so it never wakes a wait that already ended
+//! (slot (I3)); a wait woken early re-checks its deadline and waits again.
+//! Message timers (`send_after_to`, `call_after`) carry a thunk. Timers
+//! fire from two places: the busy-path
 //! due-check at the top of every scheduler loop, and the timekeeper, the
 //! one idle scheduler parked with the earliest deadline as its timeout
 //! (see the `park` module). Every insert notes its deadline with the
-//! coordinator under the timers lock. Bounded waits (`recv_timeout` and
-//! friends) do not arm and cancel a timer each: an actor keeps one cached
-//! timer across its bounded waits (`bounded.rs`). Cancelled entries are
+//! coordinator under the timers lock. Cancelled entries are
 //! compacted out of the heap once they outnumber the armed ones, so a heap
 //! of mostly-cancelled deadlines never slows inserts.
 //!
@@ -23,8 +25,9 @@
 //!   (the armed set decides at pop time).
 //! - (I2) `sleep(d)` returns no earlier than `d` after it was called: a
 //!   wake before the deadline (a stop, a stale notification) re-arms.
-//! - (I3) A sleep unwound by a stop cancels its timer, so a stopped
-//!   sleeper leaves no armed timer behind to delay the root-exit sweep.
+//! - (I3) A finished actor's cached timer is cancelled, and the root-exit
+//!   sweep counts a cached timer only while its actor is in a timed wait,
+//!   so a stopped sleeper's timer does not delay the sweep (bounded (B3)).
 
 pub(crate) mod bounded;
 mod heap;
@@ -59,47 +62,13 @@ pub fn sleep(duration: Duration) {
     }
     loop {
         let (me, epoch) = scheduler::begin_wait("sleep");
-        let timer = arm_wake(deadline, me, TimerAction::Wake { epoch });
+        let timed = bounded::arm(deadline, me, epoch);
         scheduler::park();
+        drop(timed);
         if Instant::now() >= deadline {
-            // Fired (or due and about to be popped as stale).
-            timer.fired();
             return;
         }
-        timer.disarm(); // an early wake: disarm, then wait again (I2)
-    }
-}
-
-/// An armed timer of the running actor; cancelled when dropped (so a wait
-/// unwound by a stop leaves no armed timer behind, (I3)).
-pub(crate) struct ArmedTimer(TimerId);
-
-/// Arm a timer at `deadline` for the running actor `pid`.
-fn arm_wake(deadline: Instant, pid: crate::Pid, action: TimerAction) -> ArmedTimer {
-    let id = scheduler::with_current_actor("a timed wait", |_, shared| {
-        shared
-            .timers
-            .lock()
-            .insert(&shared.coord, deadline, pid, action)
-    });
-    ArmedTimer(id)
-}
-
-impl ArmedTimer {
-    /// Cancel the timer if it has not fired.
-    pub(crate) fn disarm(self) {
-        drop(self);
-    }
-
-    /// The timer has fired (or is due): skip the cancel.
-    pub(crate) fn fired(self) {
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for ArmedTimer {
-    fn drop(&mut self) {
-        scheduler::with_worker(|_, shared| shared.cancel_timer(self.0));
+        // Woken early (a stop, an earlier cached timer): wait again (I2).
     }
 }
 
