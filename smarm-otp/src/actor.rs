@@ -26,7 +26,6 @@ use crate::gen_server::{
 };
 use crate::registry::{self, Name};
 use smarm_core::{Addressable, Pid};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// A message enum with `#[derive(Actor)]`: its typed address is `Pid<Self>`.
 pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
@@ -110,7 +109,7 @@ fn serve<M: Actor>(
     if !ok {
         return;
     }
-    let ended = catch_unwind(AssertUnwindSafe(|| loop {
+    let ended = crate::ending::run(|| loop {
         match inbox.recv() {
             Ok(msg) => {
                 if let Flow::Stop(reason) = state.handle(msg) {
@@ -119,27 +118,10 @@ fn serve<M: Actor>(
             }
             Err(_) => return StopReason::Normal,
         }
-    }));
-    match ended {
-        Ok(reason) => {
-            state.terminate(&reason);
-            drop(inbox);
-            if let StopReason::Error(why) = reason {
-                resume_unwind(Box::new(StopReason::Error(why)));
-            }
-        }
-        Err(payload) => {
-            let reason = if smarm_core::ext::is_stop(&*payload) {
-                smarm_core::ext::clear_stop(); // terminate may block
-                StopReason::Shutdown
-            } else {
-                StopReason::Error("panicked".to_string())
-            };
-            state.terminate(&reason);
-            drop(inbox);
-            resume_unwind(payload);
-        }
-    }
+    });
+    state.terminate(&ended.reason);
+    drop(inbox);
+    ended.finish();
 }
 
 /// How the derived client methods deliver: to a pid, or to a name.

@@ -22,7 +22,6 @@
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::time::{cancel_timer, TimerId};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,28 +110,14 @@ pub(super) fn serve<G: GenServer>(
     drop(started);
 
     let mut ack = None;
-    let ended = catch_unwind(AssertUnwindSafe(|| {
-        serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack)
-    }));
-    let (reason, unwind) = match ended {
-        Ok(reason) => (reason, None),
-        Err(payload) if smarm_core::ext::is_stop(&*payload) => {
-            smarm_core::ext::clear_stop(); // terminate may block
-            (StopReason::Shutdown, Some(payload))
-        }
-        Err(payload) => (StopReason::Error(panic_message(&*payload)), Some(payload)),
-    };
-    state.terminate(&reason, &mut ctx); // (S1)
+    let ended = crate::ending::run(|| serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack));
+    state.terminate(&ended.reason, &mut ctx); // (S1)
     drop(inbox); // (S2): queued callers fail now
     drop(state);
     if let Some(ack) = ack {
         let _ = ack.reply(());
     }
-    match (unwind, reason) {
-        (Some(payload), _) => resume_unwind(payload),
-        (None, StopReason::Error(why)) => resume_unwind(Box::new(StopReason::Error(why))),
-        (None, _) => {}
-    }
+    ended.finish();
 }
 
 /// Serve until a callback or a shutdown request stops the server.
@@ -174,18 +159,5 @@ fn serve_loop<G: GenServer>(
         if let Flow::Stop(reason) = flow {
             return reason;
         }
-    }
-}
-
-/// The text of a panic payload, for [`StopReason::Error`].
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else if let Some(reason) = payload.downcast_ref::<StopReason>() {
-        reason.to_string()
-    } else {
-        "panicked".to_string()
     }
 }

@@ -15,11 +15,10 @@
 
 use super::spec::{ChildSpec, Restart, Shutdown, Strategy, SupFlags};
 use super::{ChildInfo, Request};
-use crate::gen_server::StartError;
+use crate::gen_server::{StartError, StopReason};
 use smarm_core::channel::{select, Receiver, Sender};
 use smarm_core::{DownReason, Exit, Pid};
 use std::collections::{HashMap, VecDeque};
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::time::Instant;
 
 struct Child {
@@ -78,35 +77,31 @@ pub(super) fn serve(
     drop(started);
     let _keep_open = me_tx; // the request channel never reads as closed
 
-    let ended = catch_unwind(AssertUnwindSafe(|| sup.serve_loop(&exits, &requests)));
-    match ended {
-        Ok(End::Shutdown(ack)) => {
-            sup.stop_all();
-            if let Some(ack) = ack {
-                let _ = ack.reply(());
+    let mut end = None;
+    let ended = crate::ending::run(|| {
+        let e = sup.serve_loop(&exits, &requests);
+        let reason = match &e {
+            End::Shutdown(_) => StopReason::Shutdown,
+            End::ParentExit(reason) if reason.is_abnormal() => {
+                StopReason::Error(format!("parent exited: {reason}"))
             }
+            End::ParentExit(_) => StopReason::Normal,
+            End::GaveUp(why) => StopReason::Error(why.clone()),
+        };
+        end = Some(e);
+        reason
+    });
+    sup.stop_all();
+    match end {
+        Some(End::Shutdown(Some(ack))) => {
+            let _ = ack.reply(());
         }
-        Ok(End::ParentExit(reason)) => {
-            sup.stop_all();
-            if reason.is_abnormal() {
-                resume_unwind(Box::new(format!(
-                    "supervisor {}: parent exited: {reason}",
-                    sup.me
-                )));
-            }
-        }
-        Ok(End::GaveUp(why)) => {
-            sup.stop_all();
-            panic!("smarm: supervisor {} gave up: {why}", sup.me);
-        }
-        Err(payload) => {
-            if smarm_core::ext::is_stop(&*payload) {
-                smarm_core::ext::clear_stop(); // stopping children blocks
-            }
-            sup.stop_all();
-            resume_unwind(payload);
-        }
+        // Said out loud (the panic hook prints it): a supervisor giving up
+        // is what an operator needs to see.
+        Some(End::GaveUp(why)) => panic!("smarm: supervisor {} gave up: {why}", sup.me),
+        _ => {}
     }
+    ended.finish();
 }
 
 impl Sup {

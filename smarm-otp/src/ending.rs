@@ -1,0 +1,64 @@
+//! How a behaviour's loop ends, written once for gen_server, typed actors
+//! and supervisors: run the loop under `catch_unwind`, turn a stop request
+//! or a panic into a [`StopReason`], let the behaviour clean up outside the
+//! unwind (a stop is set aside so the cleanup may block), then end the
+//! actor the way the loop ended: a stop stays a stop, a panic stays that
+//! panic, and `StopReason::Error` from the loop exits abnormally without
+//! the panic hook's message.
+
+use crate::gen_server::StopReason;
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// A loop that has ended, not yet acted on.
+pub(crate) struct Ended {
+    /// Why, for `terminate`.
+    pub(crate) reason: StopReason,
+    /// The unwind to resume once cleaned up (a stop or a panic).
+    unwind: Option<Box<dyn Any + Send>>,
+}
+
+/// Run `body` (the behaviour's loop, returning why it stopped) to its end.
+pub(crate) fn run(body: impl FnOnce() -> StopReason) -> Ended {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(reason) => Ended {
+            reason,
+            unwind: None,
+        },
+        Err(payload) if smarm_core::ext::is_stop(&*payload) => {
+            smarm_core::ext::clear_stop(); // the cleanup may block
+            Ended {
+                reason: StopReason::Shutdown,
+                unwind: Some(payload),
+            }
+        }
+        Err(payload) => Ended {
+            reason: StopReason::Error(panic_message(&*payload)),
+            unwind: Some(payload),
+        },
+    }
+}
+
+impl Ended {
+    /// End the actor as the loop ended (call after cleaning up).
+    pub(crate) fn finish(self) {
+        match (self.unwind, self.reason) {
+            (Some(payload), _) => resume_unwind(payload),
+            (None, StopReason::Error(why)) => resume_unwind(Box::new(StopReason::Error(why))),
+            (None, _) => {}
+        }
+    }
+}
+
+/// The text of a panic payload, for [`StopReason::Error`].
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(reason) = payload.downcast_ref::<StopReason>() {
+        reason.to_string()
+    } else {
+        "panicked".to_string()
+    }
+}
