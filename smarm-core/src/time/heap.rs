@@ -4,7 +4,7 @@
 use crate::actor::Pid;
 use crate::park::Coordinator;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
@@ -89,7 +89,9 @@ pub(crate) struct TimerHeap {
     heap: BinaryHeap<Reverse<Entry>>,
     next_seq: u64,
     /// Timers neither fired nor cancelled. An entry not in here is skipped.
-    armed: HashSet<u64, BuildHasherDefault<SeqHasher>>,
+    /// Armed timers by seq, each noting whether it is an actor's cached
+    /// wait timer.
+    armed: HashMap<u64, bool, BuildHasherDefault<SeqHasher>>,
     /// Armed `WakeBounded` timers (they stay armed between waits, so the
     /// root-exit sweep does not count them: bounded.rs).
     cached: usize,
@@ -105,7 +107,7 @@ impl TimerHeap {
             runtime,
             heap: BinaryHeap::new(),
             next_seq: 0,
-            armed: HashSet::default(),
+            armed: HashMap::default(),
             cached: 0,
             garbage: Vec::new(),
         }
@@ -121,7 +123,8 @@ impl TimerHeap {
     ) -> TimerId {
         let seq = self.next_seq;
         self.next_seq += 1;
-        if matches!(action, TimerAction::WakeBounded) {
+        let cached = matches!(action, TimerAction::WakeBounded);
+        if cached {
             self.cached += 1;
         }
         self.heap.push(Reverse(Entry {
@@ -130,7 +133,7 @@ impl TimerHeap {
             pid,
             action,
         }));
-        self.armed.insert(seq);
+        self.armed.insert(seq, cached);
         coord.note_deadline(deadline);
         TimerId {
             runtime: self.runtime,
@@ -140,7 +143,13 @@ impl TimerHeap {
 
     /// Disarm a timer. `true` if it was still armed (it will not fire).
     pub(crate) fn cancel(&mut self, coord: &Coordinator, id: TimerId) -> bool {
-        let was_armed = id.runtime == self.runtime && self.armed.remove(&id.seq);
+        let removed = (id.runtime == self.runtime)
+            .then(|| self.armed.remove(&id.seq))
+            .flatten();
+        if removed == Some(true) {
+            self.cached -= 1;
+        }
+        let was_armed = removed.is_some();
         if was_armed && self.armed.is_empty() {
             // Nothing armed: retire the cancelled entries now so the
             // deadline snapshot is exact.
@@ -162,7 +171,7 @@ impl TimerHeap {
         let (keep, drop): (Vec<_>, Vec<_>) = std::mem::take(&mut self.heap)
             .into_vec()
             .into_iter()
-            .partition(|Reverse(e)| self.armed.contains(&e.seq));
+            .partition(|Reverse(e)| self.armed.contains_key(&e.seq));
         self.heap = BinaryHeap::from(keep);
         self.garbage.extend(drop.into_iter().map(|Reverse(e)| e));
         coord.refresh_deadline(self.peek_deadline());
@@ -175,14 +184,11 @@ impl TimerHeap {
 
     /// Disarm the cached wait timer `seq` of an actor that finished.
     pub(crate) fn cancel_cached(&mut self, coord: &Coordinator, seq: u64) {
-        if self.armed.contains(&seq) {
-            self.cached -= 1;
-            let id = TimerId {
-                runtime: self.runtime,
-                seq,
-            };
-            self.cancel(coord, id);
-        }
+        let id = TimerId {
+            runtime: self.runtime,
+            seq,
+        };
+        self.cancel(coord, id);
     }
 
     /// The earliest deadline, cancelled entries included.
@@ -200,8 +206,8 @@ impl TimerHeap {
             let Some(Reverse(entry)) = self.heap.pop() else {
                 break;
             };
-            if self.armed.remove(&entry.seq) {
-                if matches!(entry.action, TimerAction::WakeBounded) {
+            if let Some(cached) = self.armed.remove(&entry.seq) {
+                if cached {
                     self.cached -= 1;
                 }
                 out.push(entry);
