@@ -11,7 +11,7 @@
 //! itself), so memory figures do not inherit another workload's pools, and
 //! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads.
 //! `SMARM_BENCH_STATS=1` prints the per-scheduler stats after `call` (on
-//! stderr).
+//! stderr); `SMARM_BENCH_THREADS=N` overrides the number of schedulers.
 //!
 //! Mailboxes are smarm channels: each process owns a `Receiver`, and the
 //! others hold `Sender` clones.
@@ -104,7 +104,13 @@ fn run_child(peer: &str, name: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let threads = if name == "pingpong1" { 1 } else { 2 };
+    let threads = match std::env::var("SMARM_BENCH_THREADS") {
+        Ok(n) => n
+            .parse()
+            .expect("SMARM_BENCH_THREADS: a number of schedulers"),
+        Err(_) if name == "pingpong1" => 1,
+        Err(_) => 2,
+    };
     runtime::init(Config::exact(threads)).run(move || *r.lock().unwrap() = Some(body()));
     let (value, unit) = result
         .lock()
