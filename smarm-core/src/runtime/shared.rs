@@ -19,7 +19,9 @@ use std::time::Instant;
 /// Process-unique runtime identities (timer ids carry them).
 static NEXT_RUNTIME_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// One scheduler's queues, reachable by every scheduler.
+/// One scheduler's queues, reachable by every scheduler. Aligned to its own cache lines (two: the adjacent-line prefetcher pairs
+/// them), so one scheduler's queue traffic never invalidates a sibling's.
+#[repr(align(128))]
 pub(crate) struct SchedulerQueues {
     /// Stealable local queue.
     pub(crate) local: RunQueue,
@@ -29,8 +31,11 @@ pub(crate) struct SchedulerQueues {
     pub(crate) stats: Counters,
 }
 
-/// A scheduler's activity counters (single writer: its own thread).
+/// A scheduler's activity counters (single writer: its own thread), on
+/// lines of their own: they change at every resume, and the queues beside
+/// them are read by every idle sibling.
 #[derive(Default)]
+#[repr(align(128))]
 pub(crate) struct Counters {
     pub(crate) actors_run: AtomicU64,
     pub(crate) parks: AtomicU64,
