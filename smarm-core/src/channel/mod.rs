@@ -103,6 +103,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
                 receiver_alive: true,
             },
         ),
+        _gap: [0; 64],
         taken_len: AtomicUsize::new(0),
         received: AtomicU64::new(0),
     });
@@ -120,8 +121,12 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 /// A channel's shared state. Senders push to the queue in `shared`; the
 /// receiver moves everything there into its own queue at once when that
 /// runs dry (see [`Receiver`]). Derefs to `shared`.
+#[repr(C)]
 pub(crate) struct Chan<T> {
     shared: RawMutex<Inner<T>>,
+    /// Keeps the receiver's counters below, which change at every
+    /// receive, off the cache line the senders lock.
+    _gap: [u8; 64],
     /// How many messages the receiver holds in its own queue, for
     /// `Sender::queued_len`.
     taken_len: AtomicUsize,
