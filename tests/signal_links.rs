@@ -12,14 +12,23 @@ use support::{run_with, CountDrop, THREADS};
 #[test]
 fn a_monitor_gets_exactly_one_down_with_the_reason() {
     run_with(2, || {
-        let ok = smarm::spawn(|| {});
-        let bad = smarm::spawn(|| panic!("x"));
+        // Each waits for the go, so the monitors are set before any exits
+        // (a monitor set after the exit is NoProc, tested below).
+        let (go_ok, wait_ok) = channel::<()>();
+        let (go_bad, wait_bad) = channel::<()>();
+        let ok = smarm::spawn(move || wait_ok.recv().unwrap());
+        let bad = smarm::spawn(move || {
+            wait_bad.recv().unwrap();
+            panic!("x")
+        });
         let stopped = smarm::spawn(|| smarm::sleep(Duration::from_secs(60)));
         let (m_ok, m_bad, m_stop) = (
             monitor(ok.pid()),
             monitor(bad.pid()),
             monitor(stopped.pid()),
         );
+        go_ok.send(()).unwrap();
+        go_bad.send(()).unwrap();
         smarm::request_stop(stopped.pid());
         assert_eq!(m_ok.rx.recv().unwrap().reason, DownReason::Exit);
         assert_eq!(m_bad.rx.recv().unwrap().reason, DownReason::Panic);
