@@ -3,7 +3,9 @@
 //!
 //! A channel is a queue with any number of [`Sender`] clones on one end and
 //! one [`Receiver`] on the other. `send` never blocks; `recv` parks only
-//! the receiving actor.
+//! the receiving actor. For one value back there are [`oneshot`] (a
+//! channel for a single value) and [`await_reply`] (a call's reply,
+//! written straight into the waiting caller's frame).
 //!
 //! ```
 //! use smarm::{channel, run, spawn};
@@ -69,6 +71,7 @@
 
 mod mailbox;
 mod oneshot;
+mod reply;
 pub(crate) mod select;
 
 use mailbox::Mailbox;
@@ -77,6 +80,8 @@ use mailbox::Mailbox;
 mod loom_models;
 
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
+pub(crate) use reply::ReplyCell;
+pub use reply::{await_reply, ReplyError, ReplySender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
 
 use crate::actor::Pid;

@@ -36,6 +36,9 @@ pub(crate) struct Coordinator {
     /// whether or not anyone is parked: the busy-path due-check reads it.
     next_deadline: AtomicU64,
     origin: Instant,
+    /// The monotonic clock at (or just before) `origin`, in nanoseconds:
+    /// what [`Coordinator::now_nanos`] counts from.
+    origin_raw: u64,
 }
 
 impl Coordinator {
@@ -51,8 +54,36 @@ impl Coordinator {
             tk_holder: AtomicU64::new(NO_TIMEKEEPER),
             tk_armed: AtomicU64::new(NO_DEADLINE),
             next_deadline: AtomicU64::new(NO_DEADLINE),
+            // Raw clock first: `now_nanos` then runs ahead of nanos derived
+            // from an `Instant` by at most the gap, so deadlines computed
+            // with it fire late by that gap at worst, never early.
+            origin_raw: monotonic_raw_nanos(),
             origin: Instant::now(),
         }
+    }
+
+    /// Nanos since `origin`, read straight off the monotonic clock (the
+    /// one `Instant` reads), without `Instant`'s arithmetic.
+    #[inline]
+    pub(crate) fn now_nanos(&self) -> u64 {
+        monotonic_raw_nanos().saturating_sub(self.origin_raw)
+    }
+
+    /// The deadline `timeout` from now, in nanos since `origin`; `None` if
+    /// it is beyond any clock (never due).
+    #[inline]
+    pub(crate) fn deadline_after(&self, timeout: std::time::Duration) -> Option<u64> {
+        let t = u64::try_from(timeout.as_nanos()).ok()?;
+        self.now_nanos()
+            .checked_add(t)
+            .filter(|at| *at < NO_DEADLINE - 1)
+    }
+
+    /// A deadline in nanos since `origin` as an `Instant` (saturating at
+    /// a century out: later than any timer can matter).
+    pub(crate) fn instant_at(&self, nanos: u64) -> Instant {
+        const CENTURY: u64 = 100 * 365 * 24 * 3600 * 1_000_000_000;
+        self.origin + std::time::Duration::from_nanos(nanos.min(CENTURY))
     }
 
     /// Encode a deadline as nanos since `origin`, saturating: at or before
@@ -225,7 +256,7 @@ impl Coordinator {
     /// is read only when one does.
     pub(crate) fn deadline_due(&self) -> bool {
         let n = self.next_deadline.load(Ordering::Relaxed);
-        n != NO_DEADLINE && self.deadline_nanos(Instant::now()) >= n
+        n != NO_DEADLINE && self.now_nanos() >= n
     }
 
     /// The snapshot as an `Instant` (`None` = no timer pending).
@@ -238,4 +269,27 @@ impl Coordinator {
             self.origin.checked_add(std::time::Duration::from_nanos(n))
         }
     }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+#[cfg(target_os = "linux")]
+#[inline]
+fn monotonic_raw_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists
+    // on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// Elsewhere: nanos since a process-wide `Instant`.
+#[cfg(not(target_os = "linux"))]
+fn monotonic_raw_nanos() -> u64 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }

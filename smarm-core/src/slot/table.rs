@@ -57,6 +57,10 @@ pub(crate) struct Slot {
     /// (coordinator nanos). Armed by the actor, cleared when it fires.
     pub(crate) wait_timer_seq: AtomicU64,
     pub(crate) wait_timer_at: AtomicU64,
+    /// The slot's call reply cell, made on its first call and kept for
+    /// every later tenant (tags keep growing across them, channel reply
+    /// (R4)).
+    reply: std::sync::OnceLock<std::sync::Arc<crate::channel::ReplyCell>>,
     pub(crate) cold: RawMutex<Cold>,
 }
 
@@ -83,8 +87,18 @@ impl Slot {
             bounded_epoch: AtomicU32::new(0),
             wait_timer_seq: AtomicU64::new(0),
             wait_timer_at: AtomicU64::new(0),
+            reply: std::sync::OnceLock::new(),
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
         }
+    }
+
+    /// The slot's reply cell, made on first use.
+    pub(crate) fn reply_cell(
+        &self,
+        runtime: &crate::runtime::Shared,
+    ) -> &std::sync::Arc<crate::channel::ReplyCell> {
+        self.reply
+            .get_or_init(|| std::sync::Arc::new(crate::channel::ReplyCell::new(runtime)))
     }
 
     /// The runner-owned cells.

@@ -48,11 +48,19 @@ pub(crate) struct BoundedWait {
 /// `deadline` (B1). Call after `begin_wait`, before parking; drop the guard
 /// when the wait is over (including on an unwind).
 pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
+    let at = scheduler::with_current_actor("a timed wait", |_, shared| {
+        shared.coord.deadline_nanos(deadline)
+    });
+    arm_at(at, pid, epoch)
+}
+
+/// [`arm`] with the deadline in the coordinator's nanos (what
+/// `Coordinator::deadline_after` computes, without `Instant` arithmetic).
+pub(crate) fn arm_at(at: u64, pid: Pid, epoch: u32) -> BoundedWait {
     scheduler::with_current_actor("a timed wait", |_, shared| {
         let Some(slot) = shared.slots.get(pid.index()) else {
             return;
         };
-        let at = shared.coord.deadline_nanos(deadline);
         if !enter(slot, epoch, at) {
             return; // the cached timer fires in time (B1)
         }
@@ -61,6 +69,7 @@ pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
         // cached and clears it. Cached after the release, a timer that
         // fired at once would stay cached, and a later wait reusing it
         // would never be woken (B1).
+        let deadline = shared.coord.instant_at(at);
         let mut timers = shared.timers.lock();
         let id = timers.insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
         cache(slot, id.seq(), at);

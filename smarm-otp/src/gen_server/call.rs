@@ -1,5 +1,6 @@
-//! The call machinery, written once: a fresh reply slot per call, a
-//! deadline, and failure detection through the reply slot itself. Used by
+//! The call machinery, written once: a reply slot per call (core's
+//! `await_reply`: the answer lands in the caller's frame, no allocation),
+//! a deadline, and failure detection through the reply slot itself. Used by
 //! [`GenServerRef::call`](super::GenServerRef::call) and by the typed actors
 //! `#[derive(Actor)]` generates.
 //!
@@ -22,7 +23,7 @@
 //! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
 //!   unused fails the call.
 
-use smarm_core::channel::{oneshot, OneshotError, OneshotSender};
+use smarm_core::channel::{await_reply, ReplyError, ReplySender};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -49,7 +50,7 @@ pub enum CallError {
 /// the call with [`CallError::ServerDown`] (C2).
 #[must_use = "a dropped Reply fails the caller's call: reply, or keep it to reply later"]
 pub struct Reply<T> {
-    tx: OneshotSender<T>,
+    tx: ReplySender<T>,
 }
 
 impl<T: Send> Reply<T> {
@@ -61,7 +62,7 @@ impl<T: Send> Reply<T> {
 
     /// Whether the caller still waits for this reply.
     pub fn is_waited_on(&self) -> bool {
-        !self.tx.is_closed()
+        self.tx.is_waited_on()
     }
 }
 
@@ -111,13 +112,15 @@ pub fn call<Req, R: Send>(
     timeout: Duration,
 ) -> Result<R, CallError> {
     // The caller's end of this call alone (C1).
-    let (tx, rx) = oneshot::<R>();
-    if deliver(request(Reply { tx })).is_err() {
-        return Err(CallError::ServerDown);
-    }
-    match rx.recv_timeout(timeout) {
+    let mut delivered = true;
+    let reply = await_reply(
+        |tx| delivered = deliver(request(Reply { tx })).is_ok(),
+        timeout,
+    );
+    match reply {
         Ok(value) => Ok(value),
-        Err(OneshotError::Timeout) => Err(CallError::Timeout(timeout)),
-        Err(OneshotError::Closed) => Err(CallError::ServerDown),
+        Err(_) if !delivered => Err(CallError::ServerDown),
+        Err(ReplyError::Timeout) => Err(CallError::Timeout(timeout)),
+        Err(ReplyError::Closed) => Err(CallError::ServerDown),
     }
 }

@@ -1,0 +1,497 @@
+//! Call replies without an allocation: the caller waits in
+//! [`await_reply`] with the value's place on its own stack, and the
+//! [`ReplySender`] it hands out writes the value straight there.
+//!
+//! Each actor slot owns one reply cell, made on the slot's first call and
+//! reused by every later call of every actor that holds the slot. A call
+//! takes the next tag of the cell; a sender can only act on the call whose
+//! tag it carries, so a reply that arrives after its caller gave up (or
+//! after the slot changed hands) is handed back to the sender, never
+//! delivered to a later call.
+//!
+//! # Protocol
+//!
+//! `state` holds `tag << 3 | phase`. The caller opens a call: `OPEN` with
+//! a fresh tag. A sender claims it with a CAS `OPEN` → `WRITING` (a stale
+//! tag or a cancelled call fails the CAS), moves the value into the
+//! caller's place, wakes the caller's wait if it parked, and publishes
+//! `FULL` (or `CLOSED` when it was dropped unsent). The caller cancels a
+//! timed-out call with a CAS `OPEN` → `IDLE`; if a sender is `WRITING` it
+//! yields until the phase settles. Parking is the oneshot's protocol: the
+//! caller stores its wait epoch in `waiter`, fences, re-reads `state`; the
+//! sender fences after its claim and reads `waiter`.
+//!
+//! # Invariants
+//!
+//! - (R1) Between a call's open and its close only the sender that won the
+//!   claim touches the caller's place; it writes it before publishing
+//!   `FULL` (Release) and the caller reads it after seeing `FULL`
+//!   (Acquire).
+//! - (R2) No lost wake: the claim and the caller's `waiter` store are each
+//!   followed by a SeqCst fence before the other side's load.
+//! - (R3) The caller never leaves [`await_reply`] (by return or unwind)
+//!   while its call is `WRITING`. So after a successful claim the caller's
+//!   stack frame and its runtime are alive until the sender publishes:
+//!   the sender wakes through the runtime before it publishes, and touches
+//!   neither afterwards.
+//! - (R4) Outside a call the phase is `IDLE`; tags only grow, so no sender
+//!   of an old call can ever claim a new one.
+
+use crate::actor::Pid;
+use crate::loom::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::runtime::Shared;
+use crate::scheduler;
+use std::cell::UnsafeCell;
+use std::marker::PhantomData;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::sync::Arc;
+use std::time::Duration;
+
+const IDLE: u64 = 0;
+const OPEN: u64 = 1;
+const WRITING: u64 = 2;
+const FULL: u64 = 3;
+const CLOSED: u64 = 4;
+const PHASE: u64 = 0b111;
+
+/// One actor slot's reply cell (see the module docs). What a sender
+/// needs besides its tag lives here, so a sender is two words. On lines of
+/// its own: callers on different schedulers must not share one.
+#[repr(align(128))]
+pub(crate) struct ReplyCell {
+    /// `tag << 3 | phase`.
+    state: AtomicU64,
+    /// The caller's current wait epoch + 1 (0: not parked in this call).
+    waiter: AtomicU32,
+    /// The open call's caller (pid bits) and its place for the value
+    /// (type-erased; the tag pins the type). Written at open, before the
+    /// Release that publishes `OPEN`; read after a claim (Acquire).
+    owner: AtomicU64,
+    place: AtomicPtr<()>,
+    /// The slot's runtime (dereferenced only under a claim, R3).
+    runtime: *const Shared,
+    /// The place for values that fit: on the line the sender writes
+    /// anyway, so a reply does not pull the caller's stack across.
+    inline: UnsafeCell<Inline>,
+}
+
+/// Storage for a reply value of at most `INLINE_SIZE` bytes.
+#[repr(align(16))]
+struct Inline {
+    _bytes: [MaybeUninit<u8>; INLINE_SIZE],
+}
+
+const INLINE_SIZE: usize = 48;
+
+/// Whether a `T` goes in the cell's inline place.
+const fn fits_inline<T>() -> bool {
+    size_of::<T>() <= INLINE_SIZE && align_of::<T>() <= align_of::<Inline>()
+}
+
+// SAFETY: `runtime` is only an address until a claim makes it valid to
+// dereference (R3); `inline` is touched only by a call's claimed sender
+// and then its caller (R1); everything else is atomic.
+unsafe impl Send for ReplyCell {}
+// SAFETY: as above.
+unsafe impl Sync for ReplyCell {}
+
+impl ReplyCell {
+    pub(crate) fn new(runtime: *const Shared) -> Self {
+        ReplyCell {
+            state: AtomicU64::new(IDLE),
+            waiter: AtomicU32::new(0),
+            owner: AtomicU64::new(0),
+            place: AtomicPtr::new(std::ptr::null_mut()),
+            runtime,
+            inline: UnsafeCell::new(Inline {
+                _bytes: [MaybeUninit::uninit(); INLINE_SIZE],
+            }),
+        }
+    }
+
+    /// Open the next call for `owner`, its value to land in `place`;
+    /// returns its tag. Only the slot's running actor opens calls, one at
+    /// a time (R4).
+    fn open(&self, owner: Pid, place: *mut ()) -> u64 {
+        let state = self.state.load(Ordering::Relaxed);
+        debug_assert_eq!(state & PHASE, IDLE, "a call opened inside a call");
+        let tag = (state >> 3) + 1;
+        self.waiter.store(0, Ordering::Relaxed);
+        self.owner.store(owner.to_bits(), Ordering::Relaxed);
+        self.place.store(place, Ordering::Relaxed);
+        self.state.store(tag << 3 | OPEN, Ordering::Release);
+        tag
+    }
+
+    /// Claim call `tag` for writing (or closing).
+    fn claim(&self, tag: u64) -> bool {
+        if self
+            .state
+            .compare_exchange(
+                tag << 3 | OPEN,
+                tag << 3 | WRITING,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return false;
+        }
+        fence(Ordering::SeqCst); // (R2), before reading `waiter`
+        true
+    }
+
+    /// The parked wait to wake after a claim, if any.
+    fn waiter(&self) -> Option<u32> {
+        match self.waiter.load(Ordering::Relaxed) {
+            0 => None,
+            w => Some(w - 1),
+        }
+    }
+
+    /// Publish the claimed call's outcome (`FULL` or `CLOSED`).
+    fn publish(&self, tag: u64, phase: u64) {
+        self.state.store(tag << 3 | phase, Ordering::Release);
+    }
+
+    /// Register wait `epoch` for the open call and re-read the phase (R2).
+    fn register(&self, epoch: u32) -> u64 {
+        self.waiter.store(epoch + 1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.state.load(Ordering::Acquire) & PHASE
+    }
+
+    /// Cancel the open call `tag`; `false` if a sender claimed it first.
+    fn cancel(&self, tag: u64) -> bool {
+        self.state
+            .compare_exchange(
+                tag << 3 | OPEN,
+                tag << 3 | IDLE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    fn phase(&self) -> u64 {
+        self.state.load(Ordering::Acquire) & PHASE
+    }
+
+    /// Close the settled call `tag` (the caller, after taking the outcome).
+    fn close(&self, tag: u64) {
+        self.state.store(tag << 3 | IDLE, Ordering::Relaxed);
+    }
+}
+
+/// The sending half of one call's reply, handed out by [`await_reply`]:
+/// [`send`](ReplySender::send) the answer once; dropping it unsent wakes
+/// the caller with [`ReplyError::Closed`]. It can be kept and sent later,
+/// from any thread (a deferred reply).
+pub struct ReplySender<T> {
+    /// `None` once sent.
+    cell: Option<Arc<ReplyCell>>,
+    tag: u64,
+    _value: PhantomData<fn(T)>,
+}
+
+// SAFETY: the sender moves a `T` to the caller's thread (hence `T: Send`);
+// the cell's pointers are dereferenced only under a claim, while the
+// caller keeps both alive (R1, R3).
+unsafe impl<T: Send> Send for ReplySender<T> {}
+// SAFETY: `&ReplySender` only reads the cell's state.
+unsafe impl<T: Send> Sync for ReplySender<T> {}
+
+impl<T> ReplySender<T> {
+    /// Answer the call. Gives the value back if the caller no longer waits
+    /// for it (it timed out, or went down).
+    pub fn send(mut self, value: T) -> Result<(), T> {
+        let Some(cell) = self.cell.take() else {
+            return Err(value);
+        };
+        if !cell.claim(self.tag) {
+            return Err(value);
+        }
+        let place = cell.place.load(Ordering::Relaxed).cast::<MaybeUninit<T>>();
+        // SAFETY: the claim gives this sender the caller's place until it
+        // publishes (R1); the caller is parked or yielding inside
+        // `await_reply`, so the frame holding it is alive (R3); the tag
+        // names the call, whose place holds a `T`.
+        unsafe { (*place).write(value) };
+        settle(&cell, self.tag, FULL);
+        Ok(())
+    }
+
+    /// Whether the caller still waits for this reply.
+    pub fn is_waited_on(&self) -> bool {
+        self.cell
+            .as_ref()
+            .is_some_and(|c| c.state.load(Ordering::Relaxed) == self.tag << 3 | OPEN)
+    }
+}
+
+impl<T> Drop for ReplySender<T> {
+    fn drop(&mut self) {
+        if let Some(cell) = self.cell.take() {
+            if cell.claim(self.tag) {
+                settle(&cell, self.tag, CLOSED);
+            }
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for ReplySender<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplySender")
+            .field("waited_on", &self.is_waited_on())
+            .finish()
+    }
+}
+
+/// Wake the caller (if it parked) and publish `phase` for the claimed call.
+fn settle(cell: &ReplyCell, tag: u64, phase: u64) {
+    if let Some(epoch) = cell.waiter() {
+        let owner = Pid::from_bits(cell.owner.load(Ordering::Relaxed));
+        // SAFETY: the call is claimed and unpublished, so the caller is
+        // still inside `await_reply` and its runtime is running (R3).
+        unsafe { (*cell.runtime).unpark_at(owner, epoch) };
+    }
+    cell.publish(tag, phase);
+}
+
+/// Why [`await_reply`] returned no value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    /// The deadline passed first; a later reply is handed back to its
+    /// sender.
+    #[error("smarm: no reply within the timeout")]
+    Timeout,
+    /// The [`ReplySender`] was dropped without sending.
+    #[error("smarm: the reply sender was dropped without sending")]
+    Closed,
+}
+
+/// Make a reply slot for one call, hand its sender to `deliver` (which
+/// sends the request carrying it), and wait up to `timeout` for the
+/// answer. The value is moved straight into this frame: no allocation per
+/// call.
+///
+/// ```
+/// use smarm::channel::{await_reply, ReplyError, ReplySender};
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel::<(u32, ReplySender<u32>)>();
+///     let server = smarm::spawn(move || {
+///         while let Ok((n, reply)) = rx.recv() {
+///             let _ = reply.send(n * 2);
+///         }
+///     });
+///     let doubled = await_reply(|reply| drop(tx.send((21, reply))), Duration::from_secs(5));
+///     assert_eq!(doubled, Ok(42));
+///     // A sender dropped unsent fails the wait at once.
+///     let dropped = await_reply::<u32>(drop, Duration::from_secs(5));
+///     assert_eq!(dropped, Err(ReplyError::Closed));
+///     drop(tx);
+///     server.join().unwrap();
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn await_reply<T>(
+    deliver: impl FnOnce(ReplySender<T>),
+    timeout: Duration,
+) -> Result<T, ReplyError> {
+    let (owner, cell, deadline) = scheduler::with_current_actor("await_reply", |me, shared| {
+        let cell = shared
+            .slots
+            .get(me.index())
+            .map(|slot| slot.reply_cell(shared).clone());
+        (me, cell, shared.coord.deadline_after(timeout))
+    });
+    let Some(cell) = cell else {
+        scheduler::outside_actor("await_reply")
+    };
+    let on_stack = UnsafeCell::new(MaybeUninit::<T>::uninit());
+    let place: *mut MaybeUninit<T> = if fits_inline::<T>() {
+        cell.inline.get().cast()
+    } else {
+        on_stack.get()
+    };
+    let call = OpenCall {
+        cell: &cell,
+        tag: cell.open(owner, place.cast()),
+        place,
+    };
+    deliver(ReplySender {
+        cell: Some(cell.clone()),
+        tag: call.tag,
+        _value: PhantomData,
+    });
+    call.wait(timeout.is_zero(), deadline)
+}
+
+/// The caller's side of an open call; dropping it (on an unwind) cancels
+/// the call, waiting out a sender that is writing (R3).
+struct OpenCall<'a, T> {
+    cell: &'a ReplyCell,
+    tag: u64,
+    /// The cell's inline place or one in `await_reply`'s frame.
+    place: *mut MaybeUninit<T>,
+}
+
+impl<T> OpenCall<'_, T> {
+    /// Wait for the outcome until `deadline` (coordinator nanos; `None`:
+    /// no deadline).
+    fn wait(self, no_wait: bool, deadline: Option<u64>) -> Result<T, ReplyError> {
+        // SAFETY: the cell's runtime is the one this actor runs in.
+        let coord = unsafe { &(*self.cell.runtime).coord };
+        let mut woken = false;
+        loop {
+            match self.cell.phase() {
+                FULL | CLOSED => return self.finish(),
+                WRITING => {
+                    // Claimed: the value lands within a few instructions.
+                    crate::actor::yield_now();
+                    continue;
+                }
+                _ => {}
+            }
+            if (woken || no_wait)
+                && deadline.is_some_and(|d| coord.now_nanos() >= d)
+                && self.cell.cancel(self.tag)
+            {
+                std::mem::forget(self);
+                return Err(ReplyError::Timeout);
+            }
+            woken = true;
+            let (me, epoch) = scheduler::begin_wait("await_reply");
+            if self.cell.register(epoch) != OPEN {
+                scheduler::retire_wait();
+                continue;
+            }
+            let bounded = deadline.map(|d| crate::time::bounded::arm_at(d, me, epoch));
+            scheduler::park();
+            drop(bounded);
+        }
+    }
+
+    /// Take the settled outcome and close the call.
+    fn finish(self) -> Result<T, ReplyError> {
+        let phase = self.cell.phase();
+        let this = ManuallyDrop::new(self);
+        this.cell.close(this.tag);
+        match phase {
+            // SAFETY: FULL was published after the value was written (R1),
+            // and we saw it with Acquire; the call is closed, so nothing
+            // else reads the place.
+            FULL => Ok(unsafe { (*this.place).assume_init_read() }),
+            _ => Err(ReplyError::Closed),
+        }
+    }
+}
+
+impl<T> Drop for OpenCall<'_, T> {
+    fn drop(&mut self) {
+        // Unwinding out of the wait (a stop): leave nothing open (R3, R4).
+        loop {
+            if self.cell.cancel(self.tag) {
+                return;
+            }
+            match self.cell.phase() {
+                FULL => {
+                    self.cell.close(self.tag);
+                    // SAFETY: as in `finish`: written, published, ours now.
+                    unsafe { (*self.place).assume_init_drop() };
+                    return;
+                }
+                CLOSED => {
+                    self.cell.close(self.tag);
+                    return;
+                }
+                _ => std::thread::yield_now(), // WRITING: the sender is finishing
+            }
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// The parking race: either the caller sees the outcome before it
+    /// parks, or the sender sees the wait and wakes it (R2).
+    #[test]
+    fn no_lost_wake_and_the_value_arrives() {
+        loom::model(|| {
+            let cell = Arc::new(ReplyCell::new(std::ptr::null()));
+            let tag = cell.open(Pid::from_parts(1, 1), std::ptr::null_mut());
+            let value = Arc::new(loom::sync::atomic::AtomicU64::new(0));
+            let sender = {
+                let (cell, value) = (cell.clone(), value.clone());
+                thread::spawn(move || {
+                    assert!(cell.claim(tag));
+                    value.store(42, Ordering::Relaxed);
+                    let woken = cell.waiter();
+                    cell.publish(tag, FULL);
+                    woken
+                })
+            };
+            let phase = cell.register(4);
+            let woken = sender.join().unwrap();
+            if phase == OPEN {
+                assert_eq!(woken, Some(4), "parked and nobody wakes it");
+            }
+            assert_eq!(cell.phase(), FULL);
+            assert_eq!(value.load(Ordering::Relaxed), 42);
+        });
+    }
+
+    /// A timeout racing a reply: exactly one side wins the call; a sender
+    /// that lost never writes, and a cancel that lost sees the outcome.
+    #[test]
+    fn cancel_and_claim_exclude_each_other() {
+        loom::model(|| {
+            let cell = Arc::new(ReplyCell::new(std::ptr::null()));
+            let tag = cell.open(Pid::from_parts(1, 1), std::ptr::null_mut());
+            let sender = {
+                let cell = cell.clone();
+                thread::spawn(move || {
+                    let claimed = cell.claim(tag);
+                    if claimed {
+                        cell.publish(tag, FULL);
+                    }
+                    claimed
+                })
+            };
+            let cancelled = cell.cancel(tag);
+            let claimed = sender.join().unwrap();
+            assert!(cancelled != claimed, "both or neither side won the call");
+            if cancelled {
+                assert_eq!(cell.phase(), IDLE);
+            } else {
+                assert_eq!(cell.phase(), FULL);
+            }
+        });
+    }
+
+    /// A sender of an earlier call can never claim a later one (R4).
+    #[test]
+    fn a_stale_sender_cannot_claim_the_next_call() {
+        loom::model(|| {
+            let cell = Arc::new(ReplyCell::new(std::ptr::null()));
+            let old = cell.open(Pid::from_parts(1, 1), std::ptr::null_mut());
+            assert!(cell.cancel(old));
+            let stale = {
+                let cell = cell.clone();
+                thread::spawn(move || cell.claim(old))
+            };
+            let new = cell.open(Pid::from_parts(1, 1), std::ptr::null_mut());
+            assert!(!stale.join().unwrap(), "a stale tag claimed a call");
+            assert!(cell.claim(new));
+        });
+    }
+}
