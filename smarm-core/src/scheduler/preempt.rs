@@ -28,7 +28,6 @@
 
 use super::{clock, switch_out, with_worker, Intent};
 use std::cell::Cell;
-use std::marker::PhantomData;
 
 /// Safepoint calls between two real checks (clock read, stop check).
 pub(crate) const SAFEPOINT_EVERY: u32 = 16;
@@ -86,14 +85,22 @@ fn with_gate<R>(f: impl FnOnce(&Gate) -> R) -> R {
 /// });
 /// ```
 #[must_use = "preemption is enabled again as soon as the guard is dropped"]
-pub struct NoPreempt(PhantomData<*const ()>);
+pub struct NoPreempt {
+    /// The gate it closed: this thread's. A guard never crosses a switch
+    /// (a blocking call with one open panics before switching) nor a
+    /// thread (`!Send`), so the address stays right until the drop.
+    gate: *const Gate,
+}
 
 impl NoPreempt {
     /// Disable preemption on this thread until the guard is dropped.
     #[inline]
     pub fn new() -> Self {
-        with_gate(|g| g.disabled.set(g.disabled.get() + 1));
-        NoPreempt(PhantomData)
+        let gate = gate();
+        // SAFETY: this thread's gate, as in `with_gate`.
+        let g = unsafe { &*gate };
+        g.disabled.set(g.disabled.get() + 1);
+        NoPreempt { gate }
     }
 }
 
@@ -106,7 +113,10 @@ impl Default for NoPreempt {
 impl Drop for NoPreempt {
     #[inline]
     fn drop(&mut self) {
-        with_gate(|g| g.disabled.set(g.disabled.get() - 1));
+        // SAFETY: the gate `new` closed, still this thread's (see the
+        // field): thread-locals outlive every guard on their thread.
+        let g = unsafe { &*self.gate };
+        g.disabled.set(g.disabled.get() - 1);
     }
 }
 
