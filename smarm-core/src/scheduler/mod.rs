@@ -30,6 +30,16 @@
 //! window may be marked poisoned. Blocking in a destructor is therefore
 //! supported but discouraged.
 //!
+//! A park hands over directly: when the loop would next run the next-slot
+//! actor with nothing else due (no timer check, reclamation, fairness or
+//! injector turn on that tick, streak not spent), the parking actor
+//! switches straight to it instead of through the scheduler stack, having
+//! done the loop's bookkeeping for it; the resumed actor then commits the
+//! park of the one that handed over (`settle_handoff`), since only then is
+//! that stack left and safe to resume elsewhere. A request/response pair
+//! on one scheduler thus costs one switch per message, not two (call
+//! workload on one scheduler: 162 to 141 ns per call).
+//!
 //! A waker that puts an actor into its own scheduler's next slot also
 //! prefetches the top of that actor's saved stack: the resume that follows
 //! shortly would otherwise miss on every line of it (measured: ring from
@@ -138,6 +148,9 @@ pub(crate) struct Worker {
     /// The running actor has a wait open (`begin_wait` without its park
     /// or `retire_wait` yet): no preemption (preempt (I2)).
     pub(crate) wait_open: Cell<bool>,
+    /// An actor that parked by switching straight to the next-slot actor;
+    /// its park is committed by that actor once it runs (`settle_handoff`).
+    handed_off: Cell<Option<Pid>>,
     /// Stacks cached by this scheduler, so spawn and finalisation rarely
     /// take the pool lock.
     pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
@@ -239,7 +252,7 @@ pub(crate) fn switch_out(intent: Intent) {
         "smarm: a blocking call while a NoPreempt guard is open on this thread: \
          drop the guard (and any runtime lock) before blocking"
     );
-    let (slot_sp, sched_sp) = match with_worker(|w, shared| {
+    let (slot_sp, to_sp) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
         let slot = shared.slots.get(pid.index())?;
         // Unwinding (std's panic count is per thread) or preempted (user
@@ -250,6 +263,12 @@ pub(crate) fn switch_out(intent: Intent) {
             0
         };
         slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
+        if intent == Intent::Park && pin == 0 {
+            if let Some(next_sp) = worker::direct_target(w, shared) {
+                w.handed_off.set(Some(pid));
+                return Some((slot.sp_ptr(), next_sp));
+            }
+        }
         w.intent.set(intent);
         Some((slot.sp_ptr(), w.sched_sp.get()))
     }) {
@@ -257,9 +276,13 @@ pub(crate) fn switch_out(intent: Intent) {
         _ => outside_actor("park"),
     };
     // SAFETY: `slot_sp` is the running actor's save cell (we are that
-    // actor); `sched_sp` was saved by this scheduler's switch into us and
-    // its stack is parked in `run_actor` waiting for exactly this switch.
-    unsafe { crate::context::switch(slot_sp, sched_sp) };
+    // actor). `to_sp` is either this scheduler's own context, saved by its
+    // switch into us and parked in `run_actor` waiting for exactly this
+    // switch, or the next-slot actor's saved context, which this scheduler
+    // owns (`direct_target`) and which was suspended inside this function.
+    unsafe { crate::context::switch(slot_sp, to_sp) };
+    // Resumed, perhaps on another thread: finish a handoff made to us.
+    let _ = with_worker(worker::settle_handoff);
 }
 
 /// Unwind the running actor if a stop was requested: the cooperative stop

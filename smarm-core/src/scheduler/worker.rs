@@ -42,6 +42,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         slice_start: Cell::new(0),
         busy: Cell::new(0),
         wait_open: Cell::new(false),
+        handed_off: Cell::new(None),
         stack_cache: std::cell::RefCell::new(Vec::new()),
     };
     CURRENT.with(|c| c.set(&worker));
@@ -218,17 +219,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     let Some(slot) = shared.slots.get(pid.index()) else {
         return;
     };
-    debug_assert_eq!(
-        slot.word.load().generation(),
-        pid.generation(),
-        "queued a stale pid"
-    );
-    slot.word.start_running();
-    w.current.set(Some(pid));
-    w.wait_open.set(false);
-    w.resumes.set(w.resumes.get().wrapping_add(1));
-    Counters::bump(&shared.queues[w.id].stats.actors_run);
-    crate::stack::set_running_pid(pid.to_bits());
+    begin_run(shared, w, pid, slot);
     // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
     // null `sp` is a first resume: the entry frame goes at the top of the
     // actor's own fresh stack. Otherwise `sp` was saved by its last switch
@@ -254,8 +245,16 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             Ordering::Relaxed,
         );
     }
+    // Back on the scheduler stack. The actor that switched back may not be
+    // `pid`: parks hand over directly to the next-slot actor (see
+    // `direct_target`), so act on whoever runs now.
+    let Some(pid) = w.current.take() else {
+        return;
+    };
+    let Some(slot) = shared.slots.get(pid.index()) else {
+        return;
+    };
     crate::stack::set_running_pid(0);
-    w.current.set(None);
     match w.intent.get() {
         Intent::Yield | Intent::Preempt => {
             slot.word.requeue();
@@ -269,6 +268,79 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         Intent::Exit => {
             let outcome = w.exit_outcome.take().unwrap_or(Outcome::Exit);
             finalize(shared, w.id, pid, slot, outcome);
+        }
+    }
+}
+
+/// Mark `pid` running on this scheduler, just before switching to it.
+#[inline]
+fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
+    debug_assert_eq!(
+        slot.word.load().generation(),
+        pid.generation(),
+        "queued a stale pid"
+    );
+    slot.word.start_running();
+    w.current.set(Some(pid));
+    w.wait_open.set(false);
+    w.resumes.set(w.resumes.get().wrapping_add(1));
+    Counters::bump(&shared.queues[w.id].stats.actors_run);
+    crate::stack::set_running_pid(pid.to_bits());
+}
+
+/// The direct handoff of a park: when the loop would next run the
+/// next-slot actor with nothing else to do first, the parking actor
+/// switches straight to it, skipping the round trip through the scheduler
+/// stack. Returns the stack pointer to switch to, having done the loop's
+/// part (tick, quiescent state, chain wake, `begin_run`); the park itself
+/// is committed by `settle_handoff` once the parked stack is left.
+///
+/// Only for a plain park (not pinned), a next-slot actor that has run
+/// before (it resumes inside `switch_out`, where the settle runs), and a
+/// tick on which the loop has no periodic work (timers, reclamation,
+/// fairness, injector): everything else takes the loop.
+pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
+    if cfg!(feature = "budget-accounting") || w.lifo_streak.get() >= LIFO_STREAK {
+        return None;
+    }
+    let tick = w.tick.get().wrapping_add(1);
+    if tick.is_multiple_of(DUE_CHECK_TICK)
+        || tick.is_multiple_of(FAIRNESS_TICK)
+        || tick.is_multiple_of(INJECTOR_TICK)
+        || (tick.is_multiple_of(RECLAIM_TICK) && shared.reclaim.has_pending())
+    {
+        return None;
+    }
+    let pid = w.next.get()?;
+    let slot = shared.slots.get(pid.index())?;
+    // SAFETY: `pid` is in this scheduler's next slot, so this scheduler
+    // owns its runner cells (slot (I2)); nothing else reads them now.
+    let sp = unsafe { slot.runner() }.sp;
+    if sp.is_null() {
+        return None; // a first run starts from the loop
+    }
+    w.next.set(None);
+    w.tick.set(tick);
+    w.lifo_streak.set(w.lifo_streak.get() + 1);
+    // Between two actors, as at the top of the loop.
+    shared.reclaim.quiescent(w.id);
+    if shared.queues[w.id].local.len() > 0 || shared.injector.len() > 0 {
+        shared.coord.wake_one_if_idle();
+    }
+    begin_run(shared, w, pid, slot);
+    Some(sp)
+}
+
+/// Run by an actor right after it is switched back in: commit the park of
+/// the actor that handed over to it directly, now that its stack is left
+/// (a waker may resume it anywhere from here on).
+pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
+    let Some(parked) = w.handed_off.take() else {
+        return;
+    };
+    if let Some(slot) = shared.slots.get(parked.index()) {
+        if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
+            shared.enqueue_yielded(w, parked, slot);
         }
     }
 }
