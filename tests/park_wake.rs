@@ -6,6 +6,8 @@
 //!   due-check.
 //! - `submillisecond_sleep_is_prompt`: a sub-ms sleep completes promptly
 //!   (the futex timeout carries nanoseconds).
+//! - `a_short_backlog_behind_a_busy_actor_is_stolen`: an idle scheduler
+//!   waits a little before stealing a short backlog, but does steal it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
@@ -71,5 +73,36 @@ fn sleep_fires_under_saturation_at_1_2_4_threads() {
 fn submillisecond_sleep_is_prompt_at_1_2_4_threads() {
     for threads in THREADS {
         submillisecond_sleep_is_prompt(threads);
+    }
+}
+
+/// One actor queued behind another that spins without a safepoint: the
+/// idle sibling scheduler steals it (after its short wait for the busy one
+/// to get there first), instead of leaving it until the spinner ends.
+#[test]
+fn a_short_backlog_behind_a_busy_actor_is_stolen() {
+    for threads in [2, 4] {
+        run_with(threads, || {
+            let spinner = smarm::spawn(|| {
+                let ran = Arc::new(AtomicBool::new(false));
+                let r = ran.clone();
+                // The first child is displaced from the next slot into the
+                // stealable local queue by the second: a backlog of one.
+                let stolen = smarm::spawn(move || r.store(true, Ordering::Release));
+                let blocked = smarm::spawn(|| {});
+                let t0 = Instant::now();
+                while !ran.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(5) {
+                    std::hint::spin_loop(); // no safepoint: this thread is held
+                }
+                assert!(
+                    ran.load(Ordering::Acquire),
+                    "the queued actor never ran while its scheduler was held"
+                );
+                assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+                stolen.join().unwrap();
+                blocked.join().unwrap();
+            });
+            spinner.join().unwrap();
+        });
     }
 }

@@ -18,7 +18,14 @@
 //! 3. the global injector (work from threads that are not schedulers);
 //! 4. this scheduler's pinned queue (also taken first every
 //!    [`FAIRNESS_TICK`]th pop);
-//! 5. stealing half of another scheduler's local queue (from its back).
+//! 5. stealing half of another scheduler's local queue (from its back):
+//!    at once when it holds a few actors, but a backlog of one to three
+//!    only after the idle scheduler has seen it persist for about ten
+//!    microseconds. A short backlog is usually request/response traffic
+//!    its own scheduler reaches within microseconds; stealing it moves the
+//!    actors between cores at every message (call workload on two
+//!    schedulers: 175 to 163 ns per call, and no more 600 ns runs when
+//!    the two cores are far apart).
 //!
 //! An actor that was switched out while its thread was unwinding a panic
 //! (a destructor blocked) is **pinned**: until it next parks normally it is

@@ -10,11 +10,16 @@ use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
 
-/// Checks of the queues an idle scheduler makes before it parks, and the
-/// pause instructions between two checks (some tens of microseconds in
-/// all).
+/// Empty looks at the queues an idle scheduler makes before it parks, and
+/// the pause instructions between two looks (about 0.4 us here: some
+/// microseconds in all).
 const IDLE_SPINS: u32 = 32;
 const IDLE_SPIN_PAUSES: u32 = 16;
+
+/// A sibling backlog this long is stolen at once; a shorter one only after
+/// this many looks in a row have seen it (see `idle`).
+const STEAL_AT_ONCE: usize = 4;
+const STEAL_AFTER_LOOKS: u32 = 28;
 
 /// Every this many pops, a busy scheduler checks for due timers.
 const DUE_CHECK_TICK: u32 = 8;
@@ -48,6 +53,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     CURRENT.with(|c| c.set(&worker));
     shared.reclaim.online(id);
     let mut steal_buf = Vec::new();
+    let mut may_steal = false;
     loop {
         // Between two actors: nothing read before is still held.
         shared.reclaim.quiescent(id);
@@ -59,9 +65,18 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         if worker.tick.get().is_multiple_of(DUE_CHECK_TICK) && shared.coord.deadline_due() {
             shared.fire_due_timers(true);
         }
-        let Some(pid) = pop(shared, &worker, &mut steal_buf) else {
+        let Some(pid) = pop(
+            shared,
+            &worker,
+            &mut steal_buf,
+            std::mem::take(&mut may_steal),
+        ) else {
             match idle(shared, &worker) {
                 Idle::Continue => continue,
+                Idle::Steal => {
+                    may_steal = true;
+                    continue;
+                }
                 Idle::Done => break,
             }
         };
@@ -79,7 +94,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         .give_back_batch(worker.stack_cache.borrow_mut().drain(..));
 }
 
-fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
+fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -> Option<Pid> {
     let tick = w.tick.get().wrapping_add(1);
     w.tick.set(tick);
     let queues = &shared.queues[w.id];
@@ -119,7 +134,11 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>) -> Option<Pid> {
     if let Some(pid) = queues.pinned.pop_front() {
         return Some(pid);
     }
-    steal(shared, w, steal_buf)
+    if may_steal {
+        steal(shared, w, steal_buf)
+    } else {
+        None
+    }
 }
 
 fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
@@ -142,6 +161,8 @@ fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
 
 enum Idle {
     Continue,
+    /// A sibling's queue has held work for a while: take some.
+    Steal,
     Done,
 }
 
@@ -163,14 +184,39 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     }
     // Spin a little before parking: under request/response traffic the
     // next message usually lands within microseconds, and a futex sleep and
-    // wake costs more than that. Stealable work, the injector or our pinned
-    // queue ends the spin; the park below re-checks everything anyway.
-    for _ in 0..IDLE_SPINS {
+    // wake costs more than that. Our own queues or the injector end the
+    // spin; the park below re-checks everything anyway.
+    //
+    // A sibling's backlog is stolen at once only when it is long. A short
+    // one is usually request/response traffic that its scheduler reaches
+    // within microseconds; stealing it moves the actors (their stacks, and
+    // then their partners) between cores for every message, which costs
+    // more than the wait: so it is stolen only once it has been seen on
+    // STEAL_AFTER_LOOKS looks in a row (about ten microseconds).
+    let (mut looks, mut backlog_seen) = (0, 0);
+    loop {
         if shared.injector.len() > 0
             || shared.queues[w.id].pinned.len() > 0
-            || shared.queues.iter().any(|q| q.local.len() > 0)
+            || shared.queues[w.id].local.len() > 0
         {
             return Idle::Continue;
+        }
+        let backlog = shared.queues.iter().map(|q| q.local.len()).max();
+        match backlog.unwrap_or(0) {
+            0 => {
+                backlog_seen = 0;
+                looks += 1;
+                if looks >= IDLE_SPINS {
+                    break;
+                }
+            }
+            n if n >= STEAL_AT_ONCE => return Idle::Steal,
+            _ => {
+                backlog_seen += 1;
+                if backlog_seen >= STEAL_AFTER_LOOKS {
+                    return Idle::Steal;
+                }
+            }
         }
         // Look rarely: every look pulls the busy schedulers' queue lines
         // away from them.
