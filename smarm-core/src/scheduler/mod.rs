@@ -249,10 +249,17 @@ pub(crate) fn outside_actor(what: &str) -> ! {
 
 /// Switch from the running actor back to its scheduler with `intent`.
 /// Returns when the actor is resumed, possibly on another thread (I2).
-/// Inlined: every frame below a parked actor's switch is part of what a
-/// resume must bring back into cache.
 #[inline]
 pub(crate) fn switch_out(intent: Intent) {
+    switch_out_observing(intent, false);
+}
+
+/// [`switch_out`], observing a stop request on the way (for a park: a stop
+/// already requested skips the switch). Returns whether the actor should
+/// unwind with a stop now. Inlined: every frame below a parked actor's
+/// switch is part of what a resume must bring back into cache.
+#[inline]
+fn switch_out_observing(intent: Intent, observe_stop: bool) -> bool {
     crate::sync::assert_no_locks_held();
     assert!(
         preempt::preemption_enabled(),
@@ -262,9 +269,13 @@ pub(crate) fn switch_out(intent: Intent) {
     let (slot_sp, to_sp) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
         let slot = shared.slots.get(pid.index())?;
+        let unwinding = std::thread::panicking();
+        if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
+            return Some(None);
+        }
         // Unwinding (std's panic count is per thread) or preempted (user
         // code may hold a thread-local borrow it cannot see): resume here.
-        let pin = if std::thread::panicking() || intent == Intent::Preempt {
+        let pin = if unwinding || intent == Intent::Preempt {
             w.id as u32 + 1
         } else {
             0
@@ -273,13 +284,14 @@ pub(crate) fn switch_out(intent: Intent) {
         if intent == Intent::Park && pin == 0 {
             if let Some(next_sp) = worker::direct_target(w, shared) {
                 w.handed_off.set(Some(pid));
-                return Some((slot.sp_ptr(), next_sp));
+                return Some(Some((slot.sp_ptr(), next_sp)));
             }
         }
         w.intent.set(intent);
-        Some((slot.sp_ptr(), w.sched_sp.get()))
+        Some(Some((slot.sp_ptr(), w.sched_sp.get())))
     }) {
-        Some(Some(ptrs)) => ptrs,
+        Some(Some(Some(ptrs))) => ptrs,
+        Some(Some(None)) => return true, // stopped before switching
         _ => outside_actor("park"),
     };
     // SAFETY: `slot_sp` is the running actor's save cell (we are that
@@ -288,8 +300,17 @@ pub(crate) fn switch_out(intent: Intent) {
     // switch, or the next-slot actor's saved context, which this scheduler
     // owns (`direct_target`) and which was suspended inside this function.
     unsafe { crate::context::switch(slot_sp, to_sp) };
-    // Resumed, perhaps on another thread: finish a handoff made to us.
-    let _ = with_worker(worker::settle_handoff);
+    // Resumed, perhaps on another thread: finish a handoff made to us, and
+    // see whether a stop came while we were away.
+    with_worker(|w, shared| {
+        worker::settle_handoff(w, shared);
+        observe_stop
+            && w.current
+                .get()
+                .and_then(|pid| shared.slots.get(pid.index()))
+                .is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
+    }) == Some(true)
+        && !std::thread::panicking()
 }
 
 /// Unwind the running actor if a stop was requested: the cooperative stop
@@ -312,9 +333,9 @@ pub(crate) fn check_stop() {
 /// `begin_wait`), observing a stop before and after.
 #[inline]
 pub(crate) fn park() {
-    check_stop();
-    switch_out(Intent::Park);
-    check_stop();
+    if switch_out_observing(Intent::Park, true) {
+        std::panic::resume_unwind(Box::new(StopSignal));
+    }
 }
 
 /// Open a new wait for the running actor; returns its epoch.
