@@ -10,16 +10,18 @@ use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
 
-/// Empty looks at the queues an idle scheduler makes before it parks, and
-/// the pause instructions between two looks (about 0.4 us here: some
-/// microseconds in all).
-const IDLE_SPINS: u32 = 32;
-const IDLE_SPIN_PAUSES: u32 = 16;
+/// An idle scheduler's spin, in pause instructions (about 25 ns each
+/// here): between two looks at the queues (the gap doubles from the first
+/// to the last value: look soon, then rarely), before it parks if it has
+/// seen nothing (about 13 us), and how long a short sibling backlog must
+/// persist before it is stolen (about 50 us; see `idle`).
+const LOOK_GAP_FIRST: u32 = 16;
+const LOOK_GAP_LAST: u32 = 64;
+const SPIN_BEFORE_PARK: u32 = 512;
+const SHORT_BACKLOG_WAIT: u32 = 2048;
 
-/// A sibling backlog this long is stolen at once; a shorter one only after
-/// this many looks in a row have seen it (see `idle`).
+/// A sibling backlog this long is stolen at once.
 const STEAL_AT_ONCE: usize = 4;
-const STEAL_AFTER_LOOKS: u32 = 28;
 
 /// Every this many pops, a busy scheduler checks for due timers.
 const DUE_CHECK_TICK: u32 = 8;
@@ -191,9 +193,9 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     // one is usually request/response traffic that its scheduler reaches
     // within microseconds; stealing it moves the actors (their stacks, and
     // then their partners) between cores for every message, which costs
-    // more than the wait: so it is stolen only once it has been seen on
-    // STEAL_AFTER_LOOKS looks in a row (about ten microseconds).
-    let (mut looks, mut backlog_seen) = (0, 0);
+    // more than the wait: so it is stolen only once it has persisted for
+    // SHORT_BACKLOG_WAIT (about fifty microseconds).
+    let (mut gap, mut empty_for, mut backlog_for) = (LOOK_GAP_FIRST, 0, 0);
     loop {
         if shared.injector.len() > 0
             || shared.queues[w.id].pinned.len() > 0
@@ -203,26 +205,18 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         }
         let backlog = shared.queues.iter().map(|q| q.local.len()).max();
         match backlog.unwrap_or(0) {
-            0 => {
-                backlog_seen = 0;
-                looks += 1;
-                if looks >= IDLE_SPINS {
-                    break;
-                }
-            }
+            0 if empty_for >= SPIN_BEFORE_PARK => break,
+            0 => (empty_for, backlog_for) = (empty_for + gap, 0),
             n if n >= STEAL_AT_ONCE => return Idle::Steal,
-            _ => {
-                backlog_seen += 1;
-                if backlog_seen >= STEAL_AFTER_LOOKS {
-                    return Idle::Steal;
-                }
-            }
+            _ if backlog_for >= SHORT_BACKLOG_WAIT => return Idle::Steal,
+            _ => backlog_for += gap,
         }
         // Look rarely: every look pulls the busy schedulers' queue lines
         // away from them.
-        for _ in 0..IDLE_SPIN_PAUSES {
+        for _ in 0..gap {
             std::hint::spin_loop();
         }
+        gap = (gap * 2).min(LOOK_GAP_LAST);
     }
     // Timekeeper: at most one idle scheduler parks toward the earliest
     // deadline; peek and arm under the timers lock (park (I4)).
