@@ -1,5 +1,6 @@
 //! Call replies without an allocation: the caller waits in
-//! [`await_reply`] with the value's place on its own stack, and the
+//! [`await_reply`] with a place for the value (in its actor slot's reply
+//! cell when the value is small, else in its own frame), and the
 //! [`ReplySender`] it hands out writes the value straight there.
 //!
 //! Each actor slot owns one reply cell, made on the slot's first call and

@@ -163,7 +163,7 @@ fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
 
 enum Idle {
     Continue,
-    /// A sibling's queue has held work for a while: take some.
+    /// A sibling's backlog is worth taking now (long, or persistent).
     Steal,
     Done,
 }
@@ -338,7 +338,8 @@ fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
 /// Only for a plain park (not pinned), a next-slot actor that has run
 /// before (it resumes inside `switch_out`, where the settle runs), and a
 /// tick on which the loop has no periodic work (timers, reclamation,
-/// fairness, injector): everything else takes the loop.
+/// fairness, injector): everything else takes the loop. Not with
+/// `budget-accounting`, whose timing brackets the loop's own switch.
 pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     if cfg!(feature = "budget-accounting") || w.lifo_streak.get() >= LIFO_STREAK {
         return None;
