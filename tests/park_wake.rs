@@ -8,6 +8,8 @@
 //!   (the futex timeout carries nanoseconds).
 //! - `a_short_backlog_behind_a_busy_actor_is_stolen`: an idle scheduler
 //!   waits a little before stealing a short backlog, but does steal it.
+//! - `yielding_crunchers_spread_over_the_schedulers`: a short backlog that
+//!   its scheduler serves only now and then is spread.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
@@ -105,4 +107,44 @@ fn a_short_backlog_behind_a_busy_actor_is_stolen() {
             spinner.join().unwrap();
         });
     }
+}
+
+/// Two crunchers that yield now and then, started on one scheduler: the
+/// idle sibling takes one (its short backlog is not being served
+/// briskly), so at some moment both compute at once.
+#[test]
+fn yielding_crunchers_spread_over_the_schedulers() {
+    use std::sync::atomic::AtomicU32;
+    run_with(2, || {
+        let running = Arc::new(AtomicU32::new(0));
+        let most = Arc::new(AtomicU32::new(0));
+        let crunchers: Vec<_> = (0..2)
+            .map(|_| {
+                let (running, most) = (running.clone(), most.clone());
+                smarm::spawn(move || {
+                    let t0 = Instant::now();
+                    while t0.elapsed() < Duration::from_millis(300)
+                        && most.load(Ordering::Relaxed) < 2
+                    {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        let chunk = Instant::now();
+                        while chunk.elapsed() < Duration::from_micros(500) {
+                            std::hint::spin_loop();
+                        }
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        smarm::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for c in crunchers {
+            c.join().unwrap();
+        }
+        assert_eq!(
+            most.load(Ordering::SeqCst),
+            2,
+            "the two crunchers never ran at the same time"
+        );
+    });
 }

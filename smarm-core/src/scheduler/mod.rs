@@ -19,15 +19,18 @@
 //! 4. this scheduler's pinned queue (also taken first every
 //!    [`FAIRNESS_TICK`]th pop);
 //! 5. stealing half of another scheduler's local queue (from its back):
-//!    at once when it holds a few actors, but a backlog of one to three
-//!    only after the idle scheduler has seen it persist for about fifty
-//!    microseconds. A short backlog is usually request/response traffic
-//!    its own scheduler reaches within microseconds; stealing it moves the
-//!    actors between cores at every message (call workload on two
-//!    schedulers: 175 to 142 ns per call, and no more 600 ns runs when
-//!    the two cores are far apart). An idle scheduler looks at the queues
-//!    soon after it runs dry, then ever more rarely: each look pulls the
-//!    busy schedulers' queue lines away from them.
+//!    at once when it holds a few actors; a backlog of one to three only
+//!    once it has persisted for about fifty microseconds without being
+//!    served briskly (fewer than 16 actors taken from the queues
+//!    meanwhile). A short backlog that is served briskly is
+//!    request/response traffic its own scheduler keeps up with; stealing
+//!    it moves the actors between cores at every message (call workload
+//!    on two schedulers: 175 to about 140-160 ns per call, and no more
+//!    600 ns runs when the two cores are far apart). A short backlog that
+//!    is not, say two crunchers that yield now and then, is spread. An
+//!    idle scheduler looks at the queues soon after it runs dry, then ever
+//!    more rarely: each look pulls the busy schedulers' queue lines away
+//!    from them.
 //!
 //! An actor that was switched out while its thread was unwinding a panic
 //! (a destructor blocked) is **pinned**: until it next parks normally it is

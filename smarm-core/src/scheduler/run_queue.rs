@@ -19,6 +19,9 @@ pub(crate) struct RunQueue {
     deque: RawMutex<VecDeque<Pid>>,
     /// `deque.len()`, stored under the lock after every change.
     len: AtomicUsize,
+    /// Actors taken out so far (stored under the lock): how an idle
+    /// scheduler tells a backlog that is being served from a stuck one.
+    taken: AtomicUsize,
 }
 
 impl RunQueue {
@@ -26,7 +29,14 @@ impl RunQueue {
         RunQueue {
             deque: RawMutex::new(LockClass::Queue, VecDeque::new()),
             len: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
         }
+    }
+
+    /// Actors taken out of this queue so far (a lock-free reading).
+    #[inline]
+    pub(crate) fn taken(&self) -> usize {
+        self.taken.load(Ordering::Relaxed)
     }
 
     /// Lock-free length reading (exact when read under a fence that pairs
@@ -57,6 +67,7 @@ impl RunQueue {
         }
         let mut d = self.deque.lock();
         let pid = d.pop_front();
+        self.note_taken(pid.is_some() as usize);
         self.len.store(d.len(), Ordering::Release);
         pid
     }
@@ -67,6 +78,7 @@ impl RunQueue {
         }
         let mut d = self.deque.lock();
         let pid = d.pop_back();
+        self.note_taken(pid.is_some() as usize);
         self.len.store(d.len(), Ordering::Release);
         pid
     }
@@ -84,6 +96,16 @@ impl RunQueue {
                 None => break,
             }
         }
+        self.note_taken(n);
         self.len.store(d.len(), Ordering::Release);
+    }
+
+    /// Count `n` actors taken (under the lock: one writer at a time).
+    #[inline]
+    fn note_taken(&self, n: usize) {
+        self.taken.store(
+            self.taken.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
     }
 }

@@ -23,6 +23,10 @@ const SHORT_BACKLOG_WAIT: u32 = 2048;
 /// A sibling backlog this long is stolen at once.
 const STEAL_AT_ONCE: usize = 4;
 
+/// Actors taken from the queues during one short-backlog wait that mean
+/// the backlog is being served, not stuck (see `idle`).
+const SERVED_BRISKLY: usize = 16;
+
 /// Every this many pops, a busy scheduler checks for due timers.
 const DUE_CHECK_TICK: u32 = 8;
 
@@ -194,8 +198,17 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     // within microseconds; stealing it moves the actors (their stacks, and
     // then their partners) between cores for every message, which costs
     // more than the wait: so it is stolen only once it has persisted for
-    // SHORT_BACKLOG_WAIT (about fifty microseconds).
+    // SHORT_BACKLOG_WAIT (about fifty microseconds) while fewer than
+    // SERVED_BRISKLY actors were taken from the queues.
     let (mut gap, mut empty_for, mut backlog_for) = (LOOK_GAP_FIRST, 0, 0);
+    let served = || {
+        shared
+            .queues
+            .iter()
+            .map(|q| q.local.taken())
+            .fold(0, usize::wrapping_add)
+    };
+    let mut served_at_start = served();
     loop {
         if shared.injector.len() > 0
             || shared.queues[w.id].pinned.len() > 0
@@ -208,7 +221,15 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
             0 if empty_for >= SPIN_BEFORE_PARK => break,
             0 => (empty_for, backlog_for) = (empty_for + gap, 0),
             n if n >= STEAL_AT_ONCE => return Idle::Steal,
-            _ if backlog_for >= SHORT_BACKLOG_WAIT => return Idle::Steal,
+            _ if backlog_for >= SHORT_BACKLOG_WAIT => {
+                let now_served = served();
+                if now_served.wrapping_sub(served_at_start) < SERVED_BRISKLY {
+                    return Idle::Steal;
+                }
+                // Served briskly all along: traffic its scheduler keeps up
+                // with. Watch another window.
+                (backlog_for, served_at_start) = (0, now_served);
+            }
             _ => backlog_for += gap,
         }
         // Look rarely: every look pulls the busy schedulers' queue lines
