@@ -24,7 +24,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 12] = [
+const WORKLOADS: [&str; 13] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -37,6 +37,7 @@ const WORKLOADS: [&str; 12] = [
     "send_name",
     "call",
     "call_derived",
+    "call_served",
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
@@ -97,6 +98,7 @@ fn run_child(peer: &str, name: &str) -> ExitCode {
         "send_name" => || send_workload(true),
         "call" => call_workload,
         "call_derived" => call_derived_workload,
+        "call_served" => call_served_workload,
         "timers" => timers_workload,
         "memory" => memory_workload,
         other => {
@@ -389,6 +391,37 @@ fn call_derived_workload() -> (f64, &'static str) {
     let elapsed = t0.elapsed();
     assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
     smarm::request_stop(server);
+    (
+        elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
+        "ns/call",
+    )
+}
+
+/// The derived counter again, started as a gen_server (`Served`) and
+/// called through its `GenServerRef`: the derived methods on a direct
+/// channel, without the pid lookup of `call_derived`.
+fn call_served_workload() -> (f64, &'static str) {
+    use smarm::actor::Served;
+    let t0 = Instant::now();
+    let server = smarm::gen_server::start::<Served<DerivedCounter, DerivedCounterState>>(
+        DerivedCounterState(0),
+    )
+    .unwrap();
+    let (done_tx, done_rx) = channel::<u64>();
+    for _ in 0..CALL_CLIENTS {
+        let (server, done) = (server.clone(), done_tx.clone());
+        drop(smarm::spawn(move || {
+            let mut max = 0;
+            for _ in 0..CALLS_EACH {
+                max = max.max(server.incr().unwrap());
+            }
+            done.send(max).unwrap();
+        }));
+    }
+    let max = (0..CALL_CLIENTS).map(|_| done_rx.recv().unwrap()).max();
+    let elapsed = t0.elapsed();
+    assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
+    server.shutdown().unwrap();
     (
         elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
         "ns/call",
