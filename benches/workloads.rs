@@ -10,7 +10,7 @@
 //! Each workload runs in a fresh OS process (this binary re-executes
 //! itself), so memory figures do not inherit another workload's pools, and
 //! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads.
-//! `SMARM_BENCH_STATS=1` prints the per-scheduler stats after `call` (on
+//! `SMARM_BENCH_STATS=1` prints the per-scheduler stats after the call workloads (on
 //! stderr); `SMARM_BENCH_THREADS=N` overrides the number of schedulers.
 //!
 //! Mailboxes are smarm channels: each process owns a `Receiver`, and the
@@ -323,17 +323,15 @@ impl smarm::GenServer for CallCounter {
 const CALL_CLIENTS: u64 = 4;
 const CALLS_EACH: u64 = 250_000;
 
-fn call_workload() -> (f64, &'static str) {
-    let t0 = Instant::now();
-    let server = smarm::gen_server::start::<CallCounter>(()).unwrap();
+/// The call workload's clients: `CALL_CLIENTS` actors, each making
+/// `CALLS_EACH` calls through `call` on its copy of `server`; checks that
+/// every call was counted once. Nanoseconds per call since `t0`.
+fn drive_calls<S: Clone + Send + 'static>(t0: Instant, server: &S, call: fn(&S) -> u64) -> f64 {
     let (done_tx, done_rx) = channel::<u64>();
     for _ in 0..CALL_CLIENTS {
         let (server, done) = (server.clone(), done_tx.clone());
         drop(smarm::spawn(move || {
-            let mut max = 0;
-            for _ in 0..CALLS_EACH {
-                max = max.max(server.call(()).unwrap());
-            }
+            let max = (0..CALLS_EACH).map(|_| call(&server)).max().unwrap_or(0);
             done.send(max).unwrap();
         }));
     }
@@ -345,11 +343,15 @@ fn call_workload() -> (f64, &'static str) {
         }
     }
     assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
+    elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64
+}
+
+fn call_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let server = smarm::gen_server::start::<CallCounter>(()).unwrap();
+    let ns = drive_calls(t0, &server, |s| s.call(()).unwrap());
     server.shutdown().unwrap();
-    (
-        elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
-        "ns/call",
-    )
+    (ns, "ns/call")
 }
 
 /// The call server again, as a `#[derive(Actor)]` typed actor: the same
@@ -376,25 +378,9 @@ impl smarm::actor::Handler<DerivedCounter> for DerivedCounterState {
 fn call_derived_workload() -> (f64, &'static str) {
     let t0 = Instant::now();
     let server = smarm::actor::start(DerivedCounterState(0)).unwrap();
-    let (done_tx, done_rx) = channel::<u64>();
-    for _ in 0..CALL_CLIENTS {
-        let done = done_tx.clone();
-        drop(smarm::spawn(move || {
-            let mut max = 0;
-            for _ in 0..CALLS_EACH {
-                max = max.max(server.incr().unwrap());
-            }
-            done.send(max).unwrap();
-        }));
-    }
-    let max = (0..CALL_CLIENTS).map(|_| done_rx.recv().unwrap()).max();
-    let elapsed = t0.elapsed();
-    assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
+    let ns = drive_calls(t0, &server, |s| s.incr().unwrap());
     smarm::request_stop(server);
-    (
-        elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
-        "ns/call",
-    )
+    (ns, "ns/call")
 }
 
 /// The derived counter again, started as a gen_server (`Served`) and
@@ -407,25 +393,9 @@ fn call_served_workload() -> (f64, &'static str) {
         DerivedCounterState(0),
     )
     .unwrap();
-    let (done_tx, done_rx) = channel::<u64>();
-    for _ in 0..CALL_CLIENTS {
-        let (server, done) = (server.clone(), done_tx.clone());
-        drop(smarm::spawn(move || {
-            let mut max = 0;
-            for _ in 0..CALLS_EACH {
-                max = max.max(server.incr().unwrap());
-            }
-            done.send(max).unwrap();
-        }));
-    }
-    let max = (0..CALL_CLIENTS).map(|_| done_rx.recv().unwrap()).max();
-    let elapsed = t0.elapsed();
-    assert_eq!(max, Some(CALL_CLIENTS * CALLS_EACH));
+    let ns = drive_calls(t0, &server, |s| s.incr().unwrap());
     server.shutdown().unwrap();
-    (
-        elapsed.as_nanos() as f64 / (CALL_CLIENTS * CALLS_EACH) as f64,
-        "ns/call",
-    )
+    (ns, "ns/call")
 }
 
 const TIMERS_N: usize = 100_000;
