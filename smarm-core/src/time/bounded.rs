@@ -48,16 +48,20 @@ pub(crate) struct BoundedWait {
 /// `deadline` (B1). Call after `begin_wait`, before parking; drop the guard
 /// when the wait is over (including on an unwind).
 pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
-    let at = scheduler::with_current_actor("a timed wait", |_, shared| {
-        shared.coord.deadline_nanos(deadline)
-    });
-    arm_at(at, pid, epoch)
+    arm_with(pid, epoch, |shared| shared.coord.deadline_nanos(deadline))
 }
 
 /// [`arm`] with the deadline in the coordinator's nanos (what
 /// `Coordinator::deadline_after` computes, without `Instant` arithmetic).
 pub(crate) fn arm_at(at: u64, pid: Pid, epoch: u32) -> BoundedWait {
+    arm_with(pid, epoch, |_| at)
+}
+
+/// Both arms, with one lookup of the running actor's runtime.
+#[inline]
+fn arm_with(pid: Pid, epoch: u32, at: impl FnOnce(&Shared) -> u64) -> BoundedWait {
     scheduler::with_current_actor("a timed wait", |_, shared| {
+        let at = at(shared);
         let Some(slot) = shared.slots.get(pid.index()) else {
             return;
         };
