@@ -4,6 +4,44 @@
 //! futexes: spawning and cooperative stop, timers, channels and select, an
 //! actor-aware Mutex, monitors and links, and IO that parks only the actor.
 //! Users depend on the `smarm` facade, which re-exports this crate.
+//!
+//! # Layers
+//!
+//! The crate is built in layers, each using only the layers below it (and
+//! modules of its own layer). Where a lower layer must call up (a timer
+//! that wakes an actor, a scheduler that asks whether the runtime is done),
+//! it owns a small trait or function value that the upper layer installs.
+//! `tests/layers.rs` reads this table and fails on any `crate::` or
+//! `super::` path that reaches a layer above its module's.
+//!
+//! ```text layers
+//! 0 loom config context stack sync
+//! 1 slot
+//! 2 park
+//! 3 time::heap time::bounded
+//! 4 scheduler
+//! 5 channel sync::mutex
+//! 6 actor signal
+//! 7 io time
+//! 8 introspect
+//! 9 runtime ext
+//! ```
+//!
+//! - 0, foundations: the sync facade, `Config`, the context switch, stacks,
+//!   futexes, the internal locks and the preemption gate.
+//! - 1, the slot table: a slot per actor, its state word and its runner.
+//! - 2, the coordination of idle schedulers (futex parkers, timekeeper).
+//! - 3, the timer heap and the per-actor wait timer.
+//! - 4, the schedulers: run queues, next slot, stealing, preemption, and
+//!   the one wait protocol every blocking call goes through.
+//! - 5, the primitives built on that protocol: channels, call replies and
+//!   select, the actor-aware `Mutex`.
+//! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends
+//!   over channels (monitors, links, exit trapping).
+//! - 7, IO that parks only the actor; `sleep` and message timers.
+//! - 8, introspection of a running system.
+//! - 9, the runtime that assembles the layers and decides termination, and
+//!   the surface the OTP layer builds on.
 
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select

@@ -1,0 +1,410 @@
+//! The layer check: no module of smarm-core reaches a layer above its own.
+//!
+//! The layer order is the table in the crate documentation
+//! (`src/lib.rs`, section "Layers"); this test reads it from there, so the
+//! documented order and the checked one cannot drift apart. Every
+//! `crate::` and `super::` path in non-test code is resolved to the module
+//! it names (through the crate root's re-exports for `crate::Name`), inline
+//! paths included; a path into a higher layer is a violation.
+//!
+//! Upward imports that predate the check are listed in `tests/layers.allow`
+//! (one `file -> module` a line) and shrink as the core is untangled: an
+//! unlisted upward import fails, and so does a listed one that no longer
+//! exists, so the list only ever gets shorter.
+
+#![allow(clippy::unwrap_used)] // a scan that cannot read the sources must fail the test
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// `(module path, layer)` rows of the crate doc's layer table.
+fn layer_table(lib_rs: &str) -> Vec<(String, usize)> {
+    let mut rows = Vec::new();
+    let mut inside = false;
+    for line in lib_rs.lines() {
+        let Some(doc) = line.strip_prefix("//!") else {
+            continue;
+        };
+        let doc = doc.trim();
+        if doc == "```text layers" {
+            inside = true;
+            continue;
+        }
+        if inside && doc.starts_with("```") {
+            break;
+        }
+        if !inside || doc.is_empty() {
+            continue;
+        }
+        let (layer, modules) = doc
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("layer row without modules: {doc:?}"));
+        let layer: usize = layer
+            .trim_end_matches('.')
+            .parse()
+            .unwrap_or_else(|_| panic!("layer row must start with its number: {doc:?}"));
+        for m in modules.split_whitespace() {
+            rows.push((m.trim_end_matches(',').to_string(), layer));
+        }
+    }
+    assert!(
+        !rows.is_empty(),
+        "src/lib.rs has no ```text layers block in its crate doc"
+    );
+    rows
+}
+
+/// The layer of module path `segs` (longest table prefix), if any.
+fn layer_of(table: &[(String, usize)], segs: &[String]) -> Option<(String, usize)> {
+    let mut best: Option<(String, usize)> = None;
+    for (m, layer) in table {
+        let parts: Vec<&str> = m.split("::").collect();
+        if parts.len() <= segs.len()
+            && parts.iter().zip(segs).all(|(a, b)| a == b)
+            && best
+                .as_ref()
+                .is_none_or(|(b, _)| b.split("::").count() < parts.len())
+        {
+            best = Some((m.clone(), *layer));
+        }
+    }
+    best
+}
+
+/// Source text with comments, strings and char literals blanked out.
+fn strip(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if b[i] == b'r' && b[i..].starts_with(b"r#\"") {
+            let end = src[i + 3..].find("\"#").map_or(b.len(), |e| i + 3 + e + 2);
+            i = end;
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' && i + 2 < b.len() && (b[i + 2] == b'\'' || b[i + 1] == b'\\') {
+            // A char literal ('x', '\n', '\''); a lifetime has no closing quote.
+            let close = src[i + 1..].find('\'').map_or(b.len(), |e| i + 1 + e);
+            let close = if b[i + 1] == b'\\' && b[i + 2] == b'\'' {
+                i + 3
+            } else {
+                close
+            };
+            i = close + 1;
+            out.push_str("' '");
+        } else {
+            let ch = src[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+/// `src` with `#[cfg(test)]` / `#[cfg(all(test, ...))]` items removed.
+fn without_test_items(src: &str) -> String {
+    let mut out = String::new();
+    let mut rest = src;
+    while let Some(at) = rest.find("#[cfg(") {
+        let attr_end = rest[at..].find(']').map_or(rest.len(), |e| at + e + 1);
+        let attr = &rest[at..attr_end];
+        if !(attr.contains("(test") || attr.contains(" test")) {
+            out.push_str(&rest[..attr_end]);
+            rest = &rest[attr_end..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
+        // Skip the item: up to a `;` before any `{`, or its brace block.
+        let item = &rest[attr_end..];
+        let semi = item.find(';');
+        let open = item.find('{');
+        let end = match (semi, open) {
+            (Some(s), Some(o)) if s < o => s + 1,
+            (Some(s), None) => s + 1,
+            (_, Some(o)) => {
+                let mut depth = 0usize;
+                let mut end = item.len();
+                for (k, c) in item[o..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = o + k + 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                end
+            }
+            (None, None) => item.len(),
+        };
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Parse a path tail at `s` (after `crate::` or `super::`): every full
+/// path it names, brace groups expanded.
+fn parse_tail(s: &str, prefix: &[String], out: &mut Vec<Vec<String>>) -> usize {
+    let mut segs = prefix.to_vec();
+    let mut i = 0;
+    let b = s.as_bytes();
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i < b.len() && b[i] == b'{' {
+            i += 1;
+            loop {
+                while i < b.len() && (b[i].is_ascii_whitespace() || b[i] == b',') {
+                    i += 1;
+                }
+                if i >= b.len() || b[i] == b'}' {
+                    return i + 1;
+                }
+                i += parse_tail(&s[i..], &segs, out);
+            }
+        }
+        let start = i;
+        while i < s.len() && s[i..].starts_with(is_ident) {
+            i += s[i..].chars().next().map_or(1, char::len_utf8);
+        }
+        if i == start {
+            out.push(segs);
+            return i;
+        }
+        segs.push(s[start..i].to_string());
+        if s[i..].starts_with("::") {
+            i += 2;
+        } else {
+            out.push(segs);
+            return i;
+        }
+    }
+}
+
+/// The module path of a source file (`scheduler/worker.rs` ->
+/// `["scheduler", "worker"]`, `scheduler/mod.rs` -> `["scheduler"]`).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut segs: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().trim_end_matches(".rs").to_string())
+        .collect();
+    if segs.last().is_some_and(|s| s == "mod") {
+        segs.pop();
+    }
+    segs
+}
+
+/// Every path a file names through `crate::` or `super::`, resolved to
+/// absolute module segments.
+fn paths_in(src: &str, module: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
+    let text = strip(&without_test_items(&strip(src)));
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        let before_ok = i == 0 || !text[..i].ends_with(is_ident);
+        let here = &text[i..];
+        if before_ok && here.starts_with("crate::") {
+            i += "crate::".len();
+            i += parse_tail(&text[i..], &[], &mut out);
+        } else if before_ok && here.starts_with("super::") {
+            // `super` of a file's module; a `mod.rs` is its directory's module.
+            let mut base = module.to_vec();
+            let _ = is_mod_rs;
+            let mut k = i;
+            while text[k..].starts_with("super::") {
+                base.pop();
+                k += "super::".len();
+            }
+            i = k + parse_tail(&text[k..], &base, &mut out);
+        } else {
+            i += here.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
+}
+
+/// Names the crate root re-exports, mapped to the module they come from.
+fn root_reexports(lib_rs: &str) -> BTreeMap<String, Vec<String>> {
+    let text = strip(lib_rs);
+    let mut map = BTreeMap::new();
+    for stmt in text.split(';') {
+        let Some(at) = stmt.find("pub use ") else {
+            continue;
+        };
+        let mut paths = Vec::new();
+        parse_tail(&stmt[at + "pub use ".len()..], &[], &mut paths);
+        for p in paths {
+            if let Some((name, module)) = p.split_last() {
+                map.insert(name.clone(), module.to_vec());
+            }
+        }
+    }
+    map
+}
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every upward import of the crate under `src`, as `file -> module`
+/// lines with the layers in a trailing comment-free form.
+fn upward_imports(src: &Path) -> BTreeSet<String> {
+    let lib_rs = fs::read_to_string(src.join("lib.rs")).unwrap();
+    let table = layer_table(&lib_rs);
+    let reexports = root_reexports(&lib_rs);
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let mut found = BTreeSet::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        let name = rel.file_name().unwrap().to_string_lossy();
+        // The crate root assembles; models and unit-test files may reach
+        // anywhere to build their scenarios.
+        if rel == Path::new("lib.rs") || name == "loom_models.rs" || name == "tests.rs" {
+            continue;
+        }
+        let module = module_of(rel);
+        let Some((_, from_layer)) = layer_of(&table, &module) else {
+            panic!(
+                "{}: module {} is in no layer of the table in src/lib.rs",
+                rel.display(),
+                module.join("::")
+            );
+        };
+        let src_text = fs::read_to_string(&file).unwrap();
+        for mut path in paths_in(&src_text, &module, name == "mod.rs") {
+            if path.len() == 1 {
+                if let Some(module) = reexports.get(&path[0]) {
+                    path = module.clone();
+                }
+            }
+            let Some((to, to_layer)) = layer_of(&table, &path) else {
+                continue;
+            };
+            if to_layer > from_layer {
+                found.insert(format!("{} -> {}", rel.display(), to));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_reaches_a_layer_above_its_own() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = upward_imports(&root.join("src"));
+    let allow_text = fs::read_to_string(root.join("tests/layers.allow")).unwrap_or_default();
+    let allowed: BTreeSet<String> = allow_text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    let new: Vec<_> = found.difference(&allowed).collect();
+    let gone: Vec<_> = allowed.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "imports that reach a layer above their module (see the layer table in \
+         smarm-core/src/lib.rs; a lower layer that must call up owns a trait or \
+         function value the upper layer installs):\n  {}",
+        new.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+    assert!(
+        gone.is_empty(),
+        "tests/layers.allow lists upward imports that no longer exist; delete \
+         these lines:\n  {}",
+        gone.iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
+}
+
+/// The scanner itself: inline paths, brace groups, `super::` and test
+/// items are all seen (or skipped) as documented.
+#[test]
+fn the_scanner_resolves_paths_as_documented() {
+    let module = vec!["slot".to_string(), "table".to_string()];
+    let src = r#"
+        use crate::{actor::Pid, sync::{LockClass, RawMutex}};
+        use super::word::SlotWord;
+        // crate::commented::Out
+        fn f() { let _ = "crate::in_string"; crate::channel::ReplyCell::new(); }
+        #[cfg(test)]
+        mod tests { use crate::runtime::Shared; }
+        #[cfg(all(test, loom))]
+        use crate::io::Driver;
+    "#;
+    let paths: BTreeSet<String> = paths_in(src, &module, false)
+        .into_iter()
+        .map(|p| p.join("::"))
+        .collect();
+    let expected: BTreeSet<String> = [
+        "actor::Pid",
+        "sync::LockClass",
+        "sync::RawMutex",
+        "slot::word::SlotWord",
+        "channel::ReplyCell::new",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    assert_eq!(paths, expected);
+
+    let table = vec![
+        ("sync".to_string(), 0),
+        ("slot".to_string(), 1),
+        ("sync::mutex".to_string(), 6),
+    ];
+    let segs = |s: &str| s.split("::").map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(layer_of(&table, &segs("sync::mutex::Mutex")).unwrap().1, 6);
+    assert_eq!(layer_of(&table, &segs("sync::RawMutex")).unwrap().1, 0);
+    assert!(layer_of(&table, &segs("std::sync")).is_none());
+}
