@@ -21,9 +21,9 @@
 //! - [`set_introspection_hook`]: what introspection reports about an actor
 //!   that only an upper layer knows (registered names, mailbox depth).
 
-use crate::actor::Pid;
 use crate::scheduler;
 use crate::slot::word::State;
+use crate::slot::Pid;
 use crate::time::{TimerAction, TimerId};
 use std::any::{Any, TypeId};
 use std::time::Duration;

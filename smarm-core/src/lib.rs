@@ -73,10 +73,11 @@ pub use introspect::{
     SchedulerStats, TreeNode,
 };
 pub use runtime::run;
-pub use scheduler::{check_timeslice, NoPreempt, PreemptingAlloc};
+pub use scheduler::{check_timeslice, PreemptingAlloc};
 pub use signal::{
     demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
     Monitor, MonitorId,
 };
 pub use sync::mutex::{LockTimeout, Mutex, MutexGuard};
+pub use sync::no_preempt::NoPreempt;
 pub use time::sleep;

@@ -55,3 +55,23 @@ pub enum SpawnError {
         stack_size: usize,
     },
 }
+
+impl From<crate::slot::SlotError> for SpawnError {
+    fn from(e: crate::slot::SlotError) -> Self {
+        use crate::slot::SlotError;
+        match e {
+            SlotError::AtCapacity { max_actors } => SpawnError::AtCapacity { max_actors },
+            SlotError::TableOutOfMemory { bytes } => SpawnError::TableOutOfMemory { bytes },
+        }
+    }
+}
+
+impl From<crate::stack::StackError> for SpawnError {
+    fn from(e: crate::stack::StackError) -> Self {
+        use crate::stack::StackError;
+        match e {
+            StackError::MapLimit { max_map_count } => SpawnError::MapLimit { max_map_count },
+            StackError::OutOfMemory { stack_size } => SpawnError::OutOfMemory { stack_size },
+        }
+    }
+}

@@ -32,13 +32,12 @@
 mod error;
 mod join;
 mod outcome;
-mod pid;
 
+pub use crate::slot::{Addressable, Pid};
 pub use error::SpawnError;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
 pub(crate) use outcome::{Outcome, StopSignal};
-pub use pid::{Addressable, Pid};
 
 use crate::loom::Ordering;
 use crate::runtime::Shared;
@@ -206,7 +205,7 @@ pub(crate) fn spawn_in(
         Ok(i) => i,
         Err(e) => {
             shared.release_stack(stack);
-            return Err(e);
+            return Err(e.into());
         }
     };
     let Some(slot) = shared.slots.get(index) else {

@@ -84,9 +84,9 @@ pub(crate) use reply::ReplyCell;
 pub use reply::{await_reply, ReplyError, ReplySender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
 
-use crate::actor::Pid;
 use crate::runtime::Shared;
 use crate::scheduler;
+use crate::slot::Pid;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::{RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

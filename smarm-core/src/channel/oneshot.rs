@@ -23,9 +23,9 @@
 //! - (O3) Only the actor that made the channel receives on it (checked):
 //!   the waiter is one epoch of one known actor.
 
-use crate::actor::Pid;
 use crate::loom::{fence, AtomicU32, Ordering};
 use crate::scheduler;
+use crate::slot::Pid;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;

@@ -38,10 +38,10 @@
 //! - (R4) Outside a call the phase is `IDLE`; tags only grow, so no sender
 //!   of an old call can ever claim a new one.
 
-use crate::actor::Pid;
 use crate::loom::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::runtime::Shared;
 use crate::scheduler;
+use crate::slot::Pid;
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};

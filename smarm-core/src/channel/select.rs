@@ -8,8 +8,8 @@
 //! eager cleanup pass, run after the wake and on a stop unwind.
 
 use super::{register_epoch, Receiver};
-use crate::actor::Pid;
 use crate::scheduler;
+use crate::slot::Pid;
 use std::time::{Duration, Instant};
 
 pub(crate) mod sealed {

@@ -53,9 +53,9 @@
 
 mod display;
 
-use crate::actor::Pid;
 use crate::scheduler;
 use crate::slot::word::State;
+use crate::slot::Pid;
 use crate::slot::Slot;
 use std::sync::atomic::Ordering;
 

@@ -1,10 +1,10 @@
 //! Fd readiness: the epoll thread, waits, `FdArm`, `read` and `write`.
 
-use crate::actor::Pid;
 use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
 use crate::runtime::Shared;
 use crate::scheduler;
+use crate::slot::Pid;
 use crate::sync::{LockClass, RawMutex};
 use std::collections::HashMap;
 use std::io;

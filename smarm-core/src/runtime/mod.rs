@@ -44,9 +44,10 @@ pub(crate) use live::LiveCount;
 pub(crate) use reclaim::Reclaimer;
 pub(crate) use shared::{Counters, Shared, Verdict};
 
-use crate::actor::{spawn_in, Outcome, Pid};
+use crate::actor::{spawn_in, Outcome};
 pub use crate::config::{Config, ConfigError};
 use crate::loom::Ordering;
+use crate::slot::Pid;
 use crate::stack::StackPool;
 use std::sync::Arc;
 use std::sync::Arc as StdArc;

@@ -1,7 +1,7 @@
 //! `Shared`: the state every scheduler of one runtime shares, and the
 //! enqueue and wake paths through it.
 
-use crate::actor::{request_stop_in, Pid, SpawnError};
+use crate::actor::request_stop_in;
 use crate::config::Config;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::park::Coordinator;
@@ -9,8 +9,9 @@ use crate::runtime::LiveCount;
 use crate::scheduler::{with_worker, RunQueue, Worker};
 use crate::scheduler::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::slot::word::{State, Unpark};
+use crate::slot::Pid;
 use crate::slot::{Slot, SlotTable};
-use crate::stack::{Stack, StackPool};
+use crate::stack::{Stack, StackError, StackPool};
 use crate::sync::{LockClass, RawMutex};
 use crate::time::{Entry, TimerAction, TimerHeap, TimerId};
 use std::sync::Arc as StdArc;
@@ -133,13 +134,13 @@ impl Shared {
 
     /// A stack for a new actor: from this scheduler's cache (refilled from
     /// the pool in batches), or straight from the pool off-scheduler.
-    pub(crate) fn take_stack(&self) -> Result<Stack, SpawnError> {
+    pub(crate) fn take_stack(&self) -> Result<Stack, StackError> {
         let cached = self.local_worker(|w| {
             let mut cache = w.stack_cache.borrow_mut();
             if cache.is_empty() {
                 self.stacks.take_batch(STACK_BATCH, &mut cache)?;
             }
-            cache.pop().ok_or(SpawnError::OutOfMemory {
+            cache.pop().ok_or(StackError::OutOfMemory {
                 stack_size: self.stacks.stack_size(),
             })
         });

@@ -74,7 +74,7 @@
 //!   actor on that thread can still find it borrowed: pinning prevents data
 //!   races, not re-entrancy).
 //!
-//! Never while a [`NoPreempt`] guard is open, inside runtime bookkeeping,
+//! Never while a [`NoPreempt`](crate::NoPreempt) guard is open, inside runtime bookkeeping,
 //! or while the thread unwinds. A loop with no safepoint keeps its thread
 //! until it ends (there is no signal-based preemption).
 //!
@@ -107,12 +107,13 @@ pub(crate) mod preempt;
 mod run_queue;
 mod worker;
 
-use crate::actor::{Outcome, Pid, StopSignal};
+use crate::actor::{Outcome, StopSignal};
 use crate::runtime::Shared;
+use crate::slot::Pid;
 use std::cell::Cell;
 
 pub use alloc::PreemptingAlloc;
-pub use preempt::{check_timeslice, NoPreempt};
+pub use preempt::check_timeslice;
 pub(crate) use run_queue::RunQueue;
 pub(crate) use worker::run_worker;
 

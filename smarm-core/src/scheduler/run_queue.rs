@@ -7,8 +7,8 @@
 //! depth-first and keeps the live set small; yields go to the back. A thief
 //! takes the back half: the oldest work, furthest from the victim's cache.
 
-use crate::actor::Pid;
 use crate::loom::{AtomicUsize, Ordering};
+use crate::slot::Pid;
 use crate::sync::{LockClass, RawMutex};
 use std::collections::VecDeque;
 

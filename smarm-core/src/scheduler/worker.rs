@@ -2,10 +2,11 @@
 //! through the coordination layer.
 
 use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
-use crate::actor::{Outcome, Pid};
+use crate::actor::Outcome;
 use crate::loom::Ordering;
 use crate::park::ParkResult;
 use crate::runtime::{Counters, Shared, Verdict};
+use crate::slot::Pid;
 use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;

@@ -1,10 +1,11 @@
 //! Links: two actors that share a fate, and exit trapping.
 
 use super::{with_live_signals, DownReason, Signals};
-use crate::actor::{request_stop_in, spawn_in, JoinHandle, Pid, SpawnError};
+use crate::actor::{request_stop_in, spawn_in, JoinHandle, SpawnError};
 use crate::channel::{channel, Receiver, Sender};
 use crate::runtime::Shared;
 use crate::scheduler;
+use crate::slot::Pid;
 use thiserror::Error;
 
 /// The message a trapping actor receives when a linked actor exits.

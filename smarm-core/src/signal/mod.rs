@@ -36,11 +36,11 @@ pub use monitor::{demonitor, monitor, Down, DownReason, Monitor, MonitorId};
 
 pub(crate) use link::deliver_exit;
 
-use crate::actor::Pid;
 use crate::channel::Sender;
 use crate::runtime::Shared;
 use crate::slot::word::State;
 use crate::slot::Cold;
+use crate::slot::Pid;
 
 /// What a slot records about who watches and links to its actor.
 #[derive(Default)]

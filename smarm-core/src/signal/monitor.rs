@@ -19,9 +19,10 @@
 //! ```
 
 use super::with_live_signals;
-use crate::actor::{Outcome, Pid};
+use crate::actor::Outcome;
 use crate::channel::{channel, Receiver};
 use crate::scheduler;
+use crate::slot::Pid;
 use std::sync::atomic::Ordering;
 
 /// Why an actor went down.

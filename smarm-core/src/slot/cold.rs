@@ -1,7 +1,8 @@
 //! Per-slot cold data, under the slot's Leaf-class lock.
 
-use crate::actor::{Outcome, Pid};
+use crate::actor::Outcome;
 use crate::signal::Signals;
+use crate::slot::Pid;
 
 /// What a slot keeps about its actor beyond the state word. A vacant
 /// slot's cold data is already set up for its next tenant (no joiner, no

@@ -61,6 +61,7 @@
 //! from (I1) and (I2); each access names that argument.
 
 mod cold;
+mod pid;
 pub(crate) mod table;
 pub(crate) mod word;
 
@@ -68,4 +69,15 @@ pub(crate) mod word;
 mod loom_models;
 
 pub(crate) use cold::Cold;
+pub use pid::{Addressable, Pid};
 pub(crate) use table::{Slot, SlotTable};
+
+/// Why no slot could be had; the actor layer reports it as a
+/// [`SpawnError`](crate::SpawnError).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotError {
+    /// Every slot up to `Config::max_actors` is taken.
+    AtCapacity { max_actors: usize },
+    /// The kernel refused memory for a new segment of the table.
+    TableOutOfMemory { bytes: usize },
+}

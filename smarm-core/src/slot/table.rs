@@ -3,7 +3,7 @@
 
 use super::word::SlotWord;
 use super::Cold;
-use crate::actor::SpawnError;
+use super::SlotError;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64};
 use crate::stack::Stack;
 use crate::sync::{LockClass, RawMutex};
@@ -230,14 +230,14 @@ impl SlotTable {
     }
 
     /// Take a vacant slot index, growing the table by a segment if needed.
-    pub(crate) fn alloc(&self) -> Result<u32, SpawnError> {
+    pub(crate) fn alloc(&self) -> Result<u32, SlotError> {
         let mut free = self.free.lock();
         if let Some(i) = free.recycled.pop() {
             return Ok(i);
         }
         let i = free.next_fresh;
         if i >= self.capacity {
-            return Err(SpawnError::AtCapacity {
+            return Err(SlotError::AtCapacity {
                 max_actors: self.capacity,
             });
         }
@@ -245,7 +245,7 @@ impl SlotTable {
         if seg.load(Ordering::Acquire).is_null() {
             let new = new_segment();
             if new.is_null() {
-                return Err(SpawnError::TableOutOfMemory {
+                return Err(SlotError::TableOutOfMemory {
                     bytes: SEGMENT_BYTES,
                 });
             }

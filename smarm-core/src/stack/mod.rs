@@ -68,3 +68,13 @@ impl Stack {
         self.base.wrapping_add(self.size)
     }
 }
+
+/// Why no stack could be had; the actor layer reports it as a
+/// [`SpawnError`](crate::SpawnError).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StackError {
+    /// Another stack mapping would pass `vm.max_map_count`.
+    MapLimit { max_map_count: usize },
+    /// The kernel refused memory for a stack chunk.
+    OutOfMemory { stack_size: usize },
+}

@@ -1,7 +1,7 @@
 //! The stack pool: chunked `mmap`, guard installation, the mapping budget.
 
+use super::StackError;
 use super::{overflow, Stack, GUARD_SIZE, PAGE_SIZE};
-use crate::actor::SpawnError;
 use crate::sync::{LockClass, RawMutex};
 
 /// Stacks carved from one `mmap`.
@@ -66,7 +66,7 @@ impl StackPool {
     }
 
     /// Take a stack, mapping a new chunk if the free list is empty.
-    pub(crate) fn take(&self) -> Result<Stack, SpawnError> {
+    pub(crate) fn take(&self) -> Result<Stack, StackError> {
         let mut state = self.state.lock();
         if let Some(base) = state.free.pop() {
             return Ok(Stack {
@@ -80,7 +80,7 @@ impl StackPool {
                 base,
                 size: self.size,
             }),
-            None => Err(SpawnError::OutOfMemory {
+            None => Err(StackError::OutOfMemory {
                 stack_size: self.size,
             }),
         }
@@ -94,7 +94,7 @@ impl StackPool {
 
     /// Move up to `n` stacks into `out` under one lock hold (a scheduler's
     /// cache refill), mapping a chunk if the pool is empty.
-    pub(crate) fn take_batch(&self, n: usize, out: &mut Vec<Stack>) -> Result<(), SpawnError> {
+    pub(crate) fn take_batch(&self, n: usize, out: &mut Vec<Stack>) -> Result<(), StackError> {
         let mut state = self.state.lock();
         if state.free.is_empty() {
             self.grow(&mut state)?;
@@ -131,7 +131,7 @@ impl StackPool {
         }
     }
 
-    fn grow(&self, state: &mut PoolState) -> Result<(), SpawnError> {
+    fn grow(&self, state: &mut PoolState) -> Result<(), StackError> {
         let stride = self.size + GUARD_SIZE;
         let len = stride * STACKS_PER_CHUNK;
         let cost = match state.guard {
@@ -140,7 +140,7 @@ impl StackPool {
         };
         let budget = self.max_map_count.saturating_sub(MAP_RESERVE);
         if state.maps_used + cost > budget {
-            return Err(SpawnError::MapLimit {
+            return Err(StackError::MapLimit {
                 max_map_count: self.max_map_count,
             });
         }
@@ -160,11 +160,11 @@ impl StackPool {
             let err = std::io::Error::last_os_error();
             return Err(
                 if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
-                    SpawnError::MapLimit {
+                    StackError::MapLimit {
                         max_map_count: self.max_map_count,
                     }
                 } else {
-                    SpawnError::OutOfMemory {
+                    StackError::OutOfMemory {
                         stack_size: self.size,
                     }
                 },
@@ -199,7 +199,7 @@ impl StackPool {
                 // SAFETY: unmapping the chunk we just mapped; no stack of it
                 // has been handed out.
                 unsafe { libc::munmap(chunk.cast(), len) };
-                return Err(SpawnError::MapLimit {
+                return Err(StackError::MapLimit {
                     max_map_count: self.max_map_count,
                 });
             }

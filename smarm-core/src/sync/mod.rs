@@ -29,6 +29,7 @@
 pub(crate) mod futex;
 mod lock_class;
 pub mod mutex;
+pub(crate) mod no_preempt;
 mod raw_mutex;
 mod std_lock;
 

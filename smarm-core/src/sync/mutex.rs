@@ -27,9 +27,9 @@
 //! });
 //! ```
 
-use crate::actor::Pid;
 use crate::runtime::Shared;
 use crate::scheduler;
+use crate::slot::Pid;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;

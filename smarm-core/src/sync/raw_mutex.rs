@@ -1,8 +1,8 @@
 //! `RawMutex<T>`: the internal futex mutex (spin lock under loom).
 
 use super::lock_class::{self, LockClass};
+use super::no_preempt::NoPreempt;
 use crate::loom::{AtomicU32, Ordering};
-use crate::scheduler::preempt::NoPreempt;
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 

@@ -3,7 +3,7 @@
 //! with preemption disabled while it is held (sync (I3)) and poisoning
 //! ignored (no user code runs under these locks).
 
-use crate::scheduler::preempt::NoPreempt;
+use super::no_preempt::NoPreempt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, MutexGuard};
 

@@ -32,10 +32,10 @@
 //!   a cached timer only while its actor is in a bounded wait.
 
 use super::TimerAction;
-use crate::actor::Pid;
 use crate::loom::{fence, Ordering};
 use crate::runtime::Shared;
 use crate::scheduler;
+use crate::slot::Pid;
 use crate::slot::Slot;
 use std::time::Instant;
 

@@ -1,8 +1,8 @@
 //! The timer heap: a min-heap of `(deadline, seq)` entries, with an armed
 //! set that makes cancellation O(1) and firing at-most-once.
 
-use crate::actor::Pid;
 use crate::park::Coordinator;
+use crate::slot::Pid;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
