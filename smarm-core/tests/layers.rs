@@ -7,10 +7,11 @@
 //! it names (through the crate root's re-exports for `crate::Name`), inline
 //! paths included; a path into a higher layer is a violation.
 //!
-//! Upward imports that predate the check are listed in `tests/layers.allow`
-//! (one `file -> module` a line) and shrink as the core is untangled: an
-//! unlisted upward import fails, and so does a listed one that no longer
-//! exists, so the list only ever gets shorter.
+//! Upward dependencies that predate the check are listed in
+//! `tests/layers.allow`, one `module -> module` a line (the modules of the
+//! layer table), and shrink as the core is untangled: an unlisted upward
+//! import fails, and so does a listed one that no longer exists, so the
+//! list only ever gets shorter.
 
 #![allow(clippy::unwrap_used)] // a scan that cannot read the sources must fail the test
 
@@ -290,8 +291,8 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every upward import of the crate under `src`, as `file -> module`
-/// lines with the layers in a trailing comment-free form.
+/// Every upward dependency of the crate under `src`, as `module -> module`
+/// lines naming the modules of the layer table.
 fn upward_imports(src: &Path) -> BTreeSet<String> {
     let lib_rs = fs::read_to_string(src.join("lib.rs")).unwrap();
     let table = layer_table(&lib_rs);
@@ -308,7 +309,7 @@ fn upward_imports(src: &Path) -> BTreeSet<String> {
             continue;
         }
         let module = module_of(rel);
-        let Some((_, from_layer)) = layer_of(&table, &module) else {
+        let Some((from, from_layer)) = layer_of(&table, &module) else {
             panic!(
                 "{}: module {} is in no layer of the table in src/lib.rs",
                 rel.display(),
@@ -326,7 +327,7 @@ fn upward_imports(src: &Path) -> BTreeSet<String> {
                 continue;
             };
             if to_layer > from_layer {
-                found.insert(format!("{} -> {}", rel.display(), to));
+                found.insert(format!("{from} -> {to}"));
             }
         }
     }
@@ -407,4 +408,39 @@ fn the_scanner_resolves_paths_as_documented() {
     assert_eq!(layer_of(&table, &segs("sync::mutex::Mutex")).unwrap().1, 6);
     assert_eq!(layer_of(&table, &segs("sync::RawMutex")).unwrap().1, 0);
     assert!(layer_of(&table, &segs("std::sync")).is_none());
+}
+
+/// Wait (W1): only the wait module opens and retires waits on the slot
+/// word; every blocking primitive goes through its `Wait` guard. (The raw
+/// park is private to the scheduler, so the compiler enforces that half.)
+#[test]
+fn only_the_wait_module_opens_and_retires_waits() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut offenders = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let name = rel.file_name().unwrap().to_string_lossy();
+        if rel == Path::new("scheduler/wait.rs")
+            || rel == Path::new("slot/word.rs")
+            || name == "loom_models.rs"
+            || name == "tests.rs"
+        {
+            continue;
+        }
+        let text = strip(&without_test_items(&strip(
+            &fs::read_to_string(&file).unwrap(),
+        )));
+        for call in [".begin_wait(", ".retire_wait("] {
+            if text.contains(call) {
+                offenders.push(format!("{} calls {call}", rel.display()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "open and retire waits through scheduler::Wait (wait (W1)):\n  {}",
+        offenders.join("\n  ")
+    );
 }

@@ -2,7 +2,7 @@
 
 use super::{JoinError, Outcome, Pid};
 use crate::runtime::Shared;
-use crate::scheduler;
+use crate::scheduler::{self, Wait};
 use crate::slot::Slot;
 use std::sync::Arc;
 
@@ -77,19 +77,19 @@ impl JoinHandle {
             }
             // Open the wait before registering, so a finish in between
             // lands as a notification (slot (I3)).
-            let (me, epoch) = scheduler::begin_wait("JoinHandle::join");
+            let wait = Wait::open("JoinHandle::join");
             let registered = {
                 let mut cold = self.slot().cold.lock();
                 let register = cold.outcome.is_none();
                 if register {
-                    cold.joiner = Some((me, epoch));
+                    cold.joiner = Some(wait.id());
                 }
                 register
             };
             if registered {
-                scheduler::park();
+                wait.park();
             } else {
-                scheduler::retire_wait(); // it finished meanwhile: take it above
+                wait.retire(); // it finished meanwhile: take it above
             }
         }
     }

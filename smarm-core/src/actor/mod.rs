@@ -41,7 +41,7 @@ pub(crate) use outcome::{Outcome, StopSignal};
 
 use crate::loom::Ordering;
 use crate::runtime::Shared;
-use crate::scheduler::{self, with_current_actor, Intent};
+use crate::scheduler::{self, with_current_actor};
 use crate::slot::table::Entry;
 
 /// Start a new actor running `f` and return its [`JoinHandle`].
@@ -87,7 +87,7 @@ pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnE
 fn spawn_backpressure() {
     let backlog = scheduler::with_worker(|w, shared| shared.queues[w.id].local.len());
     if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) {
-        scheduler::switch_out(Intent::Yield);
+        scheduler::yield_without_stop();
     }
 }
 
@@ -141,10 +141,7 @@ pub fn self_pid() -> Pid {
 /// });
 /// ```
 pub fn yield_now() {
-    scheduler::check_stop();
-    with_current_actor("yield_now", |_, _| ());
-    scheduler::switch_out(Intent::Yield);
-    scheduler::check_stop();
+    scheduler::yield_now();
 }
 
 /// Ask actor `pid` to stop. The actor unwinds from its next safepoint

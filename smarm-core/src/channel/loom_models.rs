@@ -13,6 +13,7 @@
 use super::*;
 use crate::config::Config;
 use crate::slot::word::{ParkCommit, State};
+use crate::slot::Pid;
 use crate::stack::StackPool;
 use loom::thread;
 
@@ -37,7 +38,7 @@ fn look_or_register<T>(rx: &Receiver<T>, shared: &Shared, me: Pid) -> bool {
         return true;
     }
     let epoch = shared.slots.get(me.index()).unwrap().word.begin_wait();
-    g.register(me, epoch, shared);
+    g.register(WaitId { pid: me, epoch }, shared);
     false
 }
 
@@ -115,7 +116,7 @@ fn select_registration_racing_sends_wakes_once() {
                 ready = true;
                 break;
             }
-            g.register(me, epoch, &shared);
+            g.register(WaitId { pid: me, epoch }, &shared);
         }
         if !ready && word.commit_park() == ParkCommit::Parked {
             // Parked: some send must enqueue it.

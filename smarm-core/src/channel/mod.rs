@@ -85,8 +85,8 @@ pub use reply::{await_reply, ReplyError, ReplySender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
 
 use crate::runtime::Shared;
-use crate::scheduler;
-use crate::slot::Pid;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
+use crate::slot::WaitId;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::{RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -148,8 +148,8 @@ impl<T> std::ops::Deref for Chan<T> {
 
 pub(crate) struct Inner<T> {
     queue: Mailbox<T>,
-    /// The registered receiver's `(pid, epoch)` (I2).
-    parked: Option<(Pid, u32)>,
+    /// The registered receiver's wait (I2).
+    parked: Option<WaitId>,
     /// The runtime of the last actor that registered here.
     runtime: Option<Arc<Shared>>,
     senders: usize,
@@ -160,14 +160,14 @@ impl<T> Inner<T> {
     /// Take the registration and wake it (called under the channel lock:
     /// Channel → Queue is the lock order).
     fn wake_receiver(&mut self) {
-        if let (Some((pid, epoch)), Some(rt)) = (self.parked.take(), &self.runtime) {
-            rt.unpark_at(pid, epoch);
+        if let (Some(wait), Some(rt)) = (self.parked.take(), &self.runtime) {
+            rt.wake(wait);
         }
     }
 
-    /// Register the running actor `me` for wait `epoch`. Only the one
-    /// receiver registers (I1), so this overwrites a stale registration.
-    fn register(&mut self, me: Pid, epoch: u32, shared: &Shared) {
+    /// Register the running actor's wait. Only the one receiver registers
+    /// (I1), so this overwrites a stale registration.
+    fn register(&mut self, wait: WaitId, shared: &Shared) {
         let same_runtime = self
             .runtime
             .as_ref()
@@ -175,7 +175,7 @@ impl<T> Inner<T> {
         if !same_runtime {
             self.runtime = Some(shared.to_arc());
         }
-        self.parked = Some((me, epoch));
+        self.parked = Some(wait);
     }
 }
 
@@ -329,7 +329,7 @@ impl<T> Receiver<T> {
     /// actor is receiving on this channel at the same time.
     pub fn recv(&self) -> Result<T, RecvError> {
         loop {
-            {
+            let wait = {
                 let mut taken = self.taken();
                 let mut g = match take_one(&mut taken, &self.inner) {
                     Taken::Message(v) => return Ok(self.count(v)),
@@ -338,9 +338,9 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                register_current(&mut g, "Receiver::recv");
-            }
-            scheduler::park();
+                register_current(&mut g, "Receiver::recv")
+            };
+            wait.park();
         }
     }
 
@@ -374,36 +374,14 @@ impl<T> Receiver<T> {
     /// });
     /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut woken = false;
-        loop {
-            let (me, epoch) = {
-                let mut taken = self.taken();
-                let mut g = match take_one(&mut taken, &self.inner) {
-                    Taken::Message(v) => return Ok(self.count(v)),
-                    Taken::Empty(g) => g,
-                };
-                if g.senders == 0 {
-                    return Err(RecvTimeoutError::Disconnected);
-                }
-                // The clock was just read on the first pass.
-                if (woken || timeout.is_zero()) && deadline.is_some_and(|d| Instant::now() >= d) {
-                    return Err(RecvTimeoutError::Timeout);
-                }
-                woken = true;
-                register_current(&mut g, "Receiver::recv_timeout")
-            };
-            // Arm the deadline outside the channel locks.
-            let bounded = deadline.map(|d| crate::time::bounded::arm(d, me, epoch));
-            scheduler::park();
-            drop(bounded);
-            // Whatever woke us, this wait is over: drop a registration the
-            // sender did not take, then re-check (message first).
-            let mut g = self.inner.lock();
-            if g.parked == Some((me, epoch)) {
-                g.parked = None;
-            }
-        }
+        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+        let mut waiter = TimedRecv { rx: self };
+        scheduler::bounded_wait(
+            "Receiver::recv_timeout",
+            &mut waiter,
+            deadline,
+            timeout.is_zero(),
+        )
     }
 
     /// Selective receive: take the first queued message for which `pred`
@@ -426,7 +404,7 @@ impl<T> Receiver<T> {
         F: Fn(&T) -> bool,
     {
         loop {
-            {
+            let wait = {
                 let mut taken = self.taken();
                 if let Some(v) = taken.take_first(&pred) {
                     return Ok(self.count(v));
@@ -438,9 +416,9 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                register_current(&mut g, "Receiver::recv_match");
-            }
-            scheduler::park();
+                register_current(&mut g, "Receiver::recv_match")
+            };
+            wait.park();
         }
     }
 
@@ -554,20 +532,58 @@ fn take_one<'a, T>(taken: &mut Mailbox<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
 }
 
 /// Open a wait for the running actor and register it on the channel whose
-/// lock is held; returns `(pid, epoch)`.
-fn register_current<T>(g: &mut Inner<T>, what: &str) -> (Pid, u32) {
-    scheduler::with_current_actor(what, |me, shared| {
-        let epoch = match shared.slots.get(me.index()) {
-            Some(slot) => slot.word.begin_wait(),
-            None => scheduler::outside_actor(what),
-        };
-        g.register(me, epoch, shared);
-        (me, epoch)
-    })
+/// lock is held.
+fn register_current<T>(g: &mut Inner<T>, what: &str) -> Wait {
+    let wait = Wait::open(what);
+    g.register(wait.id(), wait.runtime());
+    wait
 }
 
-/// Register the running actor `me` for a wait it has already opened (the
-/// arms of a `select` share one).
-fn register_epoch<T>(g: &mut Inner<T>, me: Pid, epoch: u32) {
-    scheduler::with_current_actor("select", |_, shared| g.register(me, epoch, shared));
+/// `recv_timeout`'s side of the bounded-wait loop.
+struct TimedRecv<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> BoundedWaiter for TimedRecv<'_, T> {
+    type Output = Result<T, RecvTimeoutError>;
+
+    fn ready(&mut self) -> Option<Self::Output> {
+        let mut taken = self.rx.taken();
+        match take_one(&mut taken, &self.rx.inner) {
+            Taken::Message(v) => Some(Ok(self.rx.count(v))),
+            Taken::Empty(g) if g.senders == 0 => Some(Err(RecvTimeoutError::Disconnected)),
+            Taken::Empty(_) => None,
+        }
+    }
+
+    fn timed_out(&mut self) -> Option<Self::Output> {
+        Some(Err(RecvTimeoutError::Timeout))
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<Self::Output> {
+        if !self.rx.taken().is_empty() {
+            return Registered::Ready;
+        }
+        let mut g = self.rx.inner.lock();
+        if !g.queue.is_empty() || g.senders == 0 {
+            return Registered::Ready;
+        }
+        g.register(wait.id(), wait.runtime());
+        Registered::Yes
+    }
+
+    fn unregister(&mut self, wait: WaitId) {
+        // Whatever woke us, this wait is over: drop a registration the
+        // sender did not take.
+        let mut g = self.rx.inner.lock();
+        if g.parked == Some(wait) {
+            g.parked = None;
+        }
+    }
+}
+
+/// Register the running actor's wait `wait`, opened by a `select` whose
+/// arms share it.
+fn register_epoch<T>(g: &mut Inner<T>, wait: WaitId) {
+    scheduler::with_current_actor("select", |_, shared| g.register(wait, shared));
 }

@@ -24,7 +24,7 @@
 //!   the waiter is one epoch of one known actor.
 
 use crate::loom::{fence, AtomicU32, Ordering};
-use crate::scheduler;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::Pid;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -208,34 +208,46 @@ impl<T: Send> OneshotReceiver<T> {
     ///
     /// Outside the actor that made the channel.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, OneshotError> {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut woken = false;
-        loop {
-            match self.slot.state.load(Ordering::Acquire) {
-                FULL => return Ok(self.slot.take()),
-                CLOSED => return Err(OneshotError::Closed),
-                _ => {}
-            }
-            // The clock was just read on the first pass.
-            if (woken || timeout.is_zero()) && deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(OneshotError::Timeout);
-            }
-            woken = true;
-            let (me, epoch) = scheduler::begin_wait("OneshotReceiver::recv_timeout");
-            assert_eq!(
-                me, self.slot.owner,
-                "smarm: a oneshot is received by the actor that made it"
-            );
-            match self.slot.register(epoch) {
-                EMPTY => {}
-                _ => {
-                    scheduler::retire_wait();
-                    continue;
-                }
-            }
-            let bounded = deadline.map(|d| crate::time::bounded::arm(d, me, epoch));
-            scheduler::park();
-            drop(bounded);
+        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+        let mut waiter = OneshotWait { slot: &self.slot };
+        scheduler::bounded_wait(
+            "OneshotReceiver::recv_timeout",
+            &mut waiter,
+            deadline,
+            timeout.is_zero(),
+        )
+    }
+}
+
+/// `recv_timeout`'s side of the bounded-wait loop.
+struct OneshotWait<'a, T> {
+    slot: &'a Shot<T>,
+}
+
+impl<T: Send> BoundedWaiter for OneshotWait<'_, T> {
+    type Output = Result<T, OneshotError>;
+
+    fn ready(&mut self) -> Option<Self::Output> {
+        match self.slot.state.load(Ordering::Acquire) {
+            FULL => Some(Ok(self.slot.take())),
+            CLOSED => Some(Err(OneshotError::Closed)),
+            _ => None,
+        }
+    }
+
+    fn timed_out(&mut self) -> Option<Self::Output> {
+        Some(Err(OneshotError::Timeout))
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<Self::Output> {
+        assert_eq!(
+            wait.id().pid,
+            self.slot.owner,
+            "smarm: a oneshot is received by the actor that made it"
+        );
+        match self.slot.register(wait.id().epoch) {
+            EMPTY => Registered::Yes,
+            _ => Registered::Ready,
         }
     }
 }

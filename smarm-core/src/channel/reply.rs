@@ -40,7 +40,7 @@
 
 use crate::loom::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use crate::runtime::Shared;
-use crate::scheduler;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::Pid;
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
@@ -348,33 +348,17 @@ impl<T> OpenCall<'_, T> {
     fn wait(self, no_wait: bool, deadline: Option<u64>) -> Result<T, ReplyError> {
         // SAFETY: the cell's runtime is the one this actor runs in.
         let coord = unsafe { &(*self.cell.runtime).coord };
-        let mut woken = false;
-        loop {
-            match self.cell.phase() {
-                FULL | CLOSED => return self.finish(),
-                WRITING => {
-                    // Claimed: the value lands within a few instructions.
-                    crate::actor::yield_now();
-                    continue;
-                }
-                _ => {}
+        let deadline = deadline.map(|at| Deadline::Nanos { at, coord });
+        let mut waiter = CallWait {
+            cell: self.cell,
+            tag: self.tag,
+        };
+        match scheduler::bounded_wait("await_reply", &mut waiter, deadline, no_wait) {
+            Settled::Outcome => self.finish(),
+            Settled::TimedOut => {
+                std::mem::forget(self); // cancelled: nothing left open
+                Err(ReplyError::Timeout)
             }
-            if (woken || no_wait)
-                && deadline.is_some_and(|d| coord.now_nanos() >= d)
-                && self.cell.cancel(self.tag)
-            {
-                std::mem::forget(self);
-                return Err(ReplyError::Timeout);
-            }
-            woken = true;
-            let (me, epoch) = scheduler::begin_wait("await_reply");
-            if self.cell.register(epoch) != OPEN {
-                scheduler::retire_wait();
-                continue;
-            }
-            let bounded = deadline.map(|d| crate::time::bounded::arm_at(d, me, epoch));
-            scheduler::park();
-            drop(bounded);
         }
     }
 
@@ -389,6 +373,47 @@ impl<T> OpenCall<'_, T> {
             // else reads the place.
             FULL => Ok(unsafe { (*this.place).assume_init_read() }),
             _ => Err(ReplyError::Closed),
+        }
+    }
+}
+
+/// How a call's wait ended.
+enum Settled {
+    /// The reply (or the sender's drop) landed: finish the call.
+    Outcome,
+    /// The deadline passed and the call was cancelled.
+    TimedOut,
+}
+
+/// A call's side of the bounded-wait loop.
+struct CallWait<'a> {
+    cell: &'a ReplyCell,
+    tag: u64,
+}
+
+impl BoundedWaiter for CallWait<'_> {
+    type Output = Settled;
+
+    fn ready(&mut self) -> Option<Settled> {
+        loop {
+            match self.cell.phase() {
+                FULL | CLOSED => return Some(Settled::Outcome),
+                // Claimed: the value lands within a few instructions.
+                WRITING => scheduler::yield_now(),
+                _ => return None,
+            }
+        }
+    }
+
+    fn timed_out(&mut self) -> Option<Settled> {
+        self.cell.cancel(self.tag).then_some(Settled::TimedOut)
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<Settled> {
+        if self.cell.register(wait.id().epoch) == OPEN {
+            Registered::Yes
+        } else {
+            Registered::Ready
         }
     }
 }

@@ -1,15 +1,14 @@
 //! `select`: wait on several arms at once and learn which is ready.
 //!
-//! All arms are registered under one wait epoch. The first wake ends the
-//! wait; the wait is then retired (the epoch bumped), so every other arm's
-//! registration is stale and its later wake dies at the slot word's CAS:
-//! a winner's siblings never produce a spurious wake, and nothing is
-//! cancelled. Arms whose staleness is not harmless (fd arms) ask for an
+//! All arms are registered under one wait. The first wake ends it, and
+//! the next wait opens a new epoch, so every other arm's registration is
+//! stale and its later wake dies at the slot word's CAS: a winner's
+//! siblings never wake a later wait, and nothing is cancelled. Arms whose staleness is not harmless (fd arms) ask for an
 //! eager cleanup pass, run after the wake and on a stop unwind.
 
 use super::{register_epoch, Receiver};
-use crate::scheduler;
-use crate::slot::Pid;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
+use crate::slot::{Pid, WaitId};
 use std::time::{Duration, Instant};
 
 pub(crate) mod sealed {
@@ -53,7 +52,7 @@ impl<T> Selectable for Receiver<T> {
         if !g.queue.is_empty() || g.senders == 0 {
             return Ok(false);
         }
-        register_epoch(&mut g, pid, epoch);
+        register_epoch(&mut g, WaitId { pid, epoch });
         Ok(true)
     }
 
@@ -140,59 +139,75 @@ pub fn try_select_timeout(
     arms: &[&dyn Selectable],
     timeout: Duration,
 ) -> std::io::Result<Option<usize>> {
-    wait(arms, Some(crate::time::deadline_after(timeout)))
+    // No deadline past any clock: such a select waits like `select`.
+    wait(arms, Instant::now().checked_add(timeout))
 }
 
 fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<Option<usize>> {
     assert!(!arms.is_empty(), "smarm: select needs at least one arm");
-    let eager = arms.iter().any(|a| a.sel_eager_cleanup());
-    loop {
-        let (me, epoch) = scheduler::begin_wait("select");
-        // Register in priority order; a ready arm ends the pass.
-        let mut ready = None;
-        for (i, arm) in arms.iter().enumerate() {
-            match arm.sel_register(me, epoch) {
+    let mut waiter = Select {
+        arms,
+        eager: arms.iter().any(|a| a.sel_eager_cleanup()),
+        deadline,
+        registered_once: false,
+    };
+    scheduler::bounded_wait("select", &mut waiter, deadline.map(Deadline::At), false)
+}
+
+/// `select`'s side of the bounded-wait loop. The first pass learns which
+/// arm is ready by registering them in priority order (an arm that cannot
+/// register is an error, not a ready arm); later passes look with
+/// `sel_ready`.
+struct Select<'a> {
+    arms: &'a [&'a dyn Selectable],
+    /// Some arm's stale registration must be removed eagerly.
+    eager: bool,
+    deadline: Option<Instant>,
+    registered_once: bool,
+}
+
+impl BoundedWaiter for Select<'_> {
+    type Output = std::io::Result<Option<usize>>;
+
+    fn ready(&mut self) -> Option<Self::Output> {
+        if !self.registered_once {
+            return None;
+        }
+        self.arms
+            .iter()
+            .position(|a| a.sel_ready())
+            .map(|i| Ok(Some(i)))
+    }
+
+    fn timed_out(&mut self) -> Option<Self::Output> {
+        Some(Ok(None))
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<Self::Output> {
+        self.registered_once = true;
+        let WaitId { pid, epoch } = wait.id();
+        for (i, arm) in self.arms.iter().enumerate() {
+            match arm.sel_register(pid, epoch) {
                 Ok(true) => {}
                 Ok(false) => {
-                    ready = Some(i);
-                    break;
+                    unregister(&self.arms[..i], pid, epoch, self.eager);
+                    return Registered::Done(Ok(Some(i)));
                 }
                 Err(e) => {
-                    unregister(&arms[..i], me, epoch, eager);
-                    scheduler::retire_wait();
-                    return Err(e);
+                    unregister(&self.arms[..i], pid, epoch, self.eager);
+                    return Registered::Done(Err(e));
                 }
             }
         }
-        if let Some(i) = ready {
-            unregister(&arms[..i], me, epoch, eager);
-            scheduler::retire_wait();
-            return Ok(Some(i));
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            unregister(self.arms, pid, epoch, self.eager);
+            return Registered::Done(Ok(None));
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            unregister(arms, me, epoch, eager);
-            scheduler::retire_wait();
-            return Ok(None);
-        }
-        let timer = deadline.map(|d| crate::time::bounded::arm(d, me, epoch));
-        let cleanup = Cleanup {
-            arms,
-            me,
-            epoch,
-            armed: eager,
-        };
-        scheduler::park();
-        drop(cleanup);
-        drop(timer);
-        // End the wait: every sibling registration is now stale, and a
-        // wake that raced the one we got is eaten here.
-        scheduler::retire_wait();
-        if let Some(i) = arms.iter().position(|a| a.sel_ready()) {
-            return Ok(Some(i));
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(None);
-        }
+        Registered::Yes
+    }
+
+    fn unregister(&mut self, wait: WaitId) {
+        unregister(self.arms, wait.pid, wait.epoch, self.eager);
     }
 }
 
@@ -203,20 +218,5 @@ fn unregister(arms: &[&dyn Selectable], me: Pid, epoch: u32, eager: bool) {
                 arm.sel_unregister(me, epoch);
             }
         }
-    }
-}
-
-/// Runs the eager cleanup after the park, including when a stop unwinds
-/// out of it.
-struct Cleanup<'a> {
-    arms: &'a [&'a dyn Selectable],
-    me: Pid,
-    epoch: u32,
-    armed: bool,
-}
-
-impl Drop for Cleanup<'_> {
-    fn drop(&mut self) {
-        unregister(self.arms, self.me, self.epoch, self.armed);
     }
 }

@@ -295,7 +295,10 @@ fn read(
             sig.is_some_and(|s| s.trap.is_some()),
             sig.map_or(0, |s| s.monitors.len() as u32),
             sig.map_or(0, |s| s.links.len() as u32),
-            u32::from(cold.joiner.is_some_and(|(j, e)| is_waiting(shared, j, e))),
+            u32::from(
+                cold.joiner
+                    .is_some_and(|j| is_waiting(shared, j.pid, j.epoch)),
+            ),
         )
     };
     let supervisor = match slot.parent.load(Ordering::Relaxed) {

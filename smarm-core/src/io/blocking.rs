@@ -1,7 +1,7 @@
 //! The blocking pool: run closures that block, off the scheduler threads.
 
 use crate::runtime::Shared;
-use crate::scheduler;
+use crate::scheduler::{self, Wait};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -136,7 +136,8 @@ where
     T: Send + 'static,
 {
     let slot: Arc<Mutex<Option<std::thread::Result<T>>>> = Arc::new(Mutex::new(None));
-    let (me, epoch) = scheduler::begin_wait("block_on_io");
+    let mut wait = Wait::open("block_on_io");
+    let woken = wait.id();
     let submitted = scheduler::with_current_actor("block_on_io", |_, shared| {
         let driver = shared.io_driver()?;
         let rt = driver.pool.rt.clone();
@@ -148,7 +149,7 @@ where
             *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
             if let Some(shared) = rt.upgrade() {
                 shared.io_outstanding.fetch_sub(1, Ordering::AcqRel);
-                shared.unpark_at(me, epoch);
+                shared.wake(woken);
             }
         });
         driver.pool.submit(job).inspect_err(|_| {
@@ -156,11 +157,12 @@ where
         })
     });
     if let Err(e) = submitted {
-        scheduler::retire_wait();
+        wait.retire();
         panic!("smarm: block_on_io could not start a pool thread: {e}");
     }
     loop {
-        scheduler::park();
+        // The job was handed this wait once: park on it until it is done.
+        wait.park_and_stay_open();
         let result = crate::sync::lock_std(&slot).take();
         match result {
             Some(Ok(value)) => return value,

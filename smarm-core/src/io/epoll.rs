@@ -3,8 +3,8 @@
 use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
 use crate::runtime::Shared;
-use crate::scheduler;
-use crate::slot::Pid;
+use crate::scheduler::{self, Wait};
+use crate::slot::{Pid, WaitId};
 use crate::sync::{LockClass, RawMutex};
 use std::collections::HashMap;
 use std::io;
@@ -219,13 +219,14 @@ impl Drop for Registered {
 
 fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     check_fd(fd)?;
-    let (pid, epoch) = scheduler::begin_wait("wait_readable/wait_writable");
+    let wait = Wait::open("wait_readable/wait_writable");
+    let WaitId { pid, epoch } = wait.id();
     if let Err(e) = register_current(fd, readable, pid, epoch) {
-        scheduler::retire_wait();
+        wait.retire();
         return Err(e);
     }
     let registered = Registered { fd, pid, epoch };
-    scheduler::park();
+    wait.park();
     // Woken by the epoll thread, which consumed the registration: nothing
     // to cancel.
     std::mem::forget(registered);

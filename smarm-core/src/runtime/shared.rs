@@ -10,7 +10,7 @@ use crate::scheduler::{with_worker, RunQueue, Worker};
 use crate::scheduler::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::slot::word::{State, Unpark};
 use crate::slot::Pid;
-use crate::slot::{Slot, SlotTable};
+use crate::slot::{Slot, SlotTable, WaitId};
 use crate::stack::{Stack, StackError, StackPool};
 use crate::sync::{LockClass, RawMutex};
 use crate::time::{Entry, TimerAction, TimerHeap, TimerId};
@@ -248,6 +248,13 @@ impl Shared {
         self.unpark(pid, Some(epoch));
     }
 
+    /// Wake the wait `wait`, if it is still its actor's current one (slot
+    /// (I3)).
+    #[inline]
+    pub(crate) fn wake(&self, wait: WaitId) {
+        self.unpark(wait.pid, Some(wait.epoch));
+    }
+
     /// Wake `pid` whatever it waits for (a stop request).
     pub(crate) fn unpark(&self, pid: Pid, epoch: Option<u32>) {
         if let Some(slot) = self.slots.get(pid.index()) {
@@ -280,7 +287,13 @@ impl Shared {
         for entry in due {
             match entry.action {
                 TimerAction::Send(fire) => fire(),
-                TimerAction::WakeBounded => crate::time::bounded::fire(self, entry.pid, entry.seq),
+                TimerAction::WakeBounded => {
+                    if let Some(wait) =
+                        crate::time::bounded::fire(&self.slots, entry.pid, entry.seq)
+                    {
+                        self.wake(wait);
+                    }
+                }
             }
         }
     }
@@ -354,7 +367,7 @@ impl Shared {
                 .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
             && self.io_outstanding.load(Ordering::Acquire) == 0
             && self.timers.lock().armed() == 0
-            && !crate::time::bounded::any_waiting(self)
+            && !crate::time::bounded::any_waiting(&self.slots)
     }
 
     /// Stop every actor still alive (once per run).

@@ -105,6 +105,7 @@ pub(crate) mod alloc;
 pub(crate) mod clock;
 pub(crate) mod preempt;
 mod run_queue;
+pub(crate) mod wait;
 mod worker;
 
 use crate::actor::{Outcome, StopSignal};
@@ -115,6 +116,7 @@ use std::cell::Cell;
 pub use alloc::PreemptingAlloc;
 pub use preempt::check_timeslice;
 pub(crate) use run_queue::RunQueue;
+pub(crate) use wait::{bounded_wait, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 pub(crate) use worker::run_worker;
 
 /// Most consecutive pops from the next slot.
@@ -256,7 +258,7 @@ pub(crate) fn outside_actor(what: &str) -> ! {
 /// Switch from the running actor back to its scheduler with `intent`.
 /// Returns when the actor is resumed, possibly on another thread (I2).
 #[inline]
-pub(crate) fn switch_out(intent: Intent) {
+fn switch_out(intent: Intent) {
     switch_out_observing(intent, false);
 }
 
@@ -335,38 +337,32 @@ pub(crate) fn check_stop() {
     }
 }
 
-/// Park the running actor until a wake for its current wait (opened with
-/// `begin_wait`), observing a stop before and after.
-#[inline]
-pub(crate) fn park() {
-    if switch_out_observing(Intent::Park, true) {
-        std::panic::resume_unwind(Box::new(StopSignal));
-    }
-}
-
-/// Open a new wait for the running actor; returns its epoch.
-/// `what` names the blocking call, for the outside-an-actor panic.
-pub(crate) fn begin_wait(what: &str) -> (Pid, u32) {
-    let opened = with_worker(|w, shared| {
-        let pid = w.current.get()?;
-        let slot = shared.slots.get(pid.index())?;
-        w.wait_open.set(true);
-        Some((pid, slot.word.begin_wait()))
-    });
-    match opened {
-        Some(Some(wait)) => wait,
-        _ => outside_actor(what),
-    }
-}
-
-/// Close the running actor's current wait without parking: every waker
-/// registered for it becomes stale (slot (I3)). Observes a stop.
-pub(crate) fn retire_wait() {
-    with_current_actor("retire_wait", |pid, shared| {
-        if let Some(slot) = shared.slots.get(pid.index()) {
-            slot.word.retire_wait();
-        }
-    });
-    let _ = with_worker(|w, _| w.wait_open.set(false));
+/// Let every other runnable actor have a turn, observing a stop before
+/// and after (the public `yield_now`).
+pub(crate) fn yield_now() {
     check_stop();
+    with_current_actor("yield_now", |_, _| ());
+    switch_out(Intent::Yield);
+    check_stop();
+}
+
+/// Yield without observing a stop (spawn backpressure: `spawn` never
+/// unwinds).
+pub(crate) fn yield_without_stop() {
+    switch_out(Intent::Yield);
+}
+
+/// Park the running actor until a wake for its current wait, observing a
+/// stop before and after. Only [`wait::Wait`] parks (wait (W1)).
+#[inline]
+fn park() {
+    if switch_out_observing(Intent::Park, true) {
+        unwind_stop();
+    }
+}
+
+/// Unwind the running actor with a cooperative stop.
+#[cold]
+fn unwind_stop() -> ! {
+    std::panic::resume_unwind(Box::new(StopSignal))
 }

@@ -422,7 +422,7 @@ fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: O
     }
     runner.entry = None;
     slot.stop.store(false, Ordering::Relaxed);
-    crate::time::bounded::finish(shared, slot);
+    crate::time::bounded::finish(slot, &shared.timers, &shared.coord);
     slot.word.finish();
     let (joiner, recycle, dropped, signals, reason) = {
         let mut cold = slot.cold.lock();
@@ -447,8 +447,8 @@ fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: O
     if let Some(signals) = signals {
         crate::signal::notify_exit(shared, pid, reason, *signals);
     }
-    if let Some((joiner, epoch)) = joiner {
-        shared.unpark_at(joiner, epoch);
+    if let Some(joiner) = joiner {
+        shared.wake(joiner);
     }
     if recycle {
         slot.word.recycle();

@@ -1,15 +1,15 @@
 //! Per-slot cold data, under the slot's Leaf-class lock.
 
+use super::WaitId;
 use crate::actor::Outcome;
 use crate::signal::Signals;
-use crate::slot::Pid;
 
 /// What a slot keeps about its actor beyond the state word. A vacant
 /// slot's cold data is already set up for its next tenant (no joiner, no
 /// outcome, a handle alive), so spawning does not take this lock.
 pub(crate) struct Cold {
-    /// The actor blocked in `join`, with the epoch of that wait.
-    pub(crate) joiner: Option<(Pid, u32)>,
+    /// The wait of the actor blocked in `join`.
+    pub(crate) joiner: Option<WaitId>,
     /// How it finished, until the `JoinHandle` takes it.
     pub(crate) outcome: Option<Outcome>,
     /// Whether a `JoinHandle` for this incarnation still exists (slot (I4)).

@@ -63,6 +63,7 @@
 mod cold;
 mod pid;
 pub(crate) mod table;
+mod wait_id;
 pub(crate) mod word;
 
 #[cfg(all(test, loom))]
@@ -71,6 +72,7 @@ mod loom_models;
 pub(crate) use cold::Cold;
 pub use pid::{Addressable, Pid};
 pub(crate) use table::{Slot, SlotTable};
+pub(crate) use wait_id::WaitId;
 
 /// Why no slot could be had; the actor layer reports it as a
 /// [`SpawnError`](crate::SpawnError).

@@ -27,8 +27,7 @@
 //! });
 //! ```
 
-use crate::runtime::Shared;
-use crate::scheduler;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 use crate::slot::Pid;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::UnsafeCell;
@@ -62,11 +61,7 @@ enum Owner {
 }
 
 enum Waiter {
-    Actor {
-        pid: Pid,
-        epoch: u32,
-        runtime: Arc<Shared>,
-    },
+    Actor(WakeToken),
     Thread {
         id: ThreadId,
         thread: std::thread::Thread,
@@ -76,18 +71,14 @@ enum Waiter {
 impl Waiter {
     fn owner(&self) -> Owner {
         match self {
-            Waiter::Actor { pid, .. } => Owner::Actor(*pid),
+            Waiter::Actor(token) => Owner::Actor(token.pid()),
             Waiter::Thread { id, .. } => Owner::Thread(*id),
         }
     }
 
     fn wake(&self) {
         match self {
-            Waiter::Actor {
-                pid,
-                epoch,
-                runtime,
-            } => runtime.unpark_at(*pid, *epoch),
+            Waiter::Actor(token) => token.wake(),
             Waiter::Thread { thread, .. } => thread.unpark(),
         }
     }
@@ -264,56 +255,24 @@ impl<T> Mutex<T> {
         timeout: Duration,
     ) -> Result<MutexGuard<'_, T>, LockTimeout> {
         let me = Owner::Actor(pid);
-        // Contended path only: the waiter keeps its runtime for the wake.
-        let runtime = scheduler::with_current_actor("Mutex::lock", |_, shared| shared.to_arc());
-        let (_, epoch) = scheduler::begin_wait("Mutex::lock");
-        {
-            let mut st = self.core.state.lock();
-            if st.owner.is_none() {
-                st.owner = Some(me);
-                drop(st);
-                scheduler::retire_wait();
-                return Ok(self.guard());
-            }
-            st.waiters.push_back(Waiter::Actor {
-                pid,
-                epoch,
-                runtime,
-            });
-        }
-        // On a stop unwind: leave the queue, or release a grant that landed.
-        let mut queued = Queued {
+        let mut waiter = LockWait {
             core: &self.core,
-            me,
-            armed: true,
+            queued: Queued {
+                core: &self.core,
+                me,
+                armed: false,
+            },
         };
-        let mut epoch = epoch;
-        loop {
-            let bounded = deadline.map(|d| crate::time::bounded::arm(d, pid, epoch));
-            scheduler::park();
-            drop(bounded);
-            let mut st = self.core.state.lock();
-            if st.owner == Some(me) {
-                queued.armed = false;
-                return Ok(self.guard()); // granted (even if the deadline passed too)
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                st.waiters.retain(|w| w.owner() != me);
-                queued.armed = false;
-                return Err(LockTimeout { waited: timeout });
-            }
-            // Woken early: wait again from the same place in the queue.
-            epoch = scheduler::begin_wait("Mutex::lock").1;
-            for w in st.waiters.iter_mut() {
-                if let Waiter::Actor {
-                    pid: p, epoch: e, ..
-                } = w
-                {
-                    if *p == pid {
-                        *e = epoch;
-                    }
-                }
-            }
+        let granted = scheduler::bounded_wait(
+            "Mutex::lock",
+            &mut waiter,
+            deadline.map(Deadline::At),
+            false,
+        );
+        if granted {
+            Ok(self.guard()) // granted (even if the deadline passed too)
+        } else {
+            Err(LockTimeout { waited: timeout })
         }
     }
 
@@ -372,6 +331,65 @@ fn release(state: &RawMutex<State>) {
             next.wake(); // Leaf → Queue: allowed under the state lock
         }
         None => st.owner = None,
+    }
+}
+
+/// An actor's side of the bounded-wait loop: `true` once it holds the
+/// lock, `false` on a timeout. It keeps its place in the queue across
+/// early wakes, updating the wait it is woken for.
+struct LockWait<'a, T> {
+    core: &'a Core<T>,
+    /// Armed while this actor is queued.
+    queued: Queued<'a, T>,
+}
+
+impl<T> BoundedWaiter for LockWait<'_, T> {
+    type Output = bool;
+
+    fn ready(&mut self) -> Option<bool> {
+        if !self.queued.armed {
+            return None; // first pass: `register` takes a free lock
+        }
+        let granted = self.core.state.lock().owner == Some(self.queued.me);
+        if granted {
+            self.queued.armed = false;
+        }
+        granted.then_some(true)
+    }
+
+    fn timed_out(&mut self) -> Option<bool> {
+        let mut st = self.core.state.lock();
+        self.queued.armed = false;
+        if st.owner == Some(self.queued.me) {
+            return Some(true); // granted as the deadline passed
+        }
+        let me = self.queued.me;
+        st.waiters.retain(|w| w.owner() != me);
+        Some(false)
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<bool> {
+        let me = self.queued.me;
+        let mut st = self.core.state.lock();
+        if !self.queued.armed {
+            if st.owner.is_none() {
+                st.owner = Some(me);
+                return Registered::Done(true);
+            }
+            st.waiters.push_back(Waiter::Actor(wait.token()));
+            self.queued.armed = true;
+            return Registered::Yes;
+        }
+        if st.owner == Some(me) {
+            return Registered::Ready; // granted meanwhile
+        }
+        // Woken early: wait again from the same place in the queue.
+        for w in st.waiters.iter_mut() {
+            if w.owner() == me {
+                *w = Waiter::Actor(wait.token());
+            }
+        }
+        Registered::Yes
     }
 }
 

@@ -31,66 +31,42 @@
 //!   pending timers stay bounded by live actors; the root-exit sweep counts
 //!   a cached timer only while its actor is in a bounded wait.
 
-use super::TimerAction;
+use super::heap::{TimerAction, TimerHeap};
 use crate::loom::{fence, Ordering};
-use crate::runtime::Shared;
-use crate::scheduler;
-use crate::slot::Pid;
-use crate::slot::Slot;
-use std::time::Instant;
+use crate::park::Coordinator;
+use crate::slot::{Pid, Slot, SlotTable, WaitId};
+use crate::sync::RawMutex;
 
-/// The running actor `pid` is in the bounded wait `epoch` until dropped.
-pub(crate) struct BoundedWait {
-    pid: Pid,
-}
-
-/// Enter the bounded wait `epoch` of the running actor `pid`, ending at
-/// `deadline` (B1). Call after `begin_wait`, before parking; drop the guard
+/// Enter the bounded wait `wait` of the actor in `slot`, ending at `at`
+/// (coordinator nanos), arming a new cached timer if the one it has fires
+/// too late (B1). Call with the wait open, before parking; call [`leave`]
 /// when the wait is over (including on an unwind).
-pub(crate) fn arm(deadline: Instant, pid: Pid, epoch: u32) -> BoundedWait {
-    arm_with(pid, epoch, |shared| shared.coord.deadline_nanos(deadline))
-}
-
-/// [`arm`] with the deadline in the coordinator's nanos (what
-/// `Coordinator::deadline_after` computes, without `Instant` arithmetic).
-pub(crate) fn arm_at(at: u64, pid: Pid, epoch: u32) -> BoundedWait {
-    arm_with(pid, epoch, |_| at)
-}
-
-/// Both arms, with one lookup of the running actor's runtime.
-#[inline]
-fn arm_with(pid: Pid, epoch: u32, at: impl FnOnce(&Shared) -> u64) -> BoundedWait {
-    scheduler::with_current_actor("a timed wait", |_, shared| {
-        let at = at(shared);
-        let Some(slot) = shared.slots.get(pid.index()) else {
-            return;
-        };
-        if !enter(slot, epoch, at) {
-            return; // the cached timer fires in time (B1)
-        }
-        // Cache it before the timers lock is released: the timer can only
-        // be popped (and fire) under that lock, so its fire always finds it
-        // cached and clears it. Cached after the release, a timer that
-        // fired at once would stay cached, and a later wait reusing it
-        // would never be woken (B1).
-        let deadline = shared.coord.instant_at(at);
-        let mut timers = shared.timers.lock();
-        let id = timers.insert(&shared.coord, deadline, pid, TimerAction::WakeBounded);
-        cache(slot, id.seq(), at);
-        drop(timers);
-    });
-    BoundedWait { pid }
-}
-
-impl Drop for BoundedWait {
-    fn drop(&mut self) {
-        let pid = self.pid;
-        scheduler::with_worker(|_, shared| {
-            if let Some(slot) = shared.slots.get(pid.index()) {
-                slot.bounded_epoch.store(0, Ordering::SeqCst);
-            }
-        });
+pub(crate) fn arm(
+    slot: &Slot,
+    timers: &RawMutex<TimerHeap>,
+    coord: &Coordinator,
+    wait: WaitId,
+    at: u64,
+) {
+    if !enter(slot, wait.epoch, at) {
+        return; // the cached timer fires in time (B1)
     }
+    // Cache it before the timers lock is released: the timer can only be
+    // popped (and fire) under that lock, so its fire always finds it cached
+    // and clears it. Cached after the release, a timer that fired at once
+    // would stay cached, and a later wait reusing it would never be woken
+    // (B1).
+    let deadline = coord.instant_at(at);
+    let mut heap = timers.lock();
+    let id = heap.insert(coord, deadline, wait.pid, TimerAction::WakeBounded);
+    cache(slot, id.seq(), at);
+    drop(heap);
+}
+
+/// The actor of `slot` left its bounded wait (B2).
+#[inline]
+pub(crate) fn leave(slot: &Slot) {
+    slot.bounded_epoch.store(0, Ordering::SeqCst);
 }
 
 /// Mark the bounded wait `epoch` (ending at `at`) on the actor's slot;
@@ -122,41 +98,37 @@ fn fired(slot: &Slot, seq: u64) -> Option<u32> {
     }
 }
 
-/// A cached timer `seq` of `pid` fired: wake its bounded wait, if any.
-/// Runs on a scheduler, outside the timers lock.
-pub(crate) fn fire(shared: &Shared, pid: Pid, seq: u64) {
-    let Some(slot) = shared.slots.get(pid.index()) else {
-        return;
-    };
+/// A cached timer `seq` of `pid` fired: the wait to wake, if the actor
+/// (still that incarnation) is in a bounded wait (B1, B2). Runs on a
+/// scheduler, outside the timers lock.
+pub(crate) fn fire(slots: &SlotTable, pid: Pid, seq: u64) -> Option<WaitId> {
+    let slot = slots.get(pid.index())?;
     if slot.word.load().generation() != pid.generation() {
-        return; // finished (its timer was cancelled, this one raced it)
+        return None; // finished (its timer was cancelled, this one raced it)
     }
-    if let Some(epoch) = fired(slot, seq) {
-        shared.unpark_at(pid, epoch);
-    }
+    fired(slot, seq).map(|epoch| WaitId { pid, epoch })
 }
 
 /// The actor of `slot` finished: cancel its cached timer (B3).
-pub(crate) fn finish(shared: &Shared, slot: &Slot) {
+pub(crate) fn finish(slot: &Slot, timers: &RawMutex<TimerHeap>, coord: &Coordinator) {
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     let seq = slot.wait_timer_seq.swap(0, Ordering::SeqCst);
     if seq != 0 {
         let garbage = {
-            let mut timers = shared.timers.lock();
-            timers.cancel_cached(&shared.coord, seq - 1);
-            timers.take_garbage()
+            let mut heap = timers.lock();
+            heap.cancel_cached(coord, seq - 1);
+            heap.take_garbage()
         };
         drop(garbage);
     }
 }
 
-/// Whether any actor of `shared` is in a bounded wait (its cached timer
+/// Whether any actor of `slots` is in a bounded wait (its cached timer
 /// may be the one thing that wakes it: B3). Scans the slots: only the
 /// root-exit sweep asks.
-pub(crate) fn any_waiting(shared: &Shared) -> bool {
-    (0..shared.slots.high_water()).any(|i| {
-        shared
-            .slots
+pub(crate) fn any_waiting(slots: &SlotTable) -> bool {
+    (0..slots.high_water()).any(|i| {
+        slots
             .get(i as u32)
             .is_some_and(|slot| slot.bounded_epoch.load(Ordering::SeqCst) != 0)
     })

@@ -30,12 +30,12 @@
 //!   so a stopped sleeper's timer does not delay the sweep (bounded (B3)).
 
 pub(crate) mod bounded;
-mod heap;
+pub(crate) mod heap;
 
 pub use heap::TimerId;
 pub(crate) use heap::{Entry, TimerAction, TimerHeap};
 
-use crate::scheduler;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
 use std::time::{Duration, Instant};
 
 /// Suspend the calling actor for at least `duration`. Only the actor
@@ -60,15 +60,23 @@ pub fn sleep(duration: Duration) {
         crate::yield_now();
         return;
     }
-    loop {
-        let (me, epoch) = scheduler::begin_wait("sleep");
-        let timed = bounded::arm(deadline, me, epoch);
-        scheduler::park();
-        drop(timed);
-        if Instant::now() >= deadline {
-            return;
-        }
-        // Woken early (a stop, an earlier cached timer): wait again (I2).
+    scheduler::bounded_wait("sleep", &mut Sleep, Some(Deadline::At(deadline)), false);
+}
+
+/// A sleep waits for nothing but its deadline; a wake before it (a stop, an
+/// earlier cached timer) waits again (I2).
+struct Sleep;
+
+impl BoundedWaiter for Sleep {
+    type Output = ();
+    fn ready(&mut self) -> Option<()> {
+        None
+    }
+    fn timed_out(&mut self) -> Option<()> {
+        Some(())
+    }
+    fn register(&mut self, _wait: &scheduler::Wait) -> Registered<()> {
+        Registered::Yes
     }
 }
 

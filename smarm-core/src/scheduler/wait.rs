@@ -1,0 +1,304 @@
+//! The wait protocol: how every blocking call parks the running actor.
+//!
+//! # Design
+//!
+//! A blocking primitive opens a [`Wait`]: a new epoch on the actor's slot
+//! word (slot (I3)), marked on its scheduler so no safepoint preempts the
+//! actor while the wait is open. It registers the wait's [`WaitId`] with
+//! whoever will wake it (a channel, a mutex queue, the epoll thread, a
+//! joiner record, a pool job), optionally gives it a deadline (the actor's
+//! cached wait timer, time bounded (B1)), then parks or retires it. A waker
+//! holds a [`WakeToken`] (or a `WaitId` beside a runtime it already keeps)
+//! and wakes the wait only if it is still the actor's current one: a wake
+//! for a wait that ended changes nothing, so nothing is ever cancelled.
+//!
+//! A wait with a deadline re-checks what it waits for on every wake, since
+//! a cached timer may fire early (bounded (B1)); [`bounded_wait`] is that
+//! loop, written once for every timed wait.
+//!
+//! # Invariants
+//!
+//! - (W1) Waits are opened, retired and parked on only here: the slot
+//!   word's `begin_wait` / `retire_wait` are called by this module alone
+//!   (`tests/layers.rs` checks it), and the raw park is private to the
+//!   scheduler.
+//! - (W2) While a wait is open (opened and neither parked on nor retired),
+//!   its scheduler's `wait_open` is set, so no safepoint preempts the actor
+//!   (preempt (I2)); the park clears it when the actor next runs
+//!   (`begin_run`), a retire clears it at once.
+//! - (W3) A wait's deadline timer lasts no longer than the wait: it is
+//!   dropped when the park returns, and on an unwind with the `Wait`.
+//! - (W4) A `Wait` dropped while open (an early return, an unwind out of a
+//!   registration) retires itself: no waker registered for it can reach a
+//!   later wait.
+
+use super::{park, with_worker, Worker};
+use crate::park::Coordinator;
+use crate::runtime::Shared;
+use crate::slot::{Pid, WaitId};
+use crate::time::bounded;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Who to wake, for which wait: the runtime the actor runs in, and the
+/// wait's [`WaitId`]. Stored by wakers that outlive the waiter's runtime
+/// borrow (a mutex queue, a pool job).
+pub(crate) struct WakeToken {
+    runtime: Arc<Shared>,
+    wait: WaitId,
+}
+
+impl WakeToken {
+    /// The waiting actor's pid.
+    pub(crate) fn pid(&self) -> Pid {
+        self.wait.pid
+    }
+
+    /// Wake the wait, if it is still the actor's current one (slot (I3)).
+    pub(crate) fn wake(&self) {
+        self.runtime.wake(self.wait);
+    }
+}
+
+/// When a bounded wait gives up: an `Instant` (the user's clock), or
+/// nanos on the runtime's coordinator clock (no `Instant` arithmetic, for
+/// the call path).
+#[derive(Clone, Copy)]
+pub(crate) enum Deadline<'a> {
+    At(Instant),
+    Nanos { at: u64, coord: &'a Coordinator },
+}
+
+impl Deadline<'_> {
+    fn passed(&self) -> bool {
+        match *self {
+            Deadline::At(at) => Instant::now() >= at,
+            Deadline::Nanos { at, coord } => coord.now_nanos() >= at,
+        }
+    }
+}
+
+/// An open wait of the running actor (see the module docs).
+#[must_use = "an open wait must be parked on or retired"]
+pub(crate) struct Wait {
+    id: WaitId,
+    /// The runtime the actor runs in; it outlives the actor, and a `Wait`
+    /// never leaves the actor's stack (it is `!Send`).
+    runtime: *const Shared,
+    /// In a bounded wait: a deadline was set (W3).
+    bounded: bool,
+    /// Still open: not parked on, not retired (W2, W4).
+    open: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Wait {
+    /// Open a new wait for the running actor. `what` names the blocking
+    /// call, for the panic outside an actor.
+    #[inline]
+    pub(crate) fn open(what: &str) -> Wait {
+        let opened = with_worker(|w, shared| {
+            let pid = w.current.get()?;
+            let slot = shared.slots.get(pid.index())?;
+            w.wait_open.set(true); // (W2)
+            let epoch = slot.word.begin_wait();
+            Some((WaitId { pid, epoch }, shared as *const Shared))
+        });
+        match opened {
+            Some(Some((id, runtime))) => Wait {
+                id,
+                runtime,
+                bounded: false,
+                open: true,
+                _not_send: PhantomData,
+            },
+            _ => super::outside_actor(what),
+        }
+    }
+
+    /// The wait's identity, for a waker that keeps the runtime itself.
+    #[inline]
+    pub(crate) fn id(&self) -> WaitId {
+        self.id
+    }
+
+    /// The runtime the waiting actor runs in.
+    #[inline]
+    pub(crate) fn runtime(&self) -> &Shared {
+        // SAFETY: `runtime` was the running actor's runtime when the wait
+        // opened; a runtime outlives its actors, and the `Wait` is `!Send`
+        // and dropped before the actor finishes.
+        unsafe { &*self.runtime }
+    }
+
+    /// A token that wakes this wait from anywhere.
+    pub(crate) fn token(&self) -> WakeToken {
+        WakeToken {
+            runtime: self.runtime().to_arc(),
+            wait: self.id,
+        }
+    }
+
+    /// Give the wait a deadline: the actor's cached wait timer fires no
+    /// later than it (bounded (B1)).
+    pub(crate) fn set_deadline(&mut self, deadline: Deadline<'_>) {
+        let shared = self.runtime();
+        let at = match deadline {
+            Deadline::At(at) => shared.coord.deadline_nanos(at),
+            Deadline::Nanos { at, .. } => at,
+        };
+        let Some(slot) = shared.slots.get(self.id.pid.index()) else {
+            return;
+        };
+        bounded::arm(slot, &shared.timers, &shared.coord, self.id, at);
+        self.bounded = true;
+    }
+
+    /// Park until a wake for this wait (or a stop request, which unwinds).
+    /// The wait is over when this returns.
+    #[inline]
+    pub(crate) fn park(mut self) {
+        self.open = false;
+        park();
+        self.leave_bounded(); // (W3)
+    }
+
+    /// Park until a wake, and keep the wait open for another park on the
+    /// same epoch (a waker that cannot be re-registered, such as a pool
+    /// job that was handed the `WaitId` once).
+    pub(crate) fn park_and_stay_open(&mut self) {
+        self.open = false;
+        park();
+        self.leave_bounded(); // (W3)
+        let _ = with_worker(|w: &Worker, _| w.wait_open.set(true)); // (W2)
+        self.open = true;
+    }
+
+    /// Close the wait without parking: every waker registered for it goes
+    /// stale (slot (I3)). Observes a stop request (it unwinds).
+    #[inline]
+    pub(crate) fn retire(mut self) {
+        self.open = false;
+        if retire_running(self.id) {
+            drop(self);
+            super::unwind_stop();
+        }
+    }
+}
+
+impl Wait {
+    /// End the bounded wait, if this is one (W3).
+    #[inline]
+    fn leave_bounded(&mut self) {
+        if std::mem::take(&mut self.bounded) {
+            if let Some(slot) = self.runtime().slots.get(self.id.pid.index()) {
+                bounded::leave(slot);
+            }
+        }
+    }
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
+        self.leave_bounded(); // (W3), on an unwind out of the park too
+        if self.open {
+            retire_running(self.id); // (W4); no stop unwind from a drop
+        }
+    }
+}
+
+/// Retire the running actor's wait `id` and clear its `wait_open` (W2).
+/// Returns whether a stop has been requested.
+#[inline]
+fn retire_running(id: WaitId) -> bool {
+    with_worker(|w, shared| {
+        w.wait_open.set(false);
+        shared.slots.get(id.pid.index()).is_some_and(|slot| {
+            slot.word.retire_wait();
+            slot.stop.load(crate::loom::Ordering::Acquire)
+        })
+    }) == Some(true)
+        && !std::thread::panicking()
+}
+
+/// What a registration found.
+pub(crate) enum Registered<T> {
+    /// Registered: park until woken.
+    Yes,
+    /// Ready meanwhile: look again without parking.
+    Ready,
+    /// The wait is over with this outcome (an error, a ready arm).
+    Done(T),
+}
+
+/// A primitive's side of [`bounded_wait`].
+pub(crate) trait BoundedWaiter {
+    type Output;
+    /// The outcome, if the wait is over; checked before every park, with
+    /// no wait open.
+    fn ready(&mut self) -> Option<Self::Output>;
+    /// The deadline has passed and nothing was ready: the timeout outcome,
+    /// or `None` to look again (an outcome is landing).
+    fn timed_out(&mut self) -> Option<Self::Output>;
+    /// Register the open `wait` with the wakers.
+    fn register(&mut self, wait: &Wait) -> Registered<Self::Output>;
+    /// After a park (or an unwind out of it): drop a registration the
+    /// waker did not take.
+    fn unregister(&mut self, _wait: WaitId) {}
+}
+
+/// The bounded-wait loop: look, give up once `deadline` has passed (at
+/// once only if `expire_at_once`, else after a first wait), register,
+/// park with the deadline armed, and look again; a wait may be woken
+/// early by its cached timer (bounded (B1)), never late.
+pub(crate) fn bounded_wait<W: BoundedWaiter>(
+    what: &str,
+    waiter: &mut W,
+    deadline: Option<Deadline<'_>>,
+    expire_at_once: bool,
+) -> W::Output {
+    let mut woken = false;
+    loop {
+        if let Some(out) = waiter.ready() {
+            return out;
+        }
+        if (woken || expire_at_once) && deadline.as_ref().is_some_and(Deadline::passed) {
+            if let Some(out) = waiter.timed_out() {
+                return out;
+            }
+        }
+        woken = true;
+        let mut wait = Wait::open(what);
+        match waiter.register(&wait) {
+            Registered::Yes => {}
+            Registered::Ready => {
+                wait.retire();
+                continue;
+            }
+            Registered::Done(out) => {
+                wait.retire();
+                return out;
+            }
+        }
+        if let Some(d) = deadline {
+            wait.set_deadline(d);
+        }
+        let id = wait.id();
+        let unregister = Unregister { waiter, id };
+        wait.park();
+        drop(unregister);
+    }
+}
+
+/// Runs the waiter's `unregister` after the park, on an unwind too.
+struct Unregister<'a, W: BoundedWaiter> {
+    waiter: &'a mut W,
+    id: WaitId,
+}
+
+impl<W: BoundedWaiter> Drop for Unregister<'_, W> {
+    fn drop(&mut self) {
+        self.waiter.unregister(self.id);
+    }
+}
