@@ -534,9 +534,7 @@ fn take_one<'a, T>(taken: &mut Mailbox<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
 /// Open a wait for the running actor and register it on the channel whose
 /// lock is held.
 fn register_current<T>(g: &mut Inner<T>, what: &str) -> Wait {
-    let wait = Wait::open(what);
-    g.register(wait.id(), wait.runtime());
-    wait
+    Wait::open_with(what, |wait, shared| g.register(wait, shared))
 }
 
 /// `recv_timeout`'s side of the bounded-wait loop.
@@ -568,9 +566,11 @@ impl<T> BoundedWaiter for TimedRecv<'_, T> {
         if !g.queue.is_empty() || g.senders == 0 {
             return Registered::Ready;
         }
-        g.register(wait.id(), wait.runtime());
+        register_epoch(&mut g, wait.id());
         Registered::Yes
     }
+
+    const UNREGISTERS: bool = true;
 
     fn unregister(&mut self, wait: WaitId) {
         // Whatever woke us, this wait is over: drop a registration the
@@ -582,8 +582,8 @@ impl<T> BoundedWaiter for TimedRecv<'_, T> {
     }
 }
 
-/// Register the running actor's wait `wait`, opened by a `select` whose
-/// arms share it.
+/// Register the running actor's wait `wait`, already open (a `select`'s
+/// arms share one; a timed receive registers after its deadline check).
 fn register_epoch<T>(g: &mut Inner<T>, wait: WaitId) {
     scheduler::with_current_actor("select", |_, shared| g.register(wait, shared));
 }

@@ -206,6 +206,8 @@ impl BoundedWaiter for Select<'_> {
         Registered::Yes
     }
 
+    const UNREGISTERS: bool = true;
+
     fn unregister(&mut self, wait: WaitId) {
         unregister(self.arms, wait.pid, wait.epoch, self.eager);
     }

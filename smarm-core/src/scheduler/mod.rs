@@ -259,7 +259,7 @@ pub(crate) fn outside_actor(what: &str) -> ! {
 /// Returns when the actor is resumed, possibly on another thread (I2).
 #[inline]
 fn switch_out(intent: Intent) {
-    switch_out_observing(intent, false);
+    switch_out_observing(intent, false, false);
 }
 
 /// [`switch_out`], observing a stop request on the way (for a park: a stop
@@ -267,7 +267,7 @@ fn switch_out(intent: Intent) {
 /// unwind with a stop now. Inlined: every frame below a parked actor's
 /// switch is part of what a resume must bring back into cache.
 #[inline]
-fn switch_out_observing(intent: Intent, observe_stop: bool) -> bool {
+fn switch_out_observing(intent: Intent, observe_stop: bool, leave_bounded: bool) -> bool {
     crate::sync::assert_no_locks_held();
     assert!(
         preempt::preemption_enabled(),
@@ -279,6 +279,9 @@ fn switch_out_observing(intent: Intent, observe_stop: bool) -> bool {
         let slot = shared.slots.get(pid.index())?;
         let unwinding = std::thread::panicking();
         if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
+            if leave_bounded {
+                crate::time::bounded::leave(slot);
+            }
             return Some(None);
         }
         // Unwinding (std's panic count is per thread) or preempted (user
@@ -308,15 +311,21 @@ fn switch_out_observing(intent: Intent, observe_stop: bool) -> bool {
     // switch, or the next-slot actor's saved context, which this scheduler
     // owns (`direct_target`) and which was suspended inside this function.
     unsafe { crate::context::switch(slot_sp, to_sp) };
-    // Resumed, perhaps on another thread: finish a handoff made to us, and
-    // see whether a stop came while we were away.
+    // Resumed, perhaps on another thread: finish a handoff made to us, end
+    // a bounded wait (time bounded (B2)), and see whether a stop came while
+    // we were away.
     with_worker(|w, shared| {
         worker::settle_handoff(w, shared);
-        observe_stop
-            && w.current
-                .get()
-                .and_then(|pid| shared.slots.get(pid.index()))
-                .is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
+        let slot = w
+            .current
+            .get()
+            .and_then(|pid| shared.slots.get(pid.index()));
+        if leave_bounded {
+            if let Some(slot) = slot {
+                crate::time::bounded::leave(slot);
+            }
+        }
+        observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
     }) == Some(true)
         && !std::thread::panicking()
 }
@@ -353,10 +362,12 @@ pub(crate) fn yield_without_stop() {
 }
 
 /// Park the running actor until a wake for its current wait, observing a
-/// stop before and after. Only [`wait::Wait`] parks (wait (W1)).
-#[inline]
-fn park() {
-    if switch_out_observing(Intent::Park, true) {
+/// stop before and after; `leave_bounded` ends the actor's bounded wait
+/// (time bounded (B2)) once the park is over, on either path. Only
+/// [`wait::Wait`] parks (wait (W1)).
+#[inline(always)]
+fn park(leave_bounded: bool) {
+    if switch_out_observing(Intent::Park, true, leave_bounded) {
         unwind_stop();
     }
 }

@@ -26,8 +26,10 @@
 //!   its scheduler's `wait_open` is set, so no safepoint preempts the actor
 //!   (preempt (I2)); the park clears it when the actor next runs
 //!   (`begin_run`), a retire clears it at once.
-//! - (W3) A wait's deadline timer lasts no longer than the wait: it is
-//!   dropped when the park returns, and on an unwind with the `Wait`.
+//! - (W3) A wait's deadline lasts no longer than the wait: the park ends
+//!   the actor's bounded wait when it returns or unwinds (in the same
+//!   runtime lookup as its stop check), and a `Wait` dropped with a
+//!   deadline set and no park ends it in its drop.
 //! - (W4) A `Wait` dropped while open (an early return, an unwind out of a
 //!   registration) retires itself: no waker registered for it can reach a
 //!   later wait.
@@ -79,17 +81,17 @@ impl Deadline<'_> {
     }
 }
 
-/// An open wait of the running actor (see the module docs).
+/// An open wait of the running actor (see the module docs). Kept small:
+/// it lives in the frame of every parked receive, and a parked actor's
+/// frames are what its resume must bring back into cache.
 #[must_use = "an open wait must be parked on or retired"]
 pub(crate) struct Wait {
     id: WaitId,
-    /// The runtime the actor runs in; it outlives the actor, and a `Wait`
-    /// never leaves the actor's stack (it is `!Send`).
-    runtime: *const Shared,
     /// In a bounded wait: a deadline was set (W3).
     bounded: bool,
     /// Still open: not parked on, not retired (W2, W4).
     open: bool,
+    /// It stays with its actor (`!Send`).
     _not_send: PhantomData<*const ()>,
 }
 
@@ -98,22 +100,37 @@ impl Wait {
     /// call, for the panic outside an actor.
     #[inline]
     pub(crate) fn open(what: &str) -> Wait {
+        Wait::open_with(what, |_, _| ())
+    }
+
+    /// [`open`](Self::open), then run `register` with the wait's identity
+    /// and the actor's runtime (one runtime lookup for both); `register`
+    /// must not block.
+    #[inline(always)]
+    pub(crate) fn open_with(what: &str, register: impl FnOnce(WaitId, &Shared)) -> Wait {
         let opened = with_worker(|w, shared| {
-            let pid = w.current.get()?;
-            let slot = shared.slots.get(pid.index())?;
+            let Some(pid) = w.current.get() else {
+                super::outside_actor(what)
+            };
+            let Some(slot) = shared.slots.get(pid.index()) else {
+                super::outside_actor(what)
+            };
             w.wait_open.set(true); // (W2)
-            let epoch = slot.word.begin_wait();
-            Some((WaitId { pid, epoch }, shared as *const Shared))
+            let id = WaitId {
+                pid,
+                epoch: slot.word.begin_wait(),
+            };
+            register(id, shared);
+            id
         });
         match opened {
-            Some(Some((id, runtime))) => Wait {
+            Some(id) => Wait {
                 id,
-                runtime,
                 bounded: false,
                 open: true,
                 _not_send: PhantomData,
             },
-            _ => super::outside_actor(what),
+            None => super::outside_actor(what),
         }
     }
 
@@ -123,45 +140,42 @@ impl Wait {
         self.id
     }
 
-    /// The runtime the waiting actor runs in.
-    #[inline]
-    pub(crate) fn runtime(&self) -> &Shared {
-        // SAFETY: `runtime` was the running actor's runtime when the wait
-        // opened; a runtime outlives its actors, and the `Wait` is `!Send`
-        // and dropped before the actor finishes.
-        unsafe { &*self.runtime }
-    }
-
     /// A token that wakes this wait from anywhere.
     pub(crate) fn token(&self) -> WakeToken {
-        WakeToken {
-            runtime: self.runtime().to_arc(),
-            wait: self.id,
+        match with_worker(|_, shared| shared.to_arc()) {
+            Some(runtime) => WakeToken {
+                runtime,
+                wait: self.id,
+            },
+            None => super::outside_actor("a wake token"),
         }
     }
 
     /// Give the wait a deadline: the actor's cached wait timer fires no
     /// later than it (bounded (B1)).
     pub(crate) fn set_deadline(&mut self, deadline: Deadline<'_>) {
-        let shared = self.runtime();
-        let at = match deadline {
-            Deadline::At(at) => shared.coord.deadline_nanos(at),
-            Deadline::Nanos { at, .. } => at,
-        };
-        let Some(slot) = shared.slots.get(self.id.pid.index()) else {
-            return;
-        };
-        bounded::arm(slot, &shared.timers, &shared.coord, self.id, at);
+        let id = self.id;
+        let _ = with_worker(|_, shared| {
+            let at = match deadline {
+                Deadline::At(at) => shared.coord.deadline_nanos(at),
+                Deadline::Nanos { at, .. } => at,
+            };
+            if let Some(slot) = shared.slots.get(id.pid.index()) {
+                bounded::arm(slot, &shared.timers, &shared.coord, id, at);
+            }
+        });
         self.bounded = true;
     }
 
     /// Park until a wake for this wait (or a stop request, which unwinds).
-    /// The wait is over when this returns.
-    #[inline]
-    pub(crate) fn park(mut self) {
-        self.open = false;
-        park();
-        self.leave_bounded(); // (W3)
+    /// The wait is over when this returns, and so is its deadline (W3):
+    /// the park itself ends the bounded wait, on the stop path too, so
+    /// nothing is left for a drop.
+    #[inline(always)]
+    pub(crate) fn park(self) {
+        let bounded = self.bounded;
+        std::mem::forget(self);
+        park(bounded);
     }
 
     /// Park until a wake, and keep the wait open for another park on the
@@ -169,8 +183,7 @@ impl Wait {
     /// job that was handed the `WaitId` once).
     pub(crate) fn park_and_stay_open(&mut self) {
         self.open = false;
-        park();
-        self.leave_bounded(); // (W3)
+        park(std::mem::take(&mut self.bounded)); // (W3)
         let _ = with_worker(|w: &Worker, _| w.wait_open.set(true)); // (W2)
         self.open = true;
     }
@@ -192,16 +205,19 @@ impl Wait {
     #[inline]
     fn leave_bounded(&mut self) {
         if std::mem::take(&mut self.bounded) {
-            if let Some(slot) = self.runtime().slots.get(self.id.pid.index()) {
-                bounded::leave(slot);
-            }
+            let pid = self.id.pid;
+            let _ = with_worker(|_, shared| {
+                if let Some(slot) = shared.slots.get(pid.index()) {
+                    bounded::leave(slot);
+                }
+            });
         }
     }
 }
 
 impl Drop for Wait {
     fn drop(&mut self) {
-        self.leave_bounded(); // (W3), on an unwind out of the park too
+        self.leave_bounded(); // (W3): a deadline set, then an unwind before the park
         if self.open {
             retire_running(self.id); // (W4); no stop unwind from a drop
         }
@@ -243,6 +259,8 @@ pub(crate) trait BoundedWaiter {
     fn timed_out(&mut self) -> Option<Self::Output>;
     /// Register the open `wait` with the wakers.
     fn register(&mut self, wait: &Wait) -> Registered<Self::Output>;
+    /// Whether `unregister` does anything (the loop skips its guard if not).
+    const UNREGISTERS: bool = false;
     /// After a park (or an unwind out of it): drop a registration the
     /// waker did not take.
     fn unregister(&mut self, _wait: WaitId) {}
@@ -252,6 +270,7 @@ pub(crate) trait BoundedWaiter {
 /// once only if `expire_at_once`, else after a first wait), register,
 /// park with the deadline armed, and look again; a wait may be woken
 /// early by its cached timer (bounded (B1)), never late.
+#[inline(always)]
 pub(crate) fn bounded_wait<W: BoundedWaiter>(
     what: &str,
     waiter: &mut W,
@@ -284,10 +303,14 @@ pub(crate) fn bounded_wait<W: BoundedWaiter>(
         if let Some(d) = deadline {
             wait.set_deadline(d);
         }
-        let id = wait.id();
-        let unregister = Unregister { waiter, id };
-        wait.park();
-        drop(unregister);
+        if W::UNREGISTERS {
+            let id = wait.id();
+            let unregister = Unregister { waiter, id };
+            wait.park();
+            drop(unregister);
+        } else {
+            wait.park();
+        }
     }
 }
 
