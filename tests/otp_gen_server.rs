@@ -148,7 +148,7 @@ fn a_call_to_a_server_that_panics_mid_call_fails_at_once() {
         // Calls to the dead server fail at once too.
         let t0 = Instant::now();
         assert_eq!(s.call(Req::Echo(1)), Err(CallError::ServerDown));
-        assert!(t0.elapsed() < Duration::from_millis(100));
+        assert!(t0.elapsed() < Duration::from_secs(1), "not the 5 s timeout");
         assert!(!s.is_alive());
         assert!(
             s.cast(5).is_err(),
