@@ -25,7 +25,7 @@ use crate::scheduler;
 use crate::slot::word::State;
 use crate::slot::Pid;
 use crate::time::{TimerAction, TimerId};
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::time::Duration;
 
 /// Whether `pid` is a live actor (spawned, not finished) of the runtime the
@@ -37,7 +37,7 @@ pub fn is_alive<A>(pid: Pid<A>) -> bool {
 
 /// Run `f` on the current runtime's instance of `T`, created with
 /// `T::default()` on first use. The lookup is lock-free after that (a few
-/// atomic loads); a runtime holds up to 8 extension types. `f` also gets
+/// atomic loads), whatever the number of types. `f` also gets
 /// the runtime itself ([`RuntimeRef`]), to ask it things without another
 /// lookup. `f` must not block (keep it to table updates and sends): it
 /// cannot be switched out, which is also what makes a value it reads from
@@ -45,35 +45,13 @@ pub fn is_alive<A>(pid: Pid<A>) -> bool {
 ///
 /// # Panics
 ///
-/// Outside a runtime (an actor, or a timer callback on a scheduler), or if
-/// a ninth extension type is asked for.
+/// Outside a runtime (an actor, or a timer callback on a scheduler).
 pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(
     f: impl FnOnce(&T, RuntimeRef<'_>) -> R,
 ) -> R {
     let found = scheduler::with_worker(|_, shared| {
-        let t = match find::<T>(&shared.extensions) {
-            Some(t) => t,
-            None => {
-                let _fill = crate::sync::lock_std(&shared.extensions_fill);
-                match find::<T>(&shared.extensions) {
-                    Some(t) => t,
-                    None => match shared.extensions.iter().find(|s| s.get().is_none()) {
-                        Some(slot) => {
-                            let (_, t) = slot.get_or_init(|| {
-                                (TypeId::of::<T>(), Box::new(T::default()) as Extension)
-                            });
-                            match t.downcast_ref::<T>() {
-                                Some(t) => t,
-                                None => unreachable!("the slot was empty and filled with a T"),
-                            }
-                        }
-                        None => panic!("smarm: more than 8 runtime extension types"),
-                    },
-                }
-            }
-        };
         // The reference lives as long as `shared`, which outlives `f`.
-        f(t, RuntimeRef(shared))
+        f(shared.locals.get_or_default::<T>(), RuntimeRef(shared))
     });
     match found {
         Some(r) => r,
@@ -84,7 +62,7 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(
 /// The runtime a [`with_runtime_local`] closure runs on: what it can ask
 /// without looking the runtime up again.
 #[derive(Clone, Copy)]
-pub struct RuntimeRef<'a>(&'a crate::runtime::Shared);
+pub struct RuntimeRef<'a>(&'a crate::scheduler::Shared);
 
 impl RuntimeRef<'_> {
     /// [`is_alive`], on this runtime.
@@ -101,26 +79,11 @@ impl std::fmt::Debug for RuntimeRef<'_> {
 }
 
 #[inline]
-fn alive_in(shared: &crate::runtime::Shared, pid: Pid) -> bool {
+fn alive_in(shared: &crate::scheduler::Shared, pid: Pid) -> bool {
     shared.slots.get(pid.index()).is_some_and(|slot| {
         let s = slot.word.load();
         s.generation() == pid.generation() && !matches!(s.state(), State::Vacant | State::Done)
     })
-}
-
-/// A runtime extension value, boxed.
-pub(crate) type Extension = Box<dyn Any + Send + Sync>;
-
-fn find<T: Any>(slots: &[std::sync::OnceLock<(TypeId, Extension)>]) -> Option<&T> {
-    let (_, t) = slots
-        .iter()
-        .map_while(|s| s.get())
-        .find(|(id, _)| *id == TypeId::of::<T>())?;
-    let t: *const (dyn Any + Send + Sync) = &**t;
-    // SAFETY: every slot is filled with a `T` beside `TypeId::of::<T>()`
-    // (above), so the value found by that id is a `T` (the cast skips
-    // `downcast_ref`'s virtual call on this hot path).
-    Some(unsafe { &*t.cast::<T>() })
 }
 
 /// Whether `payload`, caught with `std::panic::catch_unwind`, is the

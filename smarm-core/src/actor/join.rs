@@ -1,7 +1,7 @@
 //! `JoinHandle`: waiting for an actor and collecting its outcome.
 
 use super::{JoinError, Outcome, Pid};
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::scheduler::{self, Wait};
 use crate::slot::Slot;
 use std::sync::Arc;

@@ -40,7 +40,7 @@ pub use outcome::JoinError;
 pub(crate) use outcome::{Outcome, StopSignal};
 
 use crate::loom::Ordering;
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::scheduler::{self, with_current_actor};
 use crate::slot::table::Entry;
 

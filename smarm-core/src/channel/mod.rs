@@ -84,7 +84,7 @@ pub(crate) use reply::ReplyCell;
 pub use reply::{await_reply, ReplyError, ReplySender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
 
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::WaitId;
 use crate::sync::{LockClass, RawMutex};

@@ -43,7 +43,7 @@ struct Shot<T> {
     /// The receiving actor (O3).
     owner: Pid,
     /// Its runtime, to wake it from any thread (`None` only in models).
-    runtime: Option<Arc<crate::runtime::Shared>>,
+    runtime: Option<Arc<crate::scheduler::Shared>>,
     value: UnsafeCell<MaybeUninit<T>>,
 }
 

@@ -39,7 +39,7 @@
 //!   of an old call can ever claim a new one.
 
 use crate::loom::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::Pid;
 use std::cell::UnsafeCell;
@@ -305,10 +305,11 @@ pub fn await_reply<T>(
     timeout: Duration,
 ) -> Result<T, ReplyError> {
     let (owner, cell, deadline) = scheduler::with_current_actor("await_reply", |me, shared| {
-        let cell = shared
-            .slots
-            .get(me.index())
-            .map(|slot| slot.reply_cell(shared).clone());
+        let cell = shared.slots.get(me.index()).map(|slot| {
+            slot.reply
+                .get_or_init(|| Arc::new(ReplyCell::new(shared)))
+                .clone()
+        });
         (me, cell, shared.coord.deadline_after(timeout))
     });
     let Some(cell) = cell else {

@@ -267,7 +267,7 @@ pub fn tree_from(snap: RuntimeSnapshot) -> RuntimeTree {
 
 /// Read one slot, if it holds an actor (of `generation`, when given).
 fn read(
-    shared: &crate::runtime::Shared,
+    shared: &crate::scheduler::Shared,
     slot: &Slot,
     index: u32,
     generation: Option<u32>,
@@ -323,7 +323,7 @@ fn read(
 }
 
 /// Whether the joiner registered as `(pid, epoch)` is still in that wait.
-fn is_waiting(shared: &crate::runtime::Shared, pid: Pid, epoch: u32) -> bool {
+fn is_waiting(shared: &crate::scheduler::Shared, pid: Pid, epoch: u32) -> bool {
     shared.slots.get(pid.index()).is_some_and(|s| {
         let w = s.word.load();
         w.generation() == pid.generation() && w.epoch() == epoch && w.state() == State::Parked

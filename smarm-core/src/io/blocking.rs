@@ -1,6 +1,6 @@
 //! The blocking pool: run closures that block, off the scheduler threads.
 
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::scheduler::{self, Wait};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -139,7 +139,7 @@ where
     let mut wait = Wait::open("block_on_io");
     let woken = wait.id();
     let submitted = scheduler::with_current_actor("block_on_io", |_, shared| {
-        let driver = shared.io_driver()?;
+        let driver = super::driver(shared)?;
         let rt = driver.pool.rt.clone();
         let out = slot.clone();
         // Counted before submission, undone by the job (io (I2)).

@@ -2,7 +2,7 @@
 
 use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::scheduler::{self, Wait};
 use crate::slot::{Pid, WaitId};
 use crate::sync::{LockClass, RawMutex};
@@ -181,7 +181,7 @@ fn interest(readable: bool) -> u32 {
 /// `io_fd_waiters` (io (I2)).
 fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Result<()> {
     scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
-        let driver = shared.io_driver()?;
+        let driver = super::driver(shared)?;
         shared.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
         driver
             .epoll
@@ -195,7 +195,7 @@ fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Resu
 /// Undo `register_current` if the registration is still ours.
 fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
     scheduler::with_worker(|_, shared| {
-        let driver = crate::sync::lock_std(&shared.io).clone();
+        let driver = super::running_driver(shared);
         if let Some(driver) = driver {
             if driver.epoll.cancel(fd, pid, epoch) {
                 shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);

@@ -58,7 +58,7 @@ pub use epoll::{
     read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write, FdArm,
 };
 
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use std::sync::{Arc, Weak};
 
 /// The IO producers of one run of one runtime.
@@ -76,21 +76,30 @@ impl IoDriver {
     }
 }
 
-impl Shared {
-    /// This run's IO driver, started on first use.
-    pub(crate) fn io_driver(&self) -> std::io::Result<Arc<IoDriver>> {
-        let mut io = crate::sync::lock_std(&self.io);
-        if let Some(driver) = io.as_ref() {
-            return Ok(driver.clone());
-        }
-        let driver = Arc::new(IoDriver::start(Arc::downgrade(&self.to_arc()))?);
-        *io = Some(driver.clone());
-        Ok(driver)
-    }
+/// This run's IO driver, kept as a runtime local (started on first use,
+/// stopped when the run ends).
+#[derive(Default)]
+struct IoState(std::sync::Mutex<Option<Arc<IoDriver>>>);
 
-    /// Stop this run's IO driver (joins its threads, closes its fds).
-    pub(crate) fn stop_io(&self) {
-        let driver = crate::sync::lock_std(&self.io).take();
-        drop(driver);
+/// `shared`'s IO driver for this run, started on first use.
+pub(crate) fn driver(shared: &Shared) -> std::io::Result<Arc<IoDriver>> {
+    let mut io = crate::sync::lock_std(&shared.locals.get_or_default::<IoState>().0);
+    if let Some(driver) = io.as_ref() {
+        return Ok(driver.clone());
     }
+    let driver = Arc::new(IoDriver::start(Arc::downgrade(&shared.to_arc()))?);
+    *io = Some(driver.clone());
+    Ok(driver)
+}
+
+/// `shared`'s IO driver, if this run started one.
+pub(crate) fn running_driver(shared: &Shared) -> Option<Arc<IoDriver>> {
+    crate::sync::lock_std(&shared.locals.get_or_default::<IoState>().0).clone()
+}
+
+/// Stop `shared`'s IO driver for this run (joins its threads, closes its
+/// fds).
+pub(crate) fn stop(shared: &Shared) {
+    let driver = crate::sync::lock_std(&shared.locals.get_or_default::<IoState>().0).take();
+    drop(driver);
 }

@@ -2,8 +2,10 @@
 //!
 //! # Design
 //!
-//! [`init`] builds a [`Runtime`] from a [`Config`]: the slot table, the run
-//! queues, the coordination layer, the timer heap and a stack pool.
+//! [`init`] builds a [`Runtime`] from a [`Config`]: the schedulers' shared
+//! state (slot table, run queues, coordination layer, timer heap, stack
+//! pool, termination counters; `scheduler::Shared`), which the runtime
+//! assembles and the layers above reach through the running scheduler.
 //! [`Runtime::run`] spawns `f` as the root actor, starts `threads - 1`
 //! scheduler threads, runs scheduler 0 on the calling thread, and returns
 //! when the verdict says every actor is done. A runtime can `run` again
@@ -36,17 +38,10 @@
 //! lengths and counters after the coordination layer's SeqCst fence (park
 //! (I2)).
 
-mod live;
-mod reclaim;
-mod shared;
-
-pub(crate) use live::LiveCount;
-pub(crate) use reclaim::Reclaimer;
-pub(crate) use shared::{Counters, Shared, Verdict};
-
 use crate::actor::{spawn_in, Outcome};
 pub use crate::config::{Config, ConfigError};
 use crate::loom::Ordering;
+use crate::scheduler::Shared;
 use crate::slot::Pid;
 use crate::stack::StackPool;
 use std::sync::Arc;
@@ -183,7 +178,7 @@ impl Runtime {
                 scheduler_panic = Some(p);
             }
         }
-        shared.stop_io();
+        crate::io::stop(shared);
         shared.stacks.trim();
         shared.root.store(0, Ordering::Release);
         shared.running.store(false, Ordering::Release);

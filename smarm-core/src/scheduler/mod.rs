@@ -103,19 +103,26 @@
 
 pub(crate) mod alloc;
 pub(crate) mod clock;
+mod live;
+mod locals;
 pub(crate) mod preempt;
+mod reclaim;
 mod run_queue;
+mod shared;
 pub(crate) mod wait;
 mod worker;
 
 use crate::actor::{Outcome, StopSignal};
-use crate::runtime::Shared;
 use crate::slot::Pid;
 use std::cell::Cell;
 
 pub use alloc::PreemptingAlloc;
+pub(crate) use live::LiveCount;
+pub(crate) use locals::RuntimeLocals;
 pub use preempt::check_timeslice;
+pub(crate) use reclaim::Reclaimer;
 pub(crate) use run_queue::RunQueue;
+pub(crate) use shared::{Counters, Shared, Verdict};
 pub(crate) use wait::{bounded_wait, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 pub(crate) use worker::run_worker;
 

@@ -36,7 +36,7 @@
 
 use super::{park, with_worker, Worker};
 use crate::park::Coordinator;
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::slot::{Pid, WaitId};
 use crate::time::bounded;
 use std::marker::PhantomData;

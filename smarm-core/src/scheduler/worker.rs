@@ -1,11 +1,11 @@
 //! The scheduler loop: due-check, pop, resume, handle the intent; idle
 //! through the coordination layer.
 
+use super::{Counters, Shared, Verdict};
 use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
 use crate::actor::Outcome;
 use crate::loom::Ordering;
 use crate::park::ParkResult;
-use crate::runtime::{Counters, Shared, Verdict};
 use crate::slot::Pid;
 use crate::slot::Slot;
 use std::cell::Cell;

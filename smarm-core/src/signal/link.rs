@@ -3,8 +3,8 @@
 use super::{with_live_signals, DownReason, Signals};
 use crate::actor::{request_stop_in, spawn_in, JoinHandle, SpawnError};
 use crate::channel::{channel, Receiver, Sender};
-use crate::runtime::Shared;
 use crate::scheduler;
+use crate::scheduler::Shared;
 use crate::slot::Pid;
 use thiserror::Error;
 

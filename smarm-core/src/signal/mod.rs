@@ -37,7 +37,7 @@ pub use monitor::{demonitor, monitor, Down, DownReason, Monitor, MonitorId};
 pub(crate) use link::deliver_exit;
 
 use crate::channel::Sender;
-use crate::runtime::Shared;
+use crate::scheduler::Shared;
 use crate::slot::word::State;
 use crate::slot::Cold;
 use crate::slot::Pid;

@@ -60,7 +60,7 @@ pub(crate) struct Slot {
     /// The slot's call reply cell, made on its first call and kept for
     /// every later tenant (tags keep growing across them, channel reply
     /// (R4)).
-    reply: std::sync::OnceLock<std::sync::Arc<crate::channel::ReplyCell>>,
+    pub(crate) reply: std::sync::OnceLock<std::sync::Arc<crate::channel::ReplyCell>>,
     pub(crate) cold: RawMutex<Cold>,
 }
 
@@ -90,15 +90,6 @@ impl Slot {
             reply: std::sync::OnceLock::new(),
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
         }
-    }
-
-    /// The slot's reply cell, made on first use.
-    pub(crate) fn reply_cell(
-        &self,
-        runtime: &crate::runtime::Shared,
-    ) -> &std::sync::Arc<crate::channel::ReplyCell> {
-        self.reply
-            .get_or_init(|| std::sync::Arc::new(crate::channel::ReplyCell::new(runtime)))
     }
 
     /// The runner-owned cells.

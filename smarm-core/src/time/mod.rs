@@ -32,8 +32,8 @@
 pub(crate) mod bounded;
 pub(crate) mod heap;
 
+pub(crate) use heap::TimerAction;
 pub use heap::TimerId;
-pub(crate) use heap::{Entry, TimerAction, TimerHeap};
 
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
 use std::time::{Duration, Instant};

@@ -1,19 +1,19 @@
 //! `Shared`: the state every scheduler of one runtime shares, and the
-//! enqueue and wake paths through it.
+//! enqueue and wake paths through it. Layers above keep per-runtime state
+//! of their own in its [`RuntimeLocals`] instead of fields here.
 
+use super::{with_worker, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
+use super::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::actor::request_stop_in;
 use crate::config::Config;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::park::Coordinator;
-use crate::runtime::LiveCount;
-use crate::scheduler::{with_worker, RunQueue, Worker};
-use crate::scheduler::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::slot::word::{State, Unpark};
 use crate::slot::Pid;
 use crate::slot::{Slot, SlotTable, WaitId};
 use crate::stack::{Stack, StackError, StackPool};
 use crate::sync::{LockClass, RawMutex};
-use crate::time::{Entry, TimerAction, TimerHeap, TimerId};
+use crate::time::heap::{Entry, TimerAction, TimerHeap, TimerId};
 use std::sync::Arc as StdArc;
 use std::time::Instant;
 
@@ -66,7 +66,7 @@ pub(crate) enum Verdict {
 pub(crate) struct Shared {
     pub(crate) config: Config,
     /// Deferred drops for the lock-free readers of upper layers.
-    pub(crate) reclaim: super::Reclaimer,
+    pub(crate) reclaim: Reclaimer,
     /// `config.timeslice` in timeslice-clock ticks.
     pub(crate) slice_ticks: u64,
     pub(crate) slots: SlotTable,
@@ -87,13 +87,9 @@ pub(crate) struct Shared {
     pub(crate) root_swept: AtomicBool,
     /// A `run` is in progress.
     pub(crate) running: AtomicBool,
-    /// This run's IO driver, started on first use.
-    pub(crate) io: std::sync::Mutex<Option<StdArc<crate::io::IoDriver>>>,
-    /// Per-runtime state of the layers above core, one slot per type,
-    /// filled on first use and read lock-free (see `ext`).
-    pub(crate) extensions: [std::sync::OnceLock<(std::any::TypeId, crate::ext::Extension)>; 8],
-    /// Serialises filling an extension slot.
-    pub(crate) extensions_fill: std::sync::Mutex<()>,
+    /// Per-runtime state of the layers above (the IO driver, the OTP
+    /// registry), one value per type, read lock-free.
+    pub(crate) locals: RuntimeLocals,
     /// Source of `MonitorId`s; never reused.
     pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
 }
@@ -123,11 +119,9 @@ impl Shared {
             root_swept: AtomicBool::new(false),
             running: AtomicBool::new(false),
             next_monitor_id: std::sync::atomic::AtomicU64::new(1),
-            io: std::sync::Mutex::new(None),
-            extensions: Default::default(),
-            extensions_fill: std::sync::Mutex::new(()),
-            reclaim: super::Reclaimer::new(threads),
-            slice_ticks: crate::scheduler::clock::ticks_for(config.timeslice),
+            locals: RuntimeLocals::new(),
+            reclaim: Reclaimer::new(threads),
+            slice_ticks: super::clock::ticks_for(config.timeslice),
             config,
         }
     }
