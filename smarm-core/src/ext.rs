@@ -111,7 +111,7 @@ fn alive_in(shared: &crate::scheduler::Shared, pid: Pid) -> bool {
 /// });
 /// ```
 pub fn is_stop(payload: &(dyn Any + Send)) -> bool {
-    payload.is::<crate::actor::StopSignal>()
+    payload.is::<crate::scheduler::StopSignal>()
 }
 
 /// Set aside the running actor's pending stop, so the cleanup it runs

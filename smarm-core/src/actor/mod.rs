@@ -30,14 +30,16 @@
 //!   outside every critical section).
 
 mod error;
+mod exit;
 mod join;
 mod outcome;
 
 pub use crate::slot::{Addressable, Pid};
 pub use error::SpawnError;
+pub(crate) use exit::exit_hook;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
-pub(crate) use outcome::{Outcome, StopSignal};
+pub(crate) use outcome::Outcome;
 
 use crate::loom::Ordering;
 use crate::scheduler::Shared;
@@ -161,32 +163,7 @@ pub fn yield_now() {
 /// ```
 pub fn request_stop<A>(pid: Pid<A>) {
     let pid = pid.erase();
-    with_current_actor("request_stop", |_, shared| request_stop_in(shared, pid));
-}
-
-/// Set `pid`'s stop flag (if it is still that incarnation) and wake it.
-pub(crate) fn request_stop_in(shared: &Shared, pid: Pid) {
-    let Some(slot) = shared.slots.get(pid.index()) else {
-        return;
-    };
-    {
-        // Under the cold lock so a recycle cannot slip between the check and
-        // the store: finalisation clears the flag under no lock, but only
-        // after `finish`, which the generation check below does not see as
-        // live.
-        let _cold = slot.cold.lock();
-        let s = slot.word.load();
-        if s.generation() != pid.generation()
-            || matches!(
-                s.state(),
-                crate::slot::word::State::Vacant | crate::slot::word::State::Done
-            )
-        {
-            return;
-        }
-        slot.stop.store(true, Ordering::Release);
-    }
-    shared.unpark(pid, None);
+    with_current_actor("request_stop", |_, shared| shared.request_stop(pid));
 }
 
 /// Create an actor in `shared` (the spawner is `parent`): stack, slot,

@@ -16,10 +16,6 @@ pub(crate) enum Outcome {
     Killed(crate::signal::DownReason),
 }
 
-/// The unwind payload of a cooperative stop; caught at the actor's base
-/// frame and turned into [`Outcome::Stopped`].
-pub(crate) struct StopSignal;
-
 /// The actor panicked. Returned by [`JoinHandle::join`](crate::JoinHandle::join);
 /// `payload` is exactly what the panic carried, as with
 /// [`std::thread::JoinHandle::join`].

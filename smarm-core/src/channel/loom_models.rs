@@ -22,6 +22,7 @@ fn runtime_with_receiver() -> (Arc<Shared>, Pid) {
     let shared = Arc::new(Shared::new(
         Config::exact(1).max_actors(4),
         Arc::new(StackPool::new(16 * 1024)),
+        crate::actor::exit_hook,
     ));
     let index = shared.slots.alloc().unwrap();
     let slot = shared.slots.get(index).unwrap();

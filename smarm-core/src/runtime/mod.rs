@@ -117,7 +117,7 @@ impl Runtime {
         crate::stack::install_overflow_handler();
         let stacks = pool_for(config.stack_size);
         Ok(Runtime {
-            shared: Arc::new(Shared::new(config, stacks)),
+            shared: Arc::new(Shared::new(config, stacks, crate::actor::exit_hook)),
         })
     }
 

@@ -112,7 +112,6 @@ mod shared;
 pub(crate) mod wait;
 mod worker;
 
-use crate::actor::{Outcome, StopSignal};
 use crate::slot::Pid;
 use std::cell::Cell;
 
@@ -142,7 +141,7 @@ pub(crate) enum Intent {
     Park,
     /// Timeslice spent at a safepoint: run again later, on this thread.
     Preempt,
-    /// The actor finished; its outcome is in `Worker::exit_outcome`.
+    /// The actor finished; how, is in `Worker::exit_result`.
     Exit,
 }
 
@@ -155,7 +154,8 @@ pub(crate) struct Worker {
     /// The actor running on this thread, if any.
     pub(crate) current: Cell<Option<Pid>>,
     intent: Cell<Intent>,
-    exit_outcome: Cell<Option<Outcome>>,
+    /// How the finished actor's closure ended (caught at its base frame).
+    exit_result: Cell<Option<std::thread::Result<()>>>,
     /// The LIFO next slot (I3).
     pub(crate) next: Cell<Option<Pid>>,
     lifo_streak: Cell<u32>,
@@ -177,6 +177,16 @@ pub(crate) struct Worker {
     /// take the pool lock.
     pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
 }
+
+/// The unwind payload of a cooperative stop, raised at a safepoint by
+/// [`check_stop`] and the park; the actor layer reads it as a stop, not a
+/// panic.
+pub(crate) struct StopSignal;
+
+/// What the actor layer does when an actor has finished: record its
+/// outcome, tell its joiner, monitors and links, recycle its slot. Run by
+/// the scheduler during finalisation, with the actor's catch result.
+pub(crate) type ExitHook = fn(&Shared, Pid, &crate::slot::Slot, std::thread::Result<()>);
 
 /// Stacks a scheduler fetches from the pool at once.
 pub(crate) const STACK_BATCH: usize = 32;

@@ -2,9 +2,8 @@
 //! enqueue and wake paths through it. Layers above keep per-runtime state
 //! of their own in its [`RuntimeLocals`] instead of fields here.
 
-use super::{with_worker, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
+use super::{with_worker, ExitHook, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
 use super::{STACK_BATCH, STACK_CACHE_MAX};
-use crate::actor::request_stop_in;
 use crate::config::Config;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::park::Coordinator;
@@ -90,12 +89,14 @@ pub(crate) struct Shared {
     /// Per-runtime state of the layers above (the IO driver, the OTP
     /// registry), one value per type, read lock-free.
     pub(crate) locals: RuntimeLocals,
+    /// The actor layer's part of every actor's finalisation.
+    pub(crate) exit_hook: ExitHook,
     /// Source of `MonitorId`s; never reused.
     pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
-    pub(crate) fn new(config: Config, stacks: StdArc<StackPool>) -> Self {
+    pub(crate) fn new(config: Config, stacks: StdArc<StackPool>, exit_hook: ExitHook) -> Self {
         let threads = config.threads;
         let id = NEXT_RUNTIME_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Shared {
@@ -120,6 +121,7 @@ impl Shared {
             running: AtomicBool::new(false),
             next_monitor_id: std::sync::atomic::AtomicU64::new(1),
             locals: RuntimeLocals::new(),
+            exit_hook,
             reclaim: Reclaimer::new(threads),
             slice_ticks: super::clock::ticks_for(config.timeslice),
             config,
@@ -235,6 +237,29 @@ impl Shared {
         // That scheduler, specifically, must look (it may be parked).
         self.coord.unpark(id);
         true
+    }
+
+    /// Set `pid`'s stop flag (if it is still that incarnation) and wake it
+    /// from whatever it waits on; it unwinds at its next safepoint.
+    pub(crate) fn request_stop(&self, pid: Pid) {
+        let Some(slot) = self.slots.get(pid.index()) else {
+            return;
+        };
+        {
+            // Under the cold lock so a recycle cannot slip between the
+            // check and the store: finalisation clears the flag under no
+            // lock, but only after `finish`, which the generation check
+            // below does not see as live.
+            let _cold = slot.cold.lock();
+            let s = slot.word.load();
+            if s.generation() != pid.generation()
+                || matches!(s.state(), State::Vacant | State::Done)
+            {
+                return;
+            }
+            slot.stop.store(true, Ordering::Release);
+        }
+        self.unpark(pid, None);
     }
 
     /// Deliver a wake for `pid`'s wait `epoch` (slot (I3)).
@@ -381,7 +406,7 @@ impl Shared {
             if matches!(s.state(), State::Vacant | State::Done) {
                 continue;
             }
-            request_stop_in(self, Pid::from_parts(index as u32, s.generation()));
+            self.request_stop(Pid::from_parts(index as u32, s.generation()));
         }
     }
 }

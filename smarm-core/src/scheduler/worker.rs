@@ -3,7 +3,6 @@
 
 use super::{Counters, Shared, Verdict};
 use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
-use crate::actor::Outcome;
 use crate::loom::Ordering;
 use crate::park::ParkResult;
 use crate::slot::Pid;
@@ -45,7 +44,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         sched_sp: Cell::new(std::ptr::null_mut()),
         current: Cell::new(None),
         intent: Cell::new(Intent::Exit),
-        exit_outcome: Cell::new(None),
+        exit_result: Cell::new(None),
         next: Cell::new(None),
         lifo_streak: Cell::new(0),
         tick: Cell::new(0),
@@ -328,8 +327,8 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             }
         }
         Intent::Exit => {
-            let outcome = w.exit_outcome.take().unwrap_or(Outcome::Exit);
-            finalize(shared, w.id, pid, slot, outcome);
+            let result = w.exit_result.take().unwrap_or(Ok(()));
+            finalize(shared, w.id, pid, slot, result);
         }
     }
 }
@@ -408,11 +407,18 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
     }
 }
 
-/// The actor has switched away for the last time: release its stack, record
-/// its outcome, wake its joiner, recycle the slot if no handle remains, and
-/// only then count it out of `live_actors` (the termination verdict's
+/// The actor has switched away for the last time: release its stack and
+/// its wait timer, hand the rest of its exit to the actor layer (outcome,
+/// joiner, monitors and links, recycling the slot: `Shared::exit_hook`),
+/// and only then count it out of `live_actors` (the termination verdict's
 /// soundness rests on this order, runtime (I2)).
-fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: Outcome) {
+fn finalize(
+    shared: &Shared,
+    worker_id: usize,
+    pid: Pid,
+    slot: &Slot,
+    result: std::thread::Result<()>,
+) {
     // SAFETY: the actor has switched away for the last time, so this
     // scheduler is its exclusive owner (slot (I2)) and nothing runs on the
     // stack any more (stack (I2)).
@@ -424,42 +430,13 @@ fn finalize(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot, outcome: O
     slot.stop.store(false, Ordering::Relaxed);
     crate::time::bounded::finish(slot, &shared.timers, &shared.coord);
     slot.word.finish();
-    let (joiner, recycle, dropped, signals, reason) = {
-        let mut cold = slot.cold.lock();
-        let joiner = cold.joiner.take();
-        let signals = cold.signals.take();
-        // A stop caused by a linked actor's exit is that exit's reason.
-        let outcome = match (outcome, signals.as_ref().and_then(|s| s.kill_reason)) {
-            (Outcome::Stopped, Some(reason)) => Outcome::Killed(reason),
-            (outcome, _) => outcome,
-        };
-        let reason = crate::signal::DownReason::of(&outcome);
-        if cold.handle_alive {
-            cold.outcome = Some(outcome);
-            (joiner, false, None, signals, reason)
-        } else {
-            cold.handle_alive = true; // ready for the next tenant
-            (joiner, true, Some(outcome), signals, reason)
-        }
-    };
-    // Monitors and links learn of the exit before the actor stops counting
-    // as live (runtime (I2)): their sends are wakes this finalisation makes.
-    if let Some(signals) = signals {
-        crate::signal::notify_exit(shared, pid, reason, *signals);
-    }
-    if let Some(joiner) = joiner {
-        shared.wake(joiner);
-    }
-    if recycle {
-        slot.word.recycle();
-        shared.slots.release(pid.index());
-    }
+    // Every wake the exit makes (monitors, links, the joiner) happens
+    // before the actor stops counting as live (runtime (I2)); a detached
+    // actor's panic payload is dropped in there too.
+    (shared.exit_hook)(shared, pid, slot, result);
     if shared.is_root(pid) {
         shared.root_exited.store(true, Ordering::Release);
     }
-    // A detached actor's panic payload is dropped here, on the scheduler
-    // stack, before the actor stops counting as live.
-    drop(dropped);
     shared.live.finished(worker_id);
 }
 
@@ -477,16 +454,12 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
     let slot = unsafe { &*arg.cast::<Slot>() };
     // SAFETY: this actor is running, so it owns its runner cells (slot (I2)).
     let entry = unsafe { slot.runner() }.entry.take();
-    let outcome = match entry {
-        Some(f) => match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-            Ok(()) => Outcome::Exit,
-            Err(payload) if payload.is::<crate::actor::StopSignal>() => Outcome::Stopped,
-            Err(payload) => Outcome::Panic(payload),
-        },
-        None => Outcome::Exit,
+    let result = match entry {
+        Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
+        None => Ok(()),
     };
     let sched_sp = super::with_worker(|w, _| {
-        w.exit_outcome.set(Some(outcome));
+        w.exit_result.set(Some(result));
         w.intent.set(Intent::Exit);
         w.sched_sp.get()
     });

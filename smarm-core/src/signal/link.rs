@@ -1,7 +1,7 @@
 //! Links: two actors that share a fate, and exit trapping.
 
 use super::{with_live_signals, DownReason, Signals};
-use crate::actor::{request_stop_in, spawn_in, JoinHandle, SpawnError};
+use crate::actor::{spawn_in, JoinHandle, SpawnError};
 use crate::channel::{channel, Receiver, Sender};
 use crate::scheduler;
 use crate::scheduler::Shared;
@@ -200,7 +200,7 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
         Some(Action::Send(tx)) => {
             let _ = tx.send(Exit { from, reason });
         }
-        Some(Action::Stop) => request_stop_in(shared, to),
+        Some(Action::Stop) => shared.request_stop(to),
         Some(Action::Nothing) | None => {}
     }
 }

@@ -1,0 +1,51 @@
+//! The actor layer's part of an actor's finalisation (the scheduler's
+//! `ExitHook`): its outcome, its joiner, its monitors and links, and the
+//! recycling of its slot.
+
+use super::Outcome;
+use crate::scheduler::{Shared, StopSignal};
+use crate::slot::{Pid, Slot};
+
+/// Finish the exit of `pid` (its slot already `Done`, its stack released),
+/// whose closure ended with `result`. Every wake made here happens before
+/// the scheduler counts the actor out of the live set (runtime (I2)).
+pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thread::Result<()>) {
+    let outcome = match result {
+        Ok(()) => Outcome::Exit,
+        Err(payload) if payload.is::<StopSignal>() => Outcome::Stopped,
+        Err(payload) => Outcome::Panic(payload),
+    };
+    let (joiner, recycle, dropped, signals, reason) = {
+        let mut cold = slot.cold.lock();
+        let joiner = cold.joiner.take();
+        let signals = cold.signals.take();
+        // A stop caused by a linked actor's exit is that exit's reason.
+        let outcome = match (outcome, signals.as_ref().and_then(|s| s.kill_reason)) {
+            (Outcome::Stopped, Some(reason)) => Outcome::Killed(reason),
+            (outcome, _) => outcome,
+        };
+        let reason = crate::signal::DownReason::of(&outcome);
+        if cold.handle_alive {
+            cold.outcome = Some(outcome);
+            (joiner, false, None, signals, reason)
+        } else {
+            cold.handle_alive = true; // ready for the next tenant
+            (joiner, true, Some(outcome), signals, reason)
+        }
+    };
+    // Monitors and links learn of the exit before the actor stops counting
+    // as live (runtime (I2)): their sends are wakes this finalisation makes.
+    if let Some(signals) = signals {
+        crate::signal::notify_exit(shared, pid, reason, *signals);
+    }
+    if let Some(joiner) = joiner {
+        shared.wake(joiner);
+    }
+    if recycle {
+        slot.word.recycle();
+        shared.slots.release(pid.index());
+    }
+    // A detached actor's panic payload is dropped here, on the scheduler
+    // stack, before the actor stops counting as live.
+    drop(dropped);
+}
