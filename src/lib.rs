@@ -27,10 +27,10 @@ pub use smarm_core::{
     SchedulerStats, TreeNode,
 };
 pub use smarm_core::{
-    channel, request_stop, run, select, select_timeout, self_pid, sleep, spawn, spawn_under,
-    try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle, LockTimeout,
-    Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender,
-    SpawnError,
+    channel, is_alive, request_stop, run, select, select_timeout, self_pid, sleep, spawn,
+    spawn_under, try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle,
+    LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable,
+    SendError, Sender, SpawnError,
 };
 pub use smarm_core::{
     demonitor, link, monitor, spawn_link, trap_exit, unlink, Addressable, Down, DownReason, Exit,
@@ -78,10 +78,10 @@ pub use smarm_otp::{
     spawn_addr, unregister, whereis, Name, RegisterError,
 };
 
-/// The extension surface the OTP layer builds on (liveness, per-runtime
-/// state, timer and exit callbacks); for libraries that extend smarm.
-pub mod ext {
-    pub use smarm_core::ext::*;
+/// Telling a cooperative stop from a panic after `catch_unwind`, and
+/// setting the stop aside so cleanup can block.
+pub mod stop {
+    pub use smarm_core::stop::*;
 }
 
 /// Process groups: [`join`](pg::join), [`dispatch`](pg::dispatch) to one

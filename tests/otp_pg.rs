@@ -185,14 +185,14 @@ fn an_exit_hook_runs_once_with_the_reason() {
         let (tx, rx) = channel::<(smarm::Pid, smarm::DownReason)>();
         let h = smarm::spawn(|| smarm::sleep(Duration::from_millis(5)));
         let pid = h.pid();
-        assert!(smarm::ext::on_exit(pid, move |p, reason| tx
+        assert!(smarm_core::signal::on_exit(pid, move |p, reason| tx
             .send((p, reason))
             .unwrap()));
         h.join().unwrap();
         assert_eq!(rx.recv().unwrap(), (pid, smarm::DownReason::Exit));
         assert!(rx.recv().is_err(), "run once, then dropped");
         assert!(
-            !smarm::ext::on_exit(pid, |_, _| {}),
+            !smarm_core::signal::on_exit(pid, |_, _| {}),
             "a finished pid takes no hook"
         );
     });

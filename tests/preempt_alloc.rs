@@ -103,7 +103,7 @@ fn a_stop_reaches_an_allocating_spinner_at_its_next_blocking_call() {
         smarm::request_stop(h.pid());
         let seen = spins.load(Ordering::Relaxed);
         smarm::sleep(Duration::from_millis(10));
-        assert!(smarm::ext::is_alive(h.pid()), "allocations do not unwind");
+        assert!(smarm::is_alive(h.pid()), "allocations do not unwind");
         assert!(spins.load(Ordering::Relaxed) > seen, "still spinning");
         done_spinning.store(true, Ordering::Relaxed);
         h.join().unwrap();

@@ -21,10 +21,10 @@
 //! 3 time::heap time::bounded
 //! 4 scheduler
 //! 5 channel sync::mutex
-//! 6 actor signal
+//! 6 actor signal stop
 //! 7 io time
 //! 8 introspect
-//! 9 runtime ext
+//! 9 runtime
 //! ```
 //!
 //! - 0, foundations: the sync facade, `Config`, the context switch, stacks,
@@ -40,29 +40,29 @@
 //!   over channels (monitors, links, exit trapping).
 //! - 7, IO that parks only the actor; `sleep` and message timers.
 //! - 8, introspection of a running system.
-//! - 9, the runtime that assembles the layers and decides termination, and
-//!   the surface the OTP layer builds on.
+//! - 9, the runtime that assembles the layers, runs them, and keeps
+//!   per-runtime state for libraries built on smarm.
 
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
-pub mod ext; //           the extension surface smarm-otp builds on
 pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
 mod park; //              scheduler park/wake coordination
 pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate
-pub mod signal; //        monitors, links, exit trapping
+pub mod signal; //        monitors, links, exit trapping, on_exit
 mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
+pub mod stop; //          telling a stop from a panic, and cleanup that blocks
 pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
 pub mod time; //          sleep, message timers, the timer heap
 
 pub use actor::{
-    request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable, JoinError,
-    JoinHandle, Pid, SpawnError,
+    is_alive, request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable,
+    JoinError, JoinHandle, Pid, SpawnError,
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,

@@ -25,8 +25,8 @@ pub(crate) fn run(body: impl FnOnce() -> StopReason) -> Ended {
             reason,
             unwind: None,
         },
-        Err(payload) if smarm_core::ext::is_stop(&*payload) => {
-            smarm_core::ext::clear_stop(); // the cleanup may block
+        Err(payload) if smarm_core::stop::is_stop(&*payload) => {
+            smarm_core::stop::clear_stop(); // the cleanup may block
             Ended {
                 reason: StopReason::Shutdown,
                 unwind: Some(payload),

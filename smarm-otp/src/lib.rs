@@ -1,7 +1,7 @@
 //! OTP behaviours on top of the smarm runtime.
 //!
 //! Built on `smarm-core`'s public API and its extension surface
-//! (`smarm_core::ext`): the typed registry ([`registry`]), process groups
+//! (`runtime::with_runtime_local`, `signal::on_exit`, `time::call_after`): the typed registry ([`registry`]), process groups
 //! ([`pg`]), servers ([`gen_server`]) and supervision trees
 //! ([`supervisor`]).
 

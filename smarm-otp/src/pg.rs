@@ -38,8 +38,8 @@
 //!
 //! A [`Group<M>`] is a name and the message type its members accept. A
 //! member joins with the channel it wants group messages on. Groups are
-//! per runtime (core's `ext` surface) behind one lock. A member that exits
-//! leaves its groups at once (an exit hook from core's `ext` surface), and
+//! per runtime (core's `runtime::with_runtime_local`) behind one lock. A
+//! member that exits leaves its groups at once (core's `signal::on_exit`), and
 //! the group's watchers ([`monitor`]) hear about it; nobody calls `leave`
 //! for the dead.
 //!
@@ -56,7 +56,7 @@
 
 use crate::registry::SendError;
 use smarm_core::channel::{channel, Receiver, Sender};
-use smarm_core::{ext, Pid};
+use smarm_core::{runtime, signal, Pid};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -108,7 +108,7 @@ impl Members {
     /// Drop members that died without their exit hook having run yet
     /// (a hook runs at finalisation; this covers the window before it).
     fn prune(&mut self) {
-        self.list.retain(|(pid, _)| ext::is_alive(*pid));
+        self.list.retain(|(pid, _)| smarm_core::is_alive(*pid));
     }
 
     fn notify(&mut self, event: GroupEvent) {
@@ -131,7 +131,7 @@ struct Groups {
 }
 
 fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R) -> R {
-    ext::with_runtime_local::<Groups, R>(|g, _| {
+    runtime::with_runtime_local::<Groups, R>(|g, _| {
         let mut groups = g.groups.lock().unwrap_or_else(|e| e.into_inner());
         let members = groups
             .entry((group.name, TypeId::of::<M>()))
@@ -164,7 +164,7 @@ pub fn join<M: Send + 'static>(group: Group<M>, tx: Sender<M>) {
     });
     if !rejoin {
         // Leave at once on exit, telling the watchers (I4).
-        ext::on_exit(me, move |pid, _reason| {
+        signal::on_exit(me, move |pid, _reason| {
             with_group(group, |m| {
                 let before = m.list.len();
                 m.list.retain(|(p, _)| *p != pid);

@@ -146,6 +146,36 @@ pub fn yield_now() {
     scheduler::yield_now();
 }
 
+/// Whether `pid` is a live actor (spawned, not finished) of the runtime the
+/// caller runs on. `false` outside any runtime.
+///
+/// ```
+/// smarm::run(|| {
+///     let child = smarm::spawn(|| smarm::sleep(std::time::Duration::from_millis(5)));
+///     let pid = child.pid();
+///     assert!(smarm::is_alive(pid));
+///     child.join().unwrap();
+///     assert!(!smarm::is_alive(pid));
+/// });
+/// ```
+pub fn is_alive<A>(pid: Pid<A>) -> bool {
+    let pid = pid.erase();
+    scheduler::with_worker(|_, shared| alive_in(shared, pid)).unwrap_or(false)
+}
+
+/// [`is_alive`] on the runtime `shared`.
+#[inline]
+pub(crate) fn alive_in(shared: &Shared, pid: Pid) -> bool {
+    shared.slots.get(pid.index()).is_some_and(|slot| {
+        let s = slot.word.load();
+        s.generation() == pid.generation()
+            && !matches!(
+                s.state(),
+                crate::slot::word::State::Vacant | crate::slot::word::State::Done
+            )
+    })
+}
+
 /// Ask actor `pid` to stop. The actor unwinds from its next safepoint
 /// (any blocking call, or `yield_now`), running its destructors; its
 /// [`JoinHandle::join`] then returns `Ok(())`. A finished or unknown pid is

@@ -39,11 +39,14 @@
 //! (I2)).
 
 use crate::actor::{spawn_in, Outcome};
+mod local;
+
 pub use crate::config::{Config, ConfigError};
 use crate::loom::Ordering;
 use crate::scheduler::Shared;
 use crate::slot::Pid;
 use crate::stack::StackPool;
+pub use local::{defer_drop, with_runtime_local, RuntimeRef};
 use std::sync::Arc;
 use std::sync::Arc as StdArc;
 use std::sync::Mutex as StdMutex;

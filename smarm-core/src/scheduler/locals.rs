@@ -84,8 +84,13 @@ impl RuntimeLocals {
         }
     }
 
+    /// Make and publish this runtime's `T`. `T::default()` runs before the
+    /// fill lock is taken: it may use other locals (the registry's installs
+    /// its introspection hook), and a racing fill of the same type just
+    /// drops the loser's value.
     #[cold]
     fn fill<T: Any + Send + Sync + Default>(&self) -> &T {
+        let mut made = Some(Box::new(T::default()) as Box<dyn Any + Send + Sync>);
         let _fill = crate::sync::lock_std(&self.fill);
         if let Some(t) = self.find::<T>() {
             return t;
@@ -93,8 +98,13 @@ impl RuntimeLocals {
         let mut chunk = &self.head;
         loop {
             if let Some(entry) = chunk.entries.iter().find(|e| e.get().is_none()) {
-                let (_, value) =
-                    entry.get_or_init(|| (TypeId::of::<T>(), Box::new(T::default()) as Box<_>));
+                let (_, value) = entry.get_or_init(|| {
+                    let value = match made.take() {
+                        Some(value) => value,
+                        None => Box::new(T::default()),
+                    };
+                    (TypeId::of::<T>(), value)
+                });
                 match value.downcast_ref::<T>() {
                     Some(t) => return t,
                     None => unreachable!("the entry was empty under the fill lock"),

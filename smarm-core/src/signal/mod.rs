@@ -30,9 +30,11 @@
 
 mod link;
 mod monitor;
+mod on_exit;
 
 pub use link::{link, spawn_link, trap_exit, unlink, Exit, Killed};
 pub use monitor::{demonitor, monitor, Down, DownReason, Monitor, MonitorId};
+pub use on_exit::on_exit;
 
 pub(crate) use link::deliver_exit;
 
@@ -50,11 +52,11 @@ pub(crate) struct Signals {
     pub(crate) trap: Option<Sender<Exit>>,
     /// Why a link stopped this actor (its exit reason then).
     pub(crate) kill_reason: Option<DownReason>,
-    /// Callbacks registered through `ext::on_exit`.
+    /// Callbacks registered through [`on_exit`].
     pub(crate) exit_hooks: Vec<ExitHook>,
 }
 
-/// A callback run on a scheduler when an actor exits (see `ext::on_exit`).
+/// A callback run on a scheduler when an actor exits (see [`on_exit`]).
 pub(crate) type ExitHook = Box<dyn FnOnce(Pid, DownReason) + Send>;
 
 /// Run `f` on `pid`'s cold data and signal record if `pid` is still that

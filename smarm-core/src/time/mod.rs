@@ -102,8 +102,50 @@ impl BoundedWaiter for Sleep {
 /// Outside an actor.
 pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, msg: T) -> TimerId {
     let to = to.clone();
-    crate::ext::call_after_as("send_after_to", after, move || {
+    call_after_as("send_after_to", after, move || {
         let _ = to.send(msg); // a dead receiver: dropped
+    })
+}
+
+/// Run `f` on a scheduler of the current runtime once `after` has passed
+/// (how the OTP layer's name- and pid-addressed timers resolve their target
+/// at fire time). Returns a [`TimerId`] for [`cancel_timer`].
+/// `f` runs outside every runtime lock but not in an actor: it must not
+/// block.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let fired = Arc::new(AtomicBool::new(false));
+///     let f = fired.clone();
+///     smarm_core::time::call_after(Duration::from_millis(5), move || f.store(true, Ordering::SeqCst));
+///     smarm::sleep(Duration::from_millis(50));
+///     assert!(fired.load(Ordering::SeqCst));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn call_after(after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
+    call_after_as("call_after", after, f)
+}
+
+/// [`call_after`], naming the public call for the outside-an-actor panic.
+pub(crate) fn call_after_as(
+    what: &str,
+    after: Duration,
+    f: impl FnOnce() + Send + 'static,
+) -> TimerId {
+    let deadline = deadline_after(after);
+    scheduler::with_current_actor(what, |me, shared| {
+        shared
+            .timers
+            .lock()
+            .insert(&shared.coord, deadline, me, TimerAction::Send(Box::new(f)))
     })
 }
 

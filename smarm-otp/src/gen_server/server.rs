@@ -61,7 +61,7 @@ impl<G: GenServer> Ctx<G> {
     /// of its mailbox. Cancel with [`Ctx::cancel_timer`].
     pub fn send_after(&self, after: Duration, info: G::Info) -> TimerId {
         let (sys, pending, me) = (self.sys.clone(), self.sys_pending.clone(), self.me.clone());
-        smarm_core::ext::call_after(after, move || {
+        smarm_core::time::call_after(after, move || {
             if sys.send(info).is_ok() {
                 pending.store(true, Ordering::Release);
                 let _ = me.wake_for_sys();

@@ -2,7 +2,7 @@
 //! immutable inbox per slot index, published through an atomic pointer.
 //!
 //! Writers hold the tables lock, build a replacement, swap it in and hand
-//! the old value to core's [`defer_drop`](smarm_core::ext::defer_drop).
+//! the old value to core's [`defer_drop`](smarm_core::runtime::defer_drop).
 //! Readers (a name- or pid-addressed send) load the pointers inside a
 //! `with_runtime_local` closure, which cannot switch the actor out, so core
 //! keeps what they read alive until they are done.
@@ -23,7 +23,7 @@
 //!   to its owner in the same hold of the lock (names (N2)).
 
 use super::names::{NameTable, NameValue};
-use smarm_core::ext;
+use smarm_core::runtime;
 use smarm_core::{Pid, Sender};
 use std::any::{Any, TypeId};
 use std::ptr::null_mut;
@@ -210,7 +210,7 @@ impl Fast {
         // reachable through the table.
         let old = unsafe { Box::from_raw(old) };
         let owner = old.pid;
-        ext::defer_drop(old);
+        runtime::defer_drop(old);
         Some(owner)
     }
 }

@@ -72,8 +72,8 @@ use fast::Fast;
 use tables::{Locked, Tables};
 
 use smarm_core::channel::{channel, Receiver, Sender};
-use smarm_core::ext;
 use smarm_core::time::TimerId;
+use smarm_core::{introspect, runtime, time};
 use smarm_core::{Addressable, Pid};
 use std::marker::PhantomData;
 use std::sync::{Mutex, MutexGuard};
@@ -124,8 +124,8 @@ struct Registry {
 }
 
 impl Default for Registry {
-    /// A runtime's first registry use creates it (and, once per process,
-    /// hooks the registry into introspection).
+    /// A runtime's first registry use creates it, and hooks the registry
+    /// into that runtime's introspection.
     fn default() -> Self {
         install_hook();
         Registry {
@@ -135,11 +135,10 @@ impl Default for Registry {
     }
 }
 
-/// The hook that lets introspection ask for names and mailbox depth,
-/// installed once per process by the first registry operation.
+/// The hook that lets introspection ask this runtime for names and
+/// mailbox depth, installed in the runtime by its first registry use.
 fn install_hook() {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| ext::set_introspection_hook(introspection_extras));
+    smarm_core::introspect::set_extras_hook(introspection_extras);
 }
 
 /// Run `f` on the current runtime's registry, locked (I3). No user code
@@ -147,7 +146,7 @@ fn install_hook() {
 /// runs after the guard is dropped, as the message is handed back), so a
 /// poisoned guard still holds consistent tables.
 fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
-    ext::with_runtime_local::<Registry, R>(|reg, _| {
+    runtime::with_runtime_local::<Registry, R>(|reg, _| {
         let mut tables: MutexGuard<'_, Tables> =
             reg.tables.lock().unwrap_or_else(|e| e.into_inner());
         let mut locked = Locked {
@@ -160,12 +159,12 @@ fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
 
 /// Run `f` on the current runtime's lock-free read side (I3): `f` must
 /// not block (it cannot switch: what it reads stays alive until it ends).
-fn with_fast<R>(f: impl FnOnce(&Fast, ext::RuntimeRef<'_>) -> R) -> R {
-    ext::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.fast, rt))
+fn with_fast<R>(f: impl FnOnce(&Fast, runtime::RuntimeRef<'_>) -> R) -> R {
+    runtime::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.fast, rt))
 }
 
 /// Names and mailbox depth of `pid`, for core's introspection.
-fn introspection_extras(pid: Pid) -> ext::ActorExtras {
+fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
     with_tables(|t| {
         let mut names: Vec<&'static str> = t
             .tables
@@ -182,7 +181,7 @@ fn introspection_extras(pid: Pid) -> ext::ActorExtras {
                 .map(|p| p.counts())
                 .fold((0, 0), |(d, r), (q, n)| (d + q, r + n))
         });
-        ext::ActorExtras {
+        introspect::ActorExtras {
             names,
             mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
             messages_received: received,
@@ -387,7 +386,7 @@ fn deliver_to<M: Send + 'static>(inbox: Option<&fast::Inbox>, msg: M) -> Result<
 ///
 /// Outside an actor.
 pub fn send_after<A: Addressable>(after: Duration, pid: Pid<A>, msg: A::Msg) -> TimerId {
-    ext::call_after(after, move || {
+    time::call_after(after, move || {
         let _ = send_to(pid, msg); // a dead target: dropped
     })
 }
@@ -399,7 +398,7 @@ pub fn send_after<A: Addressable>(after: Duration, pid: Pid<A>, msg: A::Msg) -> 
 ///
 /// Outside an actor.
 pub fn send_after_named<M: Send + 'static>(after: Duration, name: Name<M>, msg: M) -> TimerId {
-    ext::call_after(after, move || {
+    time::call_after(after, move || {
         let _ = send(name, msg);
     })
 }

@@ -27,7 +27,7 @@
 
 use super::fast::{Inbox, Padded};
 use super::tables::name_hash;
-use smarm_core::ext;
+use smarm_core::runtime;
 use smarm_core::Sender;
 use std::any::TypeId;
 use std::ptr::{null, null_mut};
@@ -213,7 +213,7 @@ impl NameTable {
         let old = slot.value.swap(new, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: from `Box::into_raw`, and no longer reachable (N3).
-            ext::defer_drop(unsafe { Box::from_raw(old) });
+            runtime::defer_drop(unsafe { Box::from_raw(old) });
         }
     }
 
@@ -253,7 +253,7 @@ impl NameTable {
             .swap(Box::into_raw(Box::new(next)), Ordering::AcqRel);
         // SAFETY: from `Box::into_raw`, no longer reachable; its values
         // moved to the new array, and `Slots` does not drop them (N3).
-        ext::defer_drop(unsafe { Box::from_raw(old) });
+        runtime::defer_drop(unsafe { Box::from_raw(old) });
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::fast::{Fast, Inbox, Padded, Published};
 use super::names::NameValue;
-use smarm_core::ext;
+use smarm_core::signal;
 use smarm_core::{Pid, Sender};
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -73,7 +73,7 @@ impl Locked<'_> {
     /// The live holder of `name`, pruning a dead binding (I2).
     pub(super) fn holder(&mut self, name: &str) -> Option<Pid> {
         let pid = self.tables.by_name.get(name)?.pid;
-        if ext::is_alive(pid) {
+        if smarm_core::is_alive(pid) {
             Some(pid)
         } else {
             self.unbind(name);
@@ -142,7 +142,7 @@ impl Locked<'_> {
         let stale = self
             .fast
             .inbox(pid.index())
-            .is_some_and(|i| !ext::is_alive(i.pid));
+            .is_some_and(|i| !smarm_core::is_alive(i.pid));
         if stale {
             self.set_inbox(pid.index(), None, None);
         }
@@ -156,7 +156,7 @@ impl Locked<'_> {
             Some(current) => current.with(tx),
             None => {
                 // Its first channel: forget it all when it exits (I4).
-                ext::on_exit(pid, |pid, _| super::forget(pid));
+                signal::on_exit(pid, |pid, _| super::forget(pid));
                 Inbox {
                     pid,
                     channels: vec![Padded(Published::new(tx))],
