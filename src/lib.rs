@@ -1,9 +1,11 @@
 //! # smarm
 //!
 //! Erlang/OTP-style actors for Rust. Actors are stackful green threads:
-//! ordinary blocking-style code (`sleep`, `join`, and soon channels, mutexes
-//! and IO) that parks only the actor, on a few scheduler threads that sleep
-//! on per-thread futexes and are woken one at a time.
+//! ordinary blocking-style code (`recv`, `sleep`, `join`, `Mutex::lock`,
+//! socket reads and writes) that parks only the actor, on a few scheduler
+//! threads that sleep on per-thread futexes and are woken one at a time.
+//! On that core sit the OTP behaviours: a typed registry, process groups,
+//! gen_server, supervisors, and typed actors from `#[derive(Actor)]`.
 //!
 //! ```
 //! use std::time::Duration;
@@ -71,7 +73,7 @@ pub use smarm_macros::Actor;
 /// Typed actors: run a `#[derive(Actor)]` message enum's handler
 /// ([`spawn`](actor::spawn), [`start`](actor::start)).
 pub mod actor {
-    pub use smarm_otp::actor::*;
+    pub use smarm_otp::typed::*;
 }
 pub use smarm_otp::{
     install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,

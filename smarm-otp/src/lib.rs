@@ -5,13 +5,13 @@
 //! ([`pg`]), servers ([`gen_server`]) and supervision trees
 //! ([`supervisor`]).
 
-pub mod actor; //      typed actors: a derived message enum and its handler
 mod ending; //        how a behaviour's loop ends, shared by the behaviours
 pub mod gen_server; // a state-owning actor serving calls and casts
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends
 mod start; //         synchronous starts shared by the behaviours
-pub mod supervisor; // start, watch and restart children; trees of them
+pub mod supervisor;
+pub mod typed; //      typed actors: a derived message enum and its handler // start, watch and restart children; trees of them
 
 pub use registry::{
     install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,

@@ -45,7 +45,7 @@
 //! `Sync`): when it runs dry, it moves the whole shared queue there in one
 //! lock hold, so under a stream of sends (fan-in) it contends with the
 //! senders once per batch, not once per message. Each queue keeps its
-//! oldest message inline (`Mailbox`), so a one-message handoff touches no
+//! oldest message inline (`Queue`), so a one-message handoff touches no
 //! separate buffer.
 //!
 //! # Invariants
@@ -69,12 +69,12 @@
 //! AcqRel CAS orders the wake (slot (I3)). The loom models in
 //! `loom_models.rs` check the send/park and close/park races.
 
-mod mailbox;
 mod oneshot;
+mod queue;
 mod reply;
 pub(crate) mod select;
 
-use mailbox::Mailbox;
+use queue::Queue;
 
 #[cfg(all(test, loom))]
 mod loom_models;
@@ -101,7 +101,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         shared: RawMutex::new(
             LockClass::Channel,
             Inner {
-                queue: Mailbox::default(),
+                queue: Queue::default(),
                 parked: None,
                 runtime: None,
                 senders: 1,
@@ -118,7 +118,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         },
         Receiver {
             inner: chan,
-            taken: RefCell::new(Mailbox::default()),
+            taken: RefCell::new(Queue::default()),
         },
     )
 }
@@ -147,7 +147,7 @@ impl<T> std::ops::Deref for Chan<T> {
 }
 
 pub(crate) struct Inner<T> {
-    queue: Mailbox<T>,
+    queue: Queue<T>,
     /// The registered receiver's wait (I2).
     parked: Option<WaitId>,
     /// The runtime of the last actor that registered here.
@@ -212,7 +212,7 @@ pub struct Receiver<T> {
     /// Messages already taken from the shared queue. A `RefCell`: only this
     /// receiver's actor touches it, and a `recv_match` predicate that
     /// re-enters the channel panics instead of aliasing it.
-    taken: RefCell<Mailbox<T>>,
+    taken: RefCell<Queue<T>>,
 }
 
 /// [`Sender::send`] failed because the [`Receiver`] is gone. The message
@@ -486,19 +486,19 @@ impl<T> Receiver<T> {
 
 /// Access to the receiver's own queue; publishes its length on release.
 struct TakenGuard<'a, T> {
-    queue: RefMut<'a, Mailbox<T>>,
+    queue: RefMut<'a, Queue<T>>,
     len: &'a AtomicUsize,
 }
 
 impl<T> std::ops::Deref for TakenGuard<'_, T> {
-    type Target = Mailbox<T>;
-    fn deref(&self) -> &Mailbox<T> {
+    type Target = Queue<T>;
+    fn deref(&self) -> &Queue<T> {
         &self.queue
     }
 }
 
 impl<T> std::ops::DerefMut for TakenGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut Mailbox<T> {
+    fn deref_mut(&mut self) -> &mut Queue<T> {
         &mut self.queue
     }
 }
@@ -518,7 +518,7 @@ enum Taken<'a, T> {
 /// The receive step: the oldest message from `taken`, else move the whole
 /// shared queue into `taken` (one contended lock hold per batch) and take
 /// from there.
-fn take_one<'a, T>(taken: &mut Mailbox<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
+fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
     if let Some(v) = taken.pop() {
         return Taken::Message(v);
     }

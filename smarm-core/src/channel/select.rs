@@ -15,12 +15,13 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// Something [`select`] can wait on: a [`Receiver`] (fd readiness arms
-/// arrive with the IO layer). Sealed: registration is part of the
-/// runtime's wake protocol.
+/// Something [`select`] can wait on: a [`Receiver`], or an
+/// [`FdArm`](crate::io::FdArm) (a file descriptor's readiness). Sealed:
+/// registration is part of the runtime's wake protocol.
 ///
-/// An arm is *ready* when receiving from it would not block: a message is
-/// queued, or it is closed.
+/// A channel arm is *ready* when receiving from it would not block: a
+/// message is queued, or it is closed; an fd arm when the fd is readable
+/// (or writable), hung up or in error.
 pub trait Selectable: sealed::Sealed {
     /// Under the arm's own lock: if ready, `Ok(false)` and register
     /// nothing; otherwise register `(pid, epoch)` with its wakers and

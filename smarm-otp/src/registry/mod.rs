@@ -49,7 +49,7 @@
 //! - (I2) An entry whose pid is not alive is treated as absent and removed
 //!   by whoever touches it.
 //! - (I3) Changes happen behind one lock per runtime and are published
-//!   for lock-free reads (`fast.rs`: each actor's inbox, immutable;
+//!   for lock-free reads (`read_side.rs`: each actor's inbox, immutable;
 //!   `names.rs`: the name table, one immutable value per binding). A name-
 //!   or pid-addressed send takes no registry lock: it resolves through them
 //!   and sends on the actor's channel (no sender clone, no allocation), so
@@ -62,13 +62,13 @@
 //!   `Unresolved` rather than `Closed`.
 
 mod error;
-mod fast;
 mod names;
+mod read_side;
 mod tables;
 
 pub use error::{RegisterError, SendError};
 
-use fast::Fast;
+use read_side::ReadSide;
 use tables::{Locked, Tables};
 
 use smarm_core::channel::{channel, Receiver, Sender};
@@ -120,7 +120,7 @@ impl<M> std::fmt::Debug for Name<M> {
 /// read side.
 struct Registry {
     tables: Mutex<Tables>,
-    fast: Fast,
+    read_side: ReadSide,
 }
 
 impl Default for Registry {
@@ -130,7 +130,7 @@ impl Default for Registry {
         install_hook();
         Registry {
             tables: Mutex::default(),
-            fast: Fast::default(),
+            read_side: ReadSide::default(),
         }
     }
 }
@@ -151,7 +151,7 @@ fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
             reg.tables.lock().unwrap_or_else(|e| e.into_inner());
         let mut locked = Locked {
             tables: &mut tables,
-            fast: &reg.fast,
+            read_side: &reg.read_side,
         };
         f(&mut locked)
     })
@@ -159,8 +159,8 @@ fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
 
 /// Run `f` on the current runtime's lock-free read side (I3): `f` must
 /// not block (it cannot switch: what it reads stays alive until it ends).
-fn with_fast<R>(f: impl FnOnce(&Fast, runtime::RuntimeRef<'_>) -> R) -> R {
-    runtime::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.fast, rt))
+fn with_read_side<R>(f: impl FnOnce(&ReadSide, runtime::RuntimeRef<'_>) -> R) -> R {
+    runtime::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.read_side, rt))
 }
 
 /// Names and mailbox depth of `pid`, for core's introspection.
@@ -174,7 +174,7 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
             .map(|(name, _)| *name)
             .collect();
         names.sort_unstable();
-        let inbox = t.fast.inbox(pid.index()).filter(|i| i.pid == pid);
+        let inbox = t.read_side.inbox(pid.index()).filter(|i| i.pid == pid);
         let (depth, received) = inbox.map_or((0, 0), |i| {
             i.channels
                 .iter()
@@ -290,9 +290,9 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
 /// Send `msg` to whichever live actor holds `name` now: a lock-free
 /// lookup and the channel send itself (no allocation, no sender clone).
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
-    // Fast path (I4): a bound name's holder is alive until its exit hook
+    // ReadSide path (I4): a bound name's holder is alive until its exit hook
     // unbinds it, so only a failed send needs the liveness check.
-    let msg = match with_fast(|fast, _| match fast.name(name.name, name.hash) {
+    let msg = match with_read_side(|read_side, _| match read_side.name(name.name, name.hash) {
         None => Ok(Err(SendError::Unresolved(msg))),
         Some(bound) => {
             let sent = match bound.sender::<M>() {
@@ -306,7 +306,7 @@ pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>
         Err(msg) => msg,
     };
     with_tables(|t| match t.holder(name.name) {
-        Some(pid) => deliver(t.fast, pid, msg),
+        Some(pid) => deliver(t.read_side, pid, msg),
         None => Err(SendError::Unresolved(msg)),
     })
 }
@@ -319,16 +319,16 @@ pub fn send_to<A: Addressable>(pid: Pid<A>, msg: A::Msg) -> Result<(), SendError
 
 /// [`send_to`] without the address type: the untyped escape hatch.
 pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>> {
-    with_fast(|fast, rt| {
-        // Fast path (I4): an inbox still published is its live owner's.
-        let msg = match deliver(fast, pid, msg) {
+    with_read_side(|read_side, rt| {
+        // ReadSide path (I4): an inbox still published is its live owner's.
+        let msg = match deliver(read_side, pid, msg) {
             Ok(()) => return Ok(()),
             Err(e) => e.into_inner(),
         };
         if !rt.is_alive(pid) {
             return Err(SendError::Dead(msg));
         }
-        deliver(fast, pid, msg)
+        deliver(read_side, pid, msg)
     })
 }
 
@@ -349,12 +349,15 @@ pub(crate) fn resolve_sender<M: Send + 'static>(name: Name<M>) -> Option<(Pid, S
 
 /// Send on `pid`'s channel for `M` (the channel's lock is the only lock
 /// taken; the wake it may make takes only run-queue locks).
-fn deliver<M: Send + 'static>(fast: &Fast, pid: Pid, msg: M) -> Result<(), SendError<M>> {
-    deliver_to(fast.inbox(pid.index()).filter(|i| i.pid == pid), msg)
+fn deliver<M: Send + 'static>(read_side: &ReadSide, pid: Pid, msg: M) -> Result<(), SendError<M>> {
+    deliver_to(read_side.inbox(pid.index()).filter(|i| i.pid == pid), msg)
 }
 
 /// Send on `inbox`'s channel for `M`.
-fn deliver_to<M: Send + 'static>(inbox: Option<&fast::Inbox>, msg: M) -> Result<(), SendError<M>> {
+fn deliver_to<M: Send + 'static>(
+    inbox: Option<&read_side::Inbox>,
+    msg: M,
+) -> Result<(), SendError<M>> {
     match inbox.and_then(|i| i.sender::<M>()) {
         Some(tx) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
         None => Err(SendError::NoChannel(msg)),

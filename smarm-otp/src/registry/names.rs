@@ -6,7 +6,7 @@
 //! lock: a key, once written to a slot, stays until the table grows (growth
 //! copies only bound names into a table twice as large and swaps it in);
 //! a binding changes by swapping the value pointer. Every replaced value
-//! and table goes to `defer_drop` (fast (F1)). A change costs O(1) and one
+//! and table goes to `defer_drop` (read side (F1)). A change costs O(1) and one
 //! small allocation, whatever the number of names.
 //!
 //! # Invariants
@@ -18,14 +18,14 @@
 //!   removed from a published array, so a lookup never misses a present
 //!   name.
 //! - (N2) A value points at its holder's inbox: whoever replaces or clears
-//!   that inbox replaces the value in the same hold of the lock (fast
+//!   that inbox replaces the value in the same hold of the lock (read side
 //!   (F5)), so an inbox is retired no earlier than the values that point
 //!   to it.
 //! - (N3) Each value is owned by exactly one published slot, or by the
 //!   reclaimer once replaced. A retired slot array (after growth) owns no
 //!   values: they moved to its successor.
 
-use super::fast::{Inbox, Padded};
+use super::read_side::{Inbox, Padded};
 use super::tables::name_hash;
 use smarm_core::runtime;
 use smarm_core::Sender;
@@ -43,7 +43,7 @@ pub(super) struct NameValue {
 }
 
 // SAFETY: the raw pointers are shared, read-only references into inbox
-// snapshots, dereferenced only under (N2) and fast (F2); nothing is
+// snapshots, dereferenced only under (N2) and read side (F2); nothing is
 // written through them.
 unsafe impl Send for NameValue {}
 // SAFETY: as above; a value is immutable once built.
@@ -64,7 +64,7 @@ impl NameValue {
     /// The holder's inbox when the binding was made or last refreshed.
     #[inline]
     pub(super) fn inbox(&self) -> Option<&Inbox> {
-        // SAFETY: the inbox outlives this value (N2), read under fast (F2).
+        // SAFETY: the inbox outlives this value (N2), read under read side (F2).
         unsafe { self.inbox.as_ref() }
     }
 
@@ -174,7 +174,7 @@ impl Default for NameTable {
 impl NameTable {
     fn current(&self) -> &Slots {
         // SAFETY: always a live array: replaced ones are retired, not
-        // dropped (fast (F1)), and read under fast (F2).
+        // dropped (read side (F1)), and read under read side (F2).
         unsafe { &*self.slots.load(Ordering::Acquire) }
     }
 
@@ -185,11 +185,11 @@ impl NameTable {
         key?;
         let value = slot.value.load(Ordering::Acquire);
         // SAFETY: a published value lives until retired after a
-        // replacement, read under fast (F2).
+        // replacement, read under read side (F2).
         (!value.is_null()).then(|| unsafe { &(*value).0 })
     }
 
-    // ----- writers: the tables lock is held (fast (F1)) -----
+    // ----- writers: the tables lock is held (read side (F1)) -----
 
     /// Bind `name` to `value`, or unbind it with `None`.
     pub(super) fn set(&self, name: &'static str, value: Option<NameValue>) {

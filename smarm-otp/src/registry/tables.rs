@@ -1,9 +1,9 @@
 //! The registry's write side: the authoritative name table behind the
 //! registry lock, and [`Locked`], the view every locked operation works
-//! through, which keeps the lock-free side ([`Fast`]) in step.
+//! through, which keeps the lock-free side ([`ReadSide`]) in step.
 
-use super::fast::{Fast, Inbox, Padded, Published};
 use super::names::NameValue;
+use super::read_side::{Inbox, Padded, Published, ReadSide};
 use smarm_core::signal;
 use smarm_core::{Pid, Sender};
 use std::any::TypeId;
@@ -53,20 +53,20 @@ pub(super) struct Binding {
     pub(super) msg: TypeId,
 }
 
-/// The authoritative name table (inboxes live only in [`Fast`]).
+/// The authoritative name table (inboxes live only in [`ReadSide`]).
 #[derive(Default)]
 pub(super) struct Tables {
     pub(super) by_name: HashMap<&'static str, Binding, BuildHasherDefault<NameHasher>>,
     /// The names each actor holds (the reverse of `by_name`), to refresh
-    /// their lock-free values when its inbox changes (fast (F5)).
+    /// their lock-free values when its inbox changes (read side (F5)).
     names_of: HashMap<Pid, Vec<&'static str>>,
 }
 
 /// The registry, locked: every change goes through here and is published
-/// to the lock-free side ([`Fast`]) before the lock is released.
+/// to the lock-free side ([`ReadSide`]) before the lock is released.
 pub(super) struct Locked<'a> {
     pub(super) tables: &'a mut Tables,
-    pub(super) fast: &'a Fast,
+    pub(super) read_side: &'a ReadSide,
 }
 
 impl Locked<'_> {
@@ -93,7 +93,7 @@ impl Locked<'_> {
     pub(super) fn unbind(&mut self, name: &str) {
         if let Some((name, old)) = self.tables.by_name.remove_entry(name) {
             self.forget_name_of(old.pid, name);
-            self.fast.names.set(name, None);
+            self.read_side.names.set(name, None);
         }
     }
 
@@ -110,13 +110,16 @@ impl Locked<'_> {
     /// holder's current inbox.
     fn refresh_name(&self, name: &'static str) {
         let value = self.tables.by_name.get(name).map(|b| {
-            let inbox = self.fast.inbox(b.pid.index()).filter(|i| i.pid == b.pid);
+            let inbox = self
+                .read_side
+                .inbox(b.pid.index())
+                .filter(|i| i.pid == b.pid);
             NameValue::new(b.msg, inbox)
         });
-        self.fast.names.set(name, value);
+        self.read_side.names.set(name, value);
     }
 
-    /// Refresh the values of every name `pid` holds (fast (F5)).
+    /// Refresh the values of every name `pid` holds (read side (F5)).
     fn refresh_names_of(&self, pid: Pid) {
         if let Some(names) = self.tables.names_of.get(&pid) {
             for name in names {
@@ -126,9 +129,9 @@ impl Locked<'_> {
     }
 
     /// Publish (or clear) the inbox of `index`, keeping the names of the
-    /// replaced inbox's owner and of `pid` in step (fast (F5)).
+    /// replaced inbox's owner and of `pid` in step (read side (F5)).
     fn set_inbox(&self, index: u32, pid: Option<Pid>, inbox: Option<Inbox>) {
-        if let Some(owner) = self.fast.set_inbox(index, inbox) {
+        if let Some(owner) = self.read_side.set_inbox(index, inbox) {
             self.refresh_names_of(owner);
         }
         if let Some(pid) = pid {
@@ -140,19 +143,19 @@ impl Locked<'_> {
     /// dead (I2).
     pub(super) fn live_inbox(&mut self, pid: Pid) -> Option<&Inbox> {
         let stale = self
-            .fast
+            .read_side
             .inbox(pid.index())
             .is_some_and(|i| !smarm_core::is_alive(i.pid));
         if stale {
             self.set_inbox(pid.index(), None, None);
         }
-        self.fast.inbox(pid.index()).filter(|i| i.pid == pid)
+        self.read_side.inbox(pid.index()).filter(|i| i.pid == pid)
     }
 
     /// Publish `tx` as `pid`'s channel for `M`, replacing an inbox a
     /// previous tenant of the slot left.
     pub(super) fn publish<M: Send + 'static>(&mut self, pid: Pid, tx: Sender<M>) {
-        let inbox = match self.fast.inbox(pid.index()).filter(|i| i.pid == pid) {
+        let inbox = match self.read_side.inbox(pid.index()).filter(|i| i.pid == pid) {
             Some(current) => current.with(tx),
             None => {
                 // Its first channel: forget it all when it exits (I4).
@@ -173,7 +176,11 @@ impl Locked<'_> {
                 self.unbind(name);
             }
         }
-        if self.fast.inbox(pid.index()).is_some_and(|i| i.pid == pid) {
+        if self
+            .read_side
+            .inbox(pid.index())
+            .is_some_and(|i| i.pid == pid)
+        {
             self.set_inbox(pid.index(), None, None);
         }
     }

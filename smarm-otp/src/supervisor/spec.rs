@@ -175,12 +175,12 @@ impl ChildSpec {
     /// A typed actor (`#[derive(Actor)]` messages `M`) started as a server
     /// with a fresh `state()` per start; registered under `M`'s name, if
     /// it has one, at each restart.
-    pub fn actor_server<M: crate::actor::Actor, H: crate::actor::Handler<M>>(
+    pub fn actor_server<M: crate::typed::Actor, H: crate::typed::Handler<M>>(
         id: impl Into<String>,
         state: impl Fn() -> H + Send + 'static,
     ) -> Self {
         ChildSpec::new(id, move || {
-            crate::actor::start_link::<M>(state()).map(Pid::erase)
+            crate::typed::start_link::<M>(state()).map(Pid::erase)
         })
     }
 

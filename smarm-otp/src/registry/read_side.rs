@@ -143,21 +143,21 @@ struct Chunk {
 }
 
 /// The read side of one runtime's registry.
-pub(super) struct Fast {
+pub(super) struct ReadSide {
     pub(super) names: NameTable,
     inboxes: Box<[AtomicPtr<Chunk>]>,
 }
 
-impl Default for Fast {
+impl Default for ReadSide {
     fn default() -> Self {
-        Fast {
+        ReadSide {
             names: NameTable::default(),
             inboxes: (0..TOP).map(|_| AtomicPtr::new(null_mut())).collect(),
         }
     }
 }
 
-impl Fast {
+impl ReadSide {
     // ----- readers (F2) -----
 
     /// The binding of `name` (with `hash`, its `name_hash`), alive or not.
@@ -215,7 +215,7 @@ impl Fast {
     }
 }
 
-impl Drop for Fast {
+impl Drop for ReadSide {
     /// The runtime is gone: no reader remains.
     fn drop(&mut self) {
         for top in self.inboxes.iter_mut() {

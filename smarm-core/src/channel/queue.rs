@@ -1,4 +1,4 @@
-//! `Mailbox<T>`: a channel's FIFO, with the oldest message stored inline.
+//! `Queue<T>`: a channel's FIFO, with the oldest message stored inline.
 //!
 //! Most channels hold zero or one message at a time (a reply, a token, a
 //! request to an idle server). Keeping the oldest message in the channel
@@ -8,21 +8,21 @@
 
 use std::collections::VecDeque;
 
-pub(crate) struct Mailbox<T> {
+pub(crate) struct Queue<T> {
     head: Option<T>,
     rest: VecDeque<T>,
 }
 
-impl<T> Default for Mailbox<T> {
+impl<T> Default for Queue<T> {
     fn default() -> Self {
-        Mailbox {
+        Queue {
             head: None,
             rest: VecDeque::new(),
         }
     }
 }
 
-impl<T> Mailbox<T> {
+impl<T> Queue<T> {
     #[inline]
     pub(crate) fn push(&mut self, value: T) {
         if self.head.is_none() {
@@ -61,11 +61,11 @@ impl<T> Mailbox<T> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::Mailbox;
+    use super::Queue;
 
     #[test]
     fn fifo_through_head_and_rest() {
-        let mut m = Mailbox::default();
+        let mut m = Queue::default();
         for i in 0..5 {
             m.push(i);
         }
