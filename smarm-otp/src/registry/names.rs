@@ -6,7 +6,7 @@
 //! lock: a key, once written to a slot, stays until the table grows (growth
 //! copies only bound names into a table twice as large and swaps it in);
 //! a binding changes by swapping the value pointer. Every replaced value
-//! and table goes to `defer_drop` (read side (F1)). A change costs O(1) and one
+//! and table is retired through core's `defer_drop` (read side (F1)). A change costs O(1) and one
 //! small allocation, whatever the number of names.
 //!
 //! # Invariants
@@ -27,11 +27,14 @@
 
 use super::read_side::{Inbox, Padded};
 use super::tables::name_hash;
-use smarm_core::runtime;
+use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
 use smarm_core::Sender;
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::ptr::{null, null_mut};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// Something a writer unpublished, for the caller to drop once no reader
+/// can still hold it (the registry hands it to core's `defer_drop`).
+pub(super) type Retired = Box<dyn Any + Send>;
 
 /// A name's binding, as readers see it: the holder's inbox when bound,
 /// and in it the sender of the type the name was registered for.
@@ -108,6 +111,9 @@ impl Slot {
     }
 }
 
+/// Slots of a new table (it grows past half full).
+const INITIAL_SLOTS: usize = 8;
+
 /// Slots per padded group (one 128-byte line pair).
 const GROUP: usize = 4;
 
@@ -165,7 +171,7 @@ pub(super) struct NameTable {
 impl Default for NameTable {
     fn default() -> Self {
         NameTable {
-            slots: AtomicPtr::new(Box::into_raw(Box::new(Slots::with_capacity(8)))),
+            slots: AtomicPtr::new(Box::into_raw(Box::new(Slots::with_capacity(INITIAL_SLOTS)))),
             used: AtomicUsize::new(0),
         }
     }
@@ -191,8 +197,14 @@ impl NameTable {
 
     // ----- writers: the tables lock is held (read side (F1)) -----
 
-    /// Bind `name` to `value`, or unbind it with `None`.
-    pub(super) fn set(&self, name: &'static str, value: Option<NameValue>) {
+    /// Bind `name` to `value`, or unbind it with `None`; what it
+    /// unpublishes goes to `retire`.
+    pub(super) fn set(
+        &self,
+        name: &'static str,
+        value: Option<NameValue>,
+        retire: &mut dyn FnMut(Retired),
+    ) {
         let hash = name_hash(name.as_bytes());
         let (mut slot, mut key) = self.current().probe(name, hash);
         if key.is_none() {
@@ -200,7 +212,7 @@ impl NameTable {
                 return; // unbinding a name never bound
             }
             if (self.used.load(Ordering::Relaxed) + 1) * 2 > self.current().capacity() {
-                self.grow();
+                self.grow(retire);
                 (slot, key) = self.current().probe(name, hash);
             }
             if key.is_none() {
@@ -213,13 +225,13 @@ impl NameTable {
         let old = slot.value.swap(new, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: from `Box::into_raw`, and no longer reachable (N3).
-            runtime::defer_drop(unsafe { Box::from_raw(old) });
+            retire(unsafe { Box::from_raw(old) });
         }
     }
 
     /// Move every bound name into an array with room for twice as many,
     /// and publish it (N3).
-    fn grow(&self) {
+    fn grow(&self, retire: &mut dyn FnMut(Retired)) {
         let old = self.current();
         let bound: Vec<(&Slot, *mut u8)> = old
             .groups
@@ -253,7 +265,7 @@ impl NameTable {
             .swap(Box::into_raw(Box::new(next)), Ordering::AcqRel);
         // SAFETY: from `Box::into_raw`, no longer reachable; its values
         // moved to the new array, and `Slots` does not drop them (N3).
-        runtime::defer_drop(unsafe { Box::from_raw(old) });
+        retire(unsafe { Box::from_raw(old) });
     }
 }
 
@@ -262,7 +274,7 @@ impl Drop for NameTable {
     /// values (N3).
     fn drop(&mut self) {
         // SAFETY: from `Box::into_raw`; nothing reads it any more.
-        let slots = unsafe { Box::from_raw(*self.slots.get_mut()) };
+        let slots = unsafe { Box::from_raw(self.slots.load(Ordering::Relaxed)) };
         for slot in slots.groups.iter().flat_map(|g| g.0.iter()) {
             let value = slot.value.load(Ordering::Relaxed);
             if !value.is_null() {
@@ -270,5 +282,66 @@ impl Drop for NameTable {
                 drop(unsafe { Box::from_raw(value) });
             }
         }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_models {
+    //! `RUSTFLAGS="--cfg loom" cargo test -p smarm-otp --release --lib loom_models`
+
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    fn bind(table: &NameTable, name: &'static str, msg: TypeId, retired: &mut Vec<Retired>) {
+        table.set(name, Some(NameValue::new(msg, None)), &mut |r| {
+            retired.push(r)
+        });
+    }
+
+    fn lookup(table: &NameTable, name: &'static str) -> Option<TypeId> {
+        table.get(name, name_hash(name.as_bytes())).map(|v| v.msg)
+    }
+
+    /// A reader looks names up while the writer binds a fifth name (which
+    /// grows the table and republishes every binding), rebinds one and
+    /// unbinds another. The reader never misses a bound name (N1), sees
+    /// each binding whole, old or new, and what the writer unpublished is
+    /// dropped only after the reader is done, as core's deferred drop
+    /// guarantees (N3).
+    #[test]
+    fn readers_see_every_bound_name_through_growth_rebinding_and_unbinding() {
+        loom::model(|| {
+            let table = Arc::new(NameTable::default());
+            let mut retired = Vec::new();
+            for name in ["a", "b", "c", "d"] {
+                bind(&table, name, TypeId::of::<u8>(), &mut retired);
+            }
+            assert_eq!(table.current().capacity(), INITIAL_SLOTS);
+            let reader = {
+                let table = table.clone();
+                thread::spawn(move || {
+                    let a = lookup(&table, "a");
+                    assert!(
+                        a == Some(TypeId::of::<u8>()) || a == Some(TypeId::of::<u16>()),
+                        "a bound name was missed or torn during growth"
+                    );
+                    let b = lookup(&table, "b");
+                    assert!(b.is_none() || b == Some(TypeId::of::<u8>()));
+                    let e = lookup(&table, "e");
+                    assert!(e.is_none() || e == Some(TypeId::of::<u32>()));
+                    assert_eq!(lookup(&table, "c"), Some(TypeId::of::<u8>()));
+                })
+            };
+            bind(&table, "e", TypeId::of::<u32>(), &mut retired); // grows
+            bind(&table, "a", TypeId::of::<u16>(), &mut retired); // rebinds
+            table.set("b", None, &mut |r| retired.push(r)); // unbinds
+            reader.join().unwrap();
+            assert!(table.current().capacity() > INITIAL_SLOTS, "the table grew");
+            assert_eq!(lookup(&table, "a"), Some(TypeId::of::<u16>()));
+            assert_eq!(lookup(&table, "b"), None);
+            assert_eq!(lookup(&table, "e"), Some(TypeId::of::<u32>()));
+            drop(retired); // the reader is done: reclamation may run
+        });
     }
 }

@@ -93,7 +93,7 @@ impl Locked<'_> {
     pub(super) fn unbind(&mut self, name: &str) {
         if let Some((name, old)) = self.tables.by_name.remove_entry(name) {
             self.forget_name_of(old.pid, name);
-            self.read_side.names.set(name, None);
+            self.read_side.names.set(name, None, &mut retire);
         }
     }
 
@@ -116,7 +116,7 @@ impl Locked<'_> {
                 .filter(|i| i.pid == b.pid);
             NameValue::new(b.msg, inbox)
         });
-        self.read_side.names.set(name, value);
+        self.read_side.names.set(name, value, &mut retire);
     }
 
     /// Refresh the values of every name `pid` holds (read side (F5)).
@@ -184,4 +184,9 @@ impl Locked<'_> {
             self.set_inbox(pid.index(), None, None);
         }
     }
+}
+
+/// Hand what a writer unpublished to core's deferred drop (read side (F1)).
+fn retire(value: super::names::Retired) {
+    smarm_core::runtime::defer_drop(value);
 }
