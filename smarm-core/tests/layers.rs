@@ -6,12 +6,6 @@
 //! `crate::` and `super::` path in non-test code is resolved to the module
 //! it names (through the crate root's re-exports for `crate::Name`), inline
 //! paths included; a path into a higher layer is a violation.
-//!
-//! Upward dependencies that predate the check are listed in
-//! `tests/layers.allow`, one `module -> module` a line (the modules of the
-//! layer table), and shrink as the core is untangled: an unlisted upward
-//! import fails, and so does a listed one that no longer exists, so the
-//! list only ever gets shorter.
 
 #![allow(clippy::unwrap_used)] // a scan that cannot read the sources must fail the test
 
@@ -338,30 +332,13 @@ fn upward_imports(src: &Path) -> BTreeSet<String> {
 fn no_module_reaches_a_layer_above_its_own() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let found = upward_imports(&root.join("src"));
-    let allow_text = fs::read_to_string(root.join("tests/layers.allow")).unwrap_or_default();
-    let allowed: BTreeSet<String> = allow_text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(str::to_string)
-        .collect();
-    let new: Vec<_> = found.difference(&allowed).collect();
-    let gone: Vec<_> = allowed.difference(&found).collect();
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "imports that reach a layer above their module (see the layer table in \
          smarm-core/src/lib.rs; a lower layer that must call up owns a trait or \
          function value the upper layer installs):\n  {}",
-        new.iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n  ")
-    );
-    assert!(
-        gone.is_empty(),
-        "tests/layers.allow lists upward imports that no longer exist; delete \
-         these lines:\n  {}",
-        gone.iter()
+        found
+            .iter()
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
             .join("\n  ")

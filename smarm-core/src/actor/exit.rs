@@ -18,7 +18,7 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
     let (joiner, recycle, dropped, signals, reason) = {
         let mut cold = slot.cold.lock();
         let joiner = cold.joiner.take();
-        let signals = cold.signals.take();
+        let signals = crate::signal::take_signals(&mut cold);
         // A stop caused by a linked actor's exit is that exit's reason.
         let outcome = match (outcome, signals.as_ref().and_then(|s| s.kill_reason)) {
             (Outcome::Stopped, Some(reason)) => Outcome::Killed(reason),

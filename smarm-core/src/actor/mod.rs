@@ -34,12 +34,12 @@ mod exit;
 mod join;
 mod outcome;
 
+pub(crate) use crate::slot::Outcome;
 pub use crate::slot::{Addressable, Pid};
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
-pub(crate) use outcome::Outcome;
 
 use crate::loom::Ordering;
 use crate::scheduler::Shared;
@@ -235,8 +235,8 @@ pub(crate) fn spawn_in(
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
-    if signals.is_some() {
-        slot.cold.lock().signals = signals; // spawn_link: linked before it can run
+    if let Some(signals) = signals {
+        slot.cold.lock().signals = Some(signals); // spawn_link: linked before it can run
     }
     shared.live.spawned(shared.local_scheduler_id());
     let generation = slot.word.spawn_queued();

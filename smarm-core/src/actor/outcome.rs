@@ -4,18 +4,6 @@ use std::any::Any;
 use std::fmt;
 use thiserror::Error;
 
-/// How an actor finished.
-pub(crate) enum Outcome {
-    /// Its closure returned.
-    Exit,
-    /// Its closure panicked with this payload.
-    Panic(Box<dyn Any + Send>),
-    /// It unwound because of [`request_stop`](crate::request_stop).
-    Stopped,
-    /// It was stopped by an exit signal from a linked actor.
-    Killed(crate::signal::DownReason),
-}
-
 /// The actor panicked. Returned by [`JoinHandle::join`](crate::JoinHandle::join);
 /// `payload` is exactly what the panic carried, as with
 /// [`std::thread::JoinHandle::join`].

@@ -80,7 +80,6 @@ use queue::Queue;
 mod loom_models;
 
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
-pub(crate) use reply::ReplyCell;
 pub use reply::{await_reply, ReplyError, ReplySender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
 

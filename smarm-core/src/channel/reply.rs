@@ -305,10 +305,12 @@ pub fn await_reply<T>(
     timeout: Duration,
 ) -> Result<T, ReplyError> {
     let (owner, cell, deadline) = scheduler::with_current_actor("await_reply", |me, shared| {
-        let cell = shared.slots.get(me.index()).map(|slot| {
+        let cell = shared.slots.get(me.index()).and_then(|slot| {
             slot.reply
                 .get_or_init(|| Arc::new(ReplyCell::new(shared)))
                 .clone()
+                .downcast::<ReplyCell>()
+                .ok() // always a ReplyCell: only this line makes one
         });
         (me, cell, shared.coord.deadline_after(timeout))
     });

@@ -290,7 +290,7 @@ fn read(
         if slot.word.load().generation() != pid.generation() {
             return None; // recycled meanwhile (I1)
         }
-        let sig = cold.signals.as_deref();
+        let sig = crate::signal::signals_of(&cold);
         (
             sig.is_some_and(|s| s.trap.is_some()),
             sig.map_or(0, |s| s.monitors.len() as u32),

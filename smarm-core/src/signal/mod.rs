@@ -32,8 +32,9 @@ mod link;
 mod monitor;
 mod on_exit;
 
+pub use crate::slot::DownReason;
 pub use link::{link, spawn_link, trap_exit, unlink, Exit, Killed};
-pub use monitor::{demonitor, monitor, Down, DownReason, Monitor, MonitorId};
+pub use monitor::{demonitor, monitor, Down, Monitor, MonitorId};
 pub use on_exit::on_exit;
 
 pub(crate) use link::deliver_exit;
@@ -72,10 +73,21 @@ pub(crate) fn with_live_signals<R>(
     if s.generation() != pid.generation() || matches!(s.state(), State::Vacant | State::Done) {
         return None;
     }
-    let mut signals = cold.signals.take().unwrap_or_default();
+    let mut signals = take_signals(&mut cold).unwrap_or_default();
     let r = f(&mut signals, &mut cold);
     cold.signals = Some(signals);
     Some(r)
+}
+
+/// The slot's signal record, if it has one (the slot holds it
+/// type-erased; it is always a `Signals`).
+pub(crate) fn signals_of(cold: &Cold) -> Option<&Signals> {
+    cold.signals.as_deref()?.downcast_ref()
+}
+
+/// Take the slot's signal record (at finalisation, or to update it).
+pub(crate) fn take_signals(cold: &mut Cold) -> Option<Box<Signals>> {
+    cold.signals.take()?.downcast().ok()
 }
 
 /// Tell `pid`'s monitors and links that it exited with `reason` (called by

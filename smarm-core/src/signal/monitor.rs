@@ -19,59 +19,10 @@
 //! ```
 
 use super::with_live_signals;
-use crate::actor::Outcome;
 use crate::channel::{channel, Receiver};
 use crate::scheduler;
-use crate::slot::Pid;
+use crate::slot::{DownReason, Pid};
 use std::sync::atomic::Ordering;
-
-/// Why an actor went down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DownReason {
-    /// It returned normally.
-    Exit,
-    /// It panicked (the payload goes to whoever joins it).
-    Panic,
-    /// It was stopped with [`request_stop`](crate::request_stop).
-    Stopped,
-    /// It did not exist (already finished, or never did) when the monitor
-    /// or link was set up.
-    NoProc,
-    /// It was stopped by the abnormal exit of the linked actor `by`.
-    Killed {
-        /// The linked actor whose exit stopped it.
-        by: Pid,
-    },
-}
-
-impl DownReason {
-    pub(crate) fn of(outcome: &Outcome) -> DownReason {
-        match outcome {
-            Outcome::Exit => DownReason::Exit,
-            Outcome::Panic(_) => DownReason::Panic,
-            Outcome::Stopped => DownReason::Stopped,
-            Outcome::Killed(reason) => *reason,
-        }
-    }
-
-    /// Whether this exit stops linked actors that do not trap exits (every
-    /// reason but a normal exit, as in Erlang).
-    pub fn is_abnormal(self) -> bool {
-        self != DownReason::Exit
-    }
-}
-
-impl std::fmt::Display for DownReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DownReason::Exit => write!(f, "exited normally"),
-            DownReason::Panic => write!(f, "panicked"),
-            DownReason::Stopped => write!(f, "was stopped"),
-            DownReason::NoProc => write!(f, "did not exist"),
-            DownReason::Killed { by } => write!(f, "was killed by the exit of linked actor {by}"),
-        }
-    }
-}
 
 /// The message a monitor delivers: `pid` went down for `reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,8 +1,7 @@
 //! Per-slot cold data, under the slot's Leaf-class lock.
 
-use super::WaitId;
-use crate::actor::Outcome;
-use crate::signal::Signals;
+use super::{Outcome, WaitId};
+use std::any::Any;
 
 /// What a slot keeps about its actor beyond the state word. A vacant
 /// slot's cold data is already set up for its next tenant (no joiner, no
@@ -14,9 +13,10 @@ pub(crate) struct Cold {
     pub(crate) outcome: Option<Outcome>,
     /// Whether a `JoinHandle` for this incarnation still exists (slot (I4)).
     pub(crate) handle_alive: bool,
-    /// Monitors, links, exit trapping: allocated on first use, taken at
+    /// The signal layer's record (monitors, links, exit trapping; its own
+    /// type, so held type-erased here): allocated on first use, taken at
     /// finalisation.
-    pub(crate) signals: Option<Box<Signals>>,
+    pub(crate) signals: Option<Box<dyn Any + Send>>,
 }
 
 impl Cold {

@@ -61,6 +61,7 @@
 //! from (I1) and (I2); each access names that argument.
 
 mod cold;
+mod exit;
 mod pid;
 pub(crate) mod table;
 mod wait_id;
@@ -70,6 +71,8 @@ pub(crate) mod word;
 mod loom_models;
 
 pub(crate) use cold::Cold;
+pub use exit::DownReason;
+pub(crate) use exit::Outcome;
 pub use pid::{Addressable, Pid};
 pub(crate) use table::{Slot, SlotTable};
 pub(crate) use wait_id::WaitId;

@@ -57,10 +57,10 @@ pub(crate) struct Slot {
     /// (coordinator nanos). Armed by the actor, cleared when it fires.
     pub(crate) wait_timer_seq: AtomicU64,
     pub(crate) wait_timer_at: AtomicU64,
-    /// The slot's call reply cell, made on its first call and kept for
-    /// every later tenant (tags keep growing across them, channel reply
-    /// (R4)).
-    pub(crate) reply: std::sync::OnceLock<std::sync::Arc<crate::channel::ReplyCell>>,
+    /// The slot's call reply cell (the channel layer's `ReplyCell`, held
+    /// type-erased), made on its first call and kept for every later
+    /// tenant (tags keep growing across them, channel reply (R4)).
+    pub(crate) reply: std::sync::OnceLock<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
     pub(crate) cold: RawMutex<Cold>,
 }
 
