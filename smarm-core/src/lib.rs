@@ -15,7 +15,7 @@
 //! `super::` path that reaches a layer above its module's.
 //!
 //! ```text layers
-//! 0 loom config context stack sync
+//! 0 loom config context hash mapping stack sync
 //! 1 slot
 //! 2 park
 //! 3 time::heap time::bounded
@@ -27,7 +27,8 @@
 //! 9 runtime
 //! ```
 //!
-//! - 0, foundations: the sync facade, `Config`, the context switch, stacks,
+//! - 0, foundations: the sync facade, `Config`, the context switch, memory
+//!   mappings, stacks,
 //!   futexes, the internal locks and the preemption gate.
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper).
@@ -47,9 +48,11 @@ pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
+pub mod hash; //          the hash for smarm's own keys (names, timer ids)
 pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
+mod mapping; //           anonymous mmap: the one place it is called
 mod park; //              scheduler park/wake coordination
 pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate

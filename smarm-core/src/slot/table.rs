@@ -146,21 +146,10 @@ const SEGMENT_BYTES: usize = SEGMENT_LEN * std::mem::size_of::<Slot>();
 /// costs microseconds under virtualisation, and a segment is used densely).
 /// Null if the kernel refuses the memory.
 fn new_segment() -> *mut Slot {
-    // SAFETY: a fresh anonymous mapping; nothing else refers to it.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            SEGMENT_BYTES,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    let Ok(mapped) = crate::mapping::map(SEGMENT_BYTES, crate::mapping::Commit::Now) else {
         return std::ptr::null_mut();
-    }
-    let base = p.cast::<Slot>();
+    };
+    let base = mapped.as_ptr().cast::<Slot>();
     for i in 0..SEGMENT_LEN {
         // SAFETY: `base` is page-aligned (so Slot-aligned) and the mapping
         // holds SEGMENT_LEN slots; each is written once before publication.
@@ -260,15 +249,18 @@ impl SlotTable {
 impl Drop for SlotTable {
     fn drop(&mut self) {
         for seg in self.segments.iter() {
-            let p = seg.load(Ordering::Acquire);
-            if !p.is_null() {
-                // SAFETY: `p` came from `new_segment` (SEGMENT_LEN
-                // initialised slots in a mapping of SEGMENT_BYTES), and
-                // `&mut self` means no slot reference is live.
-                unsafe {
-                    std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(p, SEGMENT_LEN));
-                    libc::munmap(p.cast(), SEGMENT_BYTES);
-                }
+            let Some(p) = std::ptr::NonNull::new(seg.load(Ordering::Acquire)) else {
+                continue;
+            };
+            // SAFETY: `p` came from `new_segment` (SEGMENT_LEN initialised
+            // slots in a mapping of SEGMENT_BYTES), and `&mut self` means no
+            // slot reference is live; the mapping is ours to unmap after.
+            unsafe {
+                std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(
+                    p.as_ptr(),
+                    SEGMENT_LEN,
+                ));
+                crate::mapping::unmap(p.cast(), SEGMENT_BYTES);
             }
         }
     }

@@ -35,7 +35,8 @@
 //!
 //! # Safety
 //!
-//! `mmap`, `madvise`, `mprotect` and the signal handler live here. A
+//! `madvise`, `mprotect` and the signal handler live here (the mappings
+//! come from [`crate::mapping`]). A
 //! [`Stack`] is a plain address range; handing one to the context switch is
 //! sound because of (I1) and (I2).
 

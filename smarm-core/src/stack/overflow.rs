@@ -169,23 +169,22 @@ fn decimal(mut v: u64) -> Decimal {
 
 /// An alternate signal stack this thread installed (freed on drop).
 pub(crate) struct AltStack {
-    mapping: *mut libc::c_void,
+    mapping: std::ptr::NonNull<u8>,
     len: usize,
 }
 
 impl Drop for AltStack {
     fn drop(&mut self) {
-        // SAFETY: disable the alt stack before unmapping it; both calls act
-        // on this thread's own alt stack, which we mapped.
-        unsafe {
-            let ss = libc::stack_t {
-                ss_sp: std::ptr::null_mut(),
-                ss_flags: libc::SS_DISABLE,
-                ss_size: 0,
-            };
-            libc::sigaltstack(&ss, std::ptr::null_mut());
-            libc::munmap(self.mapping, self.len);
-        }
+        let ss = libc::stack_t {
+            ss_sp: std::ptr::null_mut(),
+            ss_flags: libc::SS_DISABLE,
+            ss_size: 0,
+        };
+        // SAFETY: disables this thread's own alt stack, before it is
+        // unmapped below.
+        unsafe { libc::sigaltstack(&ss, std::ptr::null_mut()) };
+        // SAFETY: our mapping, no longer the alt stack; nothing refers to it.
+        unsafe { crate::mapping::unmap(self.mapping, self.len) };
     }
 }
 
@@ -201,22 +200,9 @@ pub(crate) fn ensure_altstack() -> Option<AltStack> {
         return None;
     }
     let len = 64 * 1024;
-    // SAFETY: a fresh anonymous mapping.
-    let mapping = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if mapping == libc::MAP_FAILED {
-        return None;
-    }
+    let mapping = crate::mapping::map(len, crate::mapping::Commit::OnTouch).ok()?;
     let ss = libc::stack_t {
-        ss_sp: mapping,
+        ss_sp: mapping.as_ptr().cast(),
         ss_flags: 0,
         ss_size: len,
     };

@@ -2,6 +2,7 @@
 
 use super::StackError;
 use super::{overflow, Stack, GUARD_SIZE, PAGE_SIZE};
+use crate::mapping::Commit;
 use crate::sync::{LockClass, RawMutex};
 
 /// Stacks carved from one `mmap`.
@@ -144,33 +145,23 @@ impl StackPool {
                 max_map_count: self.max_map_count,
             });
         }
-        // SAFETY: a fresh anonymous private mapping; no existing memory is
-        // touched. MAP_NORESERVE: pages are committed only when touched.
-        let chunk = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
+        let mapped = match crate::mapping::map(len, Commit::Lazily) {
+            Ok(mapped) => mapped,
+            Err(err) => {
+                return Err(
+                    if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
+                        StackError::MapLimit {
+                            max_map_count: self.max_map_count,
+                        }
+                    } else {
+                        StackError::OutOfMemory {
+                            stack_size: self.size,
+                        }
+                    },
+                )
+            }
         };
-        if chunk == libc::MAP_FAILED {
-            let err = std::io::Error::last_os_error();
-            return Err(
-                if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
-                    StackError::MapLimit {
-                        max_map_count: self.max_map_count,
-                    }
-                } else {
-                    StackError::OutOfMemory {
-                        stack_size: self.size,
-                    }
-                },
-            );
-        }
-        let chunk = chunk.cast::<u8>();
+        let chunk = mapped.as_ptr();
         let kind = match state.guard {
             Some(kind) => kind,
             None => {
@@ -198,7 +189,7 @@ impl StackPool {
             if rc != 0 {
                 // SAFETY: unmapping the chunk we just mapped; no stack of it
                 // has been handed out.
-                unsafe { libc::munmap(chunk.cast(), len) };
+                unsafe { crate::mapping::unmap(mapped, len) };
                 return Err(StackError::MapLimit {
                     max_map_count: self.max_map_count,
                 });

@@ -1,11 +1,11 @@
 //! The timer heap: a min-heap of `(deadline, seq)` entries, with an armed
 //! set that makes cancellation O(1) and firing at-most-once.
 
+use crate::hash::BuildWordHasher;
 use crate::park::Coordinator;
 use crate::slot::Pid;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
 /// Identifies an armed message timer, for
@@ -59,27 +59,6 @@ impl Ord for Entry {
 /// Cancelled entries the heap may hold beyond twice the armed ones.
 const COMPACT_SLACK: usize = 64;
 
-/// Hashes a timer's sequence number (unique, increasing) with one
-/// multiply: SipHash's DoS resistance buys nothing for internal counters.
-#[derive(Default)]
-pub(crate) struct SeqHasher(u64);
-
-impl Hasher for SeqHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
 /// All timers of a runtime. Lives under the runtime's Timers-class lock,
 /// which is also the serialization the coordinator's timekeeper protocol
 /// requires (park (I4)).
@@ -91,7 +70,7 @@ pub(crate) struct TimerHeap {
     /// Timers neither fired nor cancelled. An entry not in here is skipped.
     /// Armed timers by seq, each noting whether it is an actor's cached
     /// wait timer.
-    armed: HashMap<u64, bool, BuildHasherDefault<SeqHasher>>,
+    armed: HashMap<u64, bool, BuildWordHasher>,
     /// Armed `WakeBounded` timers (they stay armed between waits, so the
     /// root-exit sweep does not count them: bounded.rs).
     cached: usize,

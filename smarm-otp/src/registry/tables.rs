@@ -4,46 +4,15 @@
 
 use super::names::NameValue;
 use super::read_side::{Inbox, Padded, Published, ReadSide};
+use smarm_core::hash::BuildWordHasher;
 use smarm_core::signal;
 use smarm_core::{Pid, Sender};
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// A multiply-rotate hash over 8-byte words (FxHash's step), computable
-/// in a `const fn`, so a `Name` constant carries its hash and a send by
-/// name does not hash at all. Names are a program's own short constants:
-/// SipHash's DoS resistance buys nothing here.
-pub(super) const fn name_hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h: u64 = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        let mut word: u64 = 0;
-        let mut j = 0;
-        while j < 8 && i + j < bytes.len() {
-            word |= (bytes[i + j] as u64) << (8 * j);
-            j += 1;
-        }
-        h = (h.rotate_left(5) ^ word).wrapping_mul(K);
-        i += 8;
-    }
-    (h.rotate_left(5) ^ bytes.len() as u64).wrapping_mul(K)
-}
-
-/// [`name_hash`] as a `Hasher`, for the authoritative `HashMap`.
-#[derive(Default)]
-pub(super) struct NameHasher(u64);
-
-impl Hasher for NameHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = name_hash(bytes) ^ self.0.rotate_left(17);
-    }
-}
+/// A name's hash: core's word hash, computable in a `const fn`, so a `Name`
+/// constant carries its hash and a send by name does not hash at all.
+pub(super) use smarm_core::hash::hash_bytes as name_hash;
 
 /// A name's holder, and the message type it was registered for (the
 /// channel a send by that name uses).
@@ -56,7 +25,7 @@ pub(super) struct Binding {
 /// The authoritative name table (inboxes live only in [`ReadSide`]).
 #[derive(Default)]
 pub(super) struct Tables {
-    pub(super) by_name: HashMap<&'static str, Binding, BuildHasherDefault<NameHasher>>,
+    pub(super) by_name: HashMap<&'static str, Binding, BuildWordHasher>,
     /// The names each actor holds (the reverse of `by_name`), to refresh
     /// their lock-free values when its inbox changes (read side (F5)).
     names_of: HashMap<Pid, Vec<&'static str>>,

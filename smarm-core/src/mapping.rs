@@ -1,0 +1,60 @@
+//! Anonymous memory mappings: the one place smarm calls `mmap` and
+//! `munmap` (actor stacks, the slot table's segments, signal stacks).
+//!
+//! # Safety
+//!
+//! [`map`] returns a fresh private mapping nothing else refers to;
+//! [`unmap`] is `unsafe` because the caller must own the whole range and
+//! hold no reference into it.
+
+use std::io;
+use std::ptr::NonNull;
+
+/// How a new mapping's pages are committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Commit {
+    /// On first touch, without reserving swap (`MAP_NORESERVE`): stacks,
+    /// whose pages are mostly never touched.
+    Lazily,
+    /// On first touch.
+    OnTouch,
+    /// All at once (`MAP_POPULATE`): memory that is used densely, where a
+    /// fault per page costs more than one call.
+    Now,
+}
+
+/// Map `len` bytes of zeroed, readable and writable private memory.
+pub(crate) fn map(len: usize, commit: Commit) -> io::Result<NonNull<u8>> {
+    let extra = match commit {
+        Commit::Lazily => libc::MAP_NORESERVE,
+        Commit::OnTouch => 0,
+        Commit::Now => libc::MAP_POPULATE,
+    };
+    // SAFETY: a fresh anonymous private mapping at an address the kernel
+    // picks; no existing memory is touched.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast()).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))
+}
+
+/// Unmap `len` bytes at `ptr`.
+///
+/// # Safety
+///
+/// `ptr..ptr + len` must be (part of) a mapping made by [`map`] that the
+/// caller owns, with no reference into it left alive.
+pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
+    // SAFETY: the caller owns the range and nothing refers into it.
+    unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+}
