@@ -8,6 +8,7 @@
 
 mod ending; //         how a behaviour's loop ends, shared by the behaviours
 pub mod gen_server; // a state-owning actor serving calls and casts
+mod key; //            the typed name behind registry::Name and pg::Group
 mod loom; //           the sync facade of the lock-free registry (loom or std)
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends

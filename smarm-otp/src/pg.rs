@@ -54,32 +54,26 @@
 //!   hear `Left` as it happens; touching a group also prunes members that
 //!   died in the moment before their hook ran.
 
+use crate::key::TypedKey;
 use crate::registry::SendError;
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::{runtime, signal, Pid};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::sync::Mutex;
 
 /// A process group accepting messages of type `M`.
-pub struct Group<M> {
-    name: &'static str,
-    _msg: PhantomData<fn(M)>,
-}
+pub struct Group<M>(TypedKey<M>);
 
 impl<M> Group<M> {
     /// The group `name` for messages of type `M`.
     pub const fn new(name: &'static str) -> Self {
-        Group {
-            name,
-            _msg: PhantomData,
-        }
+        Group(TypedKey::new(name))
     }
 
     /// The group's name.
     pub const fn as_str(&self) -> &'static str {
-        self.name
+        self.0.text()
     }
 }
 
@@ -91,7 +85,7 @@ impl<M> Clone for Group<M> {
 impl<M> Copy for Group<M> {}
 impl<M> std::fmt::Debug for Group<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Group({:?})", self.name)
+        self.0.fmt_as("Group", f)
     }
 }
 
@@ -134,7 +128,7 @@ fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R)
     runtime::with_runtime_local::<Groups, R>(|g, _| {
         let mut groups = g.groups.lock().unwrap_or_else(|e| e.into_inner());
         let members = groups
-            .entry((group.name, TypeId::of::<M>()))
+            .entry((group.as_str(), TypeId::of::<M>()))
             .or_insert_with(|| Members {
                 list: Vec::new(),
                 cursor: 0,

@@ -69,6 +69,7 @@
 //! AcqRel CAS orders the wake (slot (I3)). The loom models in
 //! `loom_models.rs` check the send/park and close/park races.
 
+mod handoff;
 mod oneshot;
 mod queue;
 mod reply;

@@ -5,25 +5,24 @@
 //!
 //! `state` goes `EMPTY` → `FULL` (sent) or `CLOSED` (sender dropped), and
 //! any of them → `GONE` (receiver dropped; a value still in the slot is
-//! dropped with it). The receiver opens a wait, stores its epoch in
-//! `waiter`, and (SeqCst fence) reads `state`: still `EMPTY`, it parks. The
-//! sender publishes `FULL` or `CLOSED`, and (SeqCst fence) reads `waiter`
-//! to wake that wait.
+//! dropped with it). Parking is the handoff protocol (`handoff.rs`): the
+//! receiver registers its wait epoch in `waiter` and re-reads `state`:
+//! still `EMPTY`, it parks; the sender publishes `FULL` or `CLOSED`, then
+//! reads `waiter` to wake that wait.
 //!
 //! # Invariants
 //!
 //! - (O1) The value is written only before `state` leaves `EMPTY` (by the
 //!   sender, Release) and read only after the receiver saw `FULL`
 //!   (Acquire); after `GONE` only the side that set it touches the slot.
-//! - (O2) No lost wake: the receiver's store of `waiter` and the sender's
-//!   store of `state` are each followed by a SeqCst fence before the other
-//!   side's load, so either the receiver sees the value (and does not
-//!   park) or the sender sees the wait (and wakes it). The loom model below
-//!   checks it.
+//! - (O2) No lost wake (handoff (H1)): either the receiver sees the value
+//!   (and does not park) or the sender sees the wait (and wakes it). The
+//!   loom model below checks it.
 //! - (O3) Only the actor that made the channel receives on it (checked):
 //!   the waiter is one epoch of one known actor.
 
-use crate::loom::{fence, AtomicU32, Ordering};
+use super::handoff::WaiterCell;
+use crate::loom::{AtomicU32, Ordering};
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::Pid;
 use std::cell::UnsafeCell;
@@ -38,8 +37,8 @@ const GONE: u32 = 3;
 
 struct Shot<T> {
     state: AtomicU32,
-    /// The receiver's current wait epoch + 1 (0: none yet).
-    waiter: AtomicU32,
+    /// The receiver's current wait (handoff (H1)).
+    waiter: WaiterCell,
     /// The receiving actor (O3).
     owner: Pid,
     /// Its runtime, to wake it from any thread (`None` only in models).
@@ -107,7 +106,7 @@ pub fn oneshot<T: Send>() -> (OneshotSender<T>, OneshotReceiver<T>) {
         scheduler::with_current_actor("oneshot", |me, shared| (me, shared.to_arc()));
     let slot = Arc::new(Shot {
         state: AtomicU32::new(EMPTY),
-        waiter: AtomicU32::new(0),
+        waiter: WaiterCell::new(),
         owner,
         runtime: Some(runtime),
         value: UnsafeCell::new(MaybeUninit::uninit()),
@@ -131,17 +130,12 @@ impl<T> Shot<T> {
         {
             return Err(()); // GONE: the only other way out of EMPTY
         }
-        fence(Ordering::SeqCst);
-        Ok(match self.waiter.load(Ordering::Relaxed) {
-            0 => None,
-            w => Some(w - 1),
-        })
+        Ok(self.waiter.to_wake())
     }
 
     /// Receiver: note the wait `epoch`, then read the state (O2).
     fn register(&self, epoch: u32) -> u32 {
-        self.waiter.store(epoch + 1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        self.waiter.register(epoch);
         self.state.load(Ordering::Acquire)
     }
 
@@ -270,7 +264,7 @@ mod loom_models {
     fn shot() -> Arc<Shot<u64>> {
         Arc::new(Shot {
             state: AtomicU32::new(EMPTY),
-            waiter: AtomicU32::new(0),
+            waiter: WaiterCell::new(),
             owner: Pid::from_parts(1, 1),
             runtime: None,
             value: UnsafeCell::new(MaybeUninit::uninit()),

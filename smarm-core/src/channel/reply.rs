@@ -18,9 +18,10 @@
 //! caller's place, wakes the caller's wait if it parked, and publishes
 //! `FULL` (or `CLOSED` when it was dropped unsent). The caller cancels a
 //! timed-out call with a CAS `OPEN` → `IDLE`; if a sender is `WRITING` it
-//! yields until the phase settles. Parking is the oneshot's protocol: the
-//! caller stores its wait epoch in `waiter`, fences, re-reads `state`; the
-//! sender fences after its claim and reads `waiter`.
+//! yields until the phase settles. Parking is the handoff protocol
+//! (`handoff.rs`), shared with the oneshot: the caller registers its wait
+//! epoch in `waiter` and re-reads `state`; the sender reads `waiter` right
+//! after its claim.
 //!
 //! # Invariants
 //!
@@ -28,8 +29,8 @@
 //!   claim touches the caller's place; it writes it before publishing
 //!   `FULL` (Release) and the caller reads it after seeing `FULL`
 //!   (Acquire).
-//! - (R2) No lost wake: the claim and the caller's `waiter` store are each
-//!   followed by a SeqCst fence before the other side's load.
+//! - (R2) No lost wake (handoff (H1)): the claim is the completer's state
+//!   change.
 //! - (R3) The caller never leaves [`await_reply`] (by return or unwind)
 //!   while its call is `WRITING`. So after a successful claim the caller's
 //!   stack frame and its runtime are alive until the sender publishes:
@@ -38,7 +39,8 @@
 //! - (R4) Outside a call the phase is `IDLE`; tags only grow, so no sender
 //!   of an old call can ever claim a new one.
 
-use crate::loom::{fence, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use super::handoff::WaiterCell;
+use crate::loom::{AtomicPtr, AtomicU64, Ordering};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::Pid;
@@ -62,8 +64,8 @@ const PHASE: u64 = 0b111;
 pub(crate) struct ReplyCell {
     /// `tag << 3 | phase`.
     state: AtomicU64,
-    /// The caller's current wait epoch + 1 (0: not parked in this call).
-    waiter: AtomicU32,
+    /// The caller's wait, if it parked in this call (handoff (H1)).
+    waiter: WaiterCell,
     /// The open call's caller (pid bits) and its place for the value
     /// (type-erased; the tag pins the type). Written at open, before the
     /// Release that publishes `OPEN`; read after a claim (Acquire).
@@ -100,7 +102,7 @@ impl ReplyCell {
     pub(crate) fn new(runtime: *const Shared) -> Self {
         ReplyCell {
             state: AtomicU64::new(IDLE),
-            waiter: AtomicU32::new(0),
+            waiter: WaiterCell::new(),
             owner: AtomicU64::new(0),
             place: AtomicPtr::new(std::ptr::null_mut()),
             runtime,
@@ -117,7 +119,7 @@ impl ReplyCell {
         let state = self.state.load(Ordering::Relaxed);
         debug_assert_eq!(state & PHASE, IDLE, "a call opened inside a call");
         let tag = (state >> 3) + 1;
-        self.waiter.store(0, Ordering::Relaxed);
+        self.waiter.clear();
         self.owner.store(owner.to_bits(), Ordering::Relaxed);
         self.place.store(place, Ordering::Relaxed);
         self.state.store(tag << 3 | OPEN, Ordering::Release);
@@ -138,16 +140,7 @@ impl ReplyCell {
         {
             return false;
         }
-        fence(Ordering::SeqCst); // (R2), before reading `waiter`
         true
-    }
-
-    /// The parked wait to wake after a claim, if any.
-    fn waiter(&self) -> Option<u32> {
-        match self.waiter.load(Ordering::Relaxed) {
-            0 => None,
-            w => Some(w - 1),
-        }
     }
 
     /// Publish the claimed call's outcome (`FULL` or `CLOSED`).
@@ -157,8 +150,7 @@ impl ReplyCell {
 
     /// Register wait `epoch` for the open call and re-read the phase (R2).
     fn register(&self, epoch: u32) -> u64 {
-        self.waiter.store(epoch + 1, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
+        self.waiter.register(epoch);
         self.state.load(Ordering::Acquire) & PHASE
     }
 
@@ -250,7 +242,7 @@ impl<T> std::fmt::Debug for ReplySender<T> {
 
 /// Wake the caller (if it parked) and publish `phase` for the claimed call.
 fn settle(cell: &ReplyCell, tag: u64, phase: u64) {
-    if let Some(epoch) = cell.waiter() {
+    if let Some(epoch) = cell.waiter.to_wake() {
         let owner = Pid::from_bits(cell.owner.load(Ordering::Relaxed));
         // SAFETY: the call is claimed and unpublished, so the caller is
         // still inside `await_reply` and its runtime is running (R3).
@@ -464,7 +456,7 @@ mod loom_models {
                 thread::spawn(move || {
                     assert!(cell.claim(tag));
                     value.store(42, Ordering::Relaxed);
-                    let woken = cell.waiter();
+                    let woken = cell.waiter.to_wake();
                     cell.publish(tag, FULL);
                     woken
                 })

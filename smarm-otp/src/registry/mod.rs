@@ -71,36 +71,27 @@ pub use error::{RegisterError, SendError};
 use read_side::ReadSide;
 use tables::{Locked, Tables};
 
+use crate::key::TypedKey;
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::time::TimerId;
 use smarm_core::{introspect, runtime, time};
 use smarm_core::{Addressable, Pid};
-use std::marker::PhantomData;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A name that accepts messages of type `M`. `const`, so the usual form is
 /// a module-level constant shared by every caller.
-pub struct Name<M> {
-    name: &'static str,
-    /// `name_hash(name)`, computed when the constant is.
-    hash: u64,
-    _msg: PhantomData<fn(M)>,
-}
+pub struct Name<M>(TypedKey<M>);
 
 impl<M> Name<M> {
     /// The name `name` for messages of type `M`.
     pub const fn new(name: &'static str) -> Self {
-        Name {
-            name,
-            hash: tables::name_hash(name.as_bytes()),
-            _msg: PhantomData,
-        }
+        Name(TypedKey::new(name))
     }
 
     /// The name's text.
     pub const fn as_str(&self) -> &'static str {
-        self.name
+        self.0.text()
     }
 }
 
@@ -112,7 +103,7 @@ impl<M> Clone for Name<M> {
 impl<M> Copy for Name<M> {}
 impl<M> std::fmt::Debug for Name<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Name({:?})", self.name)
+        self.0.fmt_as("Name", f)
     }
 }
 
@@ -199,16 +190,16 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
 pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
     let me = smarm_core::self_pid();
     with_tables(|t| {
-        if let Some(holder) = t.holder(name.name) {
+        if let Some(holder) = t.holder(name.as_str()) {
             if holder != me {
                 return Err(RegisterError::NameTaken {
-                    name: name.name,
+                    name: name.as_str(),
                     holder,
                 });
             }
         }
         t.publish(me, tx);
-        t.bind(name.name, me, std::any::TypeId::of::<M>());
+        t.bind(name.as_str(), me, std::any::TypeId::of::<M>());
         Ok(())
     })
 }
@@ -292,20 +283,23 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
 pub fn send<M: Send + 'static>(name: Name<M>, msg: M) -> Result<(), SendError<M>> {
     // ReadSide path (I4): a bound name's holder is alive until its exit hook
     // unbinds it, so only a failed send needs the liveness check.
-    let msg = match with_read_side(|read_side, _| match read_side.name(name.name, name.hash) {
-        None => Ok(Err(SendError::Unresolved(msg))),
-        Some(bound) => {
-            let sent = match bound.sender::<M>() {
-                Some(tx) => tx.send(msg).map_err(|e| e.0),
-                None => deliver_to(bound.inbox(), msg).map_err(SendError::into_inner),
-            };
-            sent.map(Ok)
-        }
-    }) {
-        Ok(sent) => return sent,
-        Err(msg) => msg,
-    };
-    with_tables(|t| match t.holder(name.name) {
+    let msg =
+        match with_read_side(
+            |read_side, _| match read_side.name(name.as_str(), name.0.hash()) {
+                None => Ok(Err(SendError::Unresolved(msg))),
+                Some(bound) => {
+                    let sent = match bound.sender::<M>() {
+                        Some(tx) => tx.send(msg).map_err(|e| e.0),
+                        None => deliver_to(bound.inbox(), msg).map_err(SendError::into_inner),
+                    };
+                    sent.map(Ok)
+                }
+            },
+        ) {
+            Ok(sent) => return sent,
+            Err(msg) => msg,
+        };
+    with_tables(|t| match t.holder(name.as_str()) {
         Some(pid) => deliver(t.read_side, pid, msg),
         None => Err(SendError::Unresolved(msg)),
     })
@@ -341,7 +335,7 @@ fn forget(pid: Pid) {
 /// `gen_server` rebuilds a typed server address from a name.
 pub(crate) fn resolve_sender<M: Send + 'static>(name: Name<M>) -> Option<(Pid, Sender<M>)> {
     with_tables(|t| {
-        let pid = t.holder(name.name)?;
+        let pid = t.holder(name.as_str())?;
         let tx = t.live_inbox(pid)?.sender::<M>()?.clone();
         Some((pid, tx))
     })
