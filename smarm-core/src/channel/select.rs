@@ -6,7 +6,6 @@
 //! siblings never wake a later wait, and nothing is cancelled. Arms whose staleness is not harmless (fd arms) ask for an
 //! eager cleanup pass, run after the wake and on a stop unwind.
 
-use super::{register_epoch, Receiver};
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::{Pid, WaitId};
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
-/// Something [`select`] can wait on: a [`Receiver`], or an
+/// Something [`select`] can wait on: a [`Receiver`](crate::Receiver), or an
 /// [`FdArm`](crate::io::FdArm) (a file descriptor's readiness). Sealed:
 /// registration is part of the runtime's wake protocol.
 ///
@@ -42,28 +41,8 @@ pub trait Selectable: sealed::Sealed {
     }
 }
 
-impl<T> sealed::Sealed for Receiver<T> {}
-
-impl<T> Selectable for Receiver<T> {
-    fn sel_register(&self, pid: Pid, epoch: u32) -> std::io::Result<bool> {
-        if !self.taken().is_empty() {
-            return Ok(false);
-        }
-        let mut g = self.inner.lock();
-        if !g.queue.is_empty() || g.senders == 0 {
-            return Ok(false);
-        }
-        register_epoch(&mut g, WaitId { pid, epoch });
-        Ok(true)
-    }
-
-    fn sel_ready(&self) -> bool {
-        self.is_ready()
-    }
-}
-
 /// Wait until one of `arms` is ready and return its index. Read the message
-/// yourself, typically with [`Receiver::try_recv`] on that arm.
+/// yourself, typically with [`Receiver::try_recv`](crate::Receiver::try_recv) on that arm.
 ///
 /// Arms are checked in order, index 0 first, both at once and after a
 /// wake: put a control channel first and it is always seen promptly. There

@@ -2,7 +2,7 @@
 //! enqueue and wake paths through it. Layers above keep per-runtime state
 //! of their own in its [`RuntimeLocals`] instead of fields here.
 
-use super::{with_worker, ExitHook, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
+use super::{with_worker, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
 use super::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::config::Config;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -15,6 +15,11 @@ use crate::sync::{LockClass, RawMutex};
 use crate::time::heap::{Entry, TimerAction, TimerHeap, TimerId};
 use std::sync::Arc as StdArc;
 use std::time::Instant;
+
+/// What the actor layer does when an actor has finished: record its
+/// outcome, tell its joiner, monitors and links, recycle its slot. Run by
+/// the scheduler during finalisation, with the actor's catch result.
+pub(crate) type ExitHook = fn(&Shared, Pid, &Slot, std::thread::Result<()>);
 
 /// Process-unique runtime identities (timer ids carry them).
 static NEXT_RUNTIME_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -1,14 +1,22 @@
 //! The scheduler loop: due-check, pop, resume, handle the intent; idle
 //! through the coordination layer.
 
+use super::current::CURRENT;
 use super::{Counters, Shared, Verdict};
-use super::{Intent, Worker, CURRENT, FAIRNESS_TICK, INJECTOR_TICK, LIFO_STREAK};
+use super::{Intent, Worker};
 use crate::loom::Ordering;
 use crate::park::ParkResult;
 use crate::slot::Pid;
 use crate::slot::Slot;
 use std::cell::Cell;
 use std::sync::Arc;
+
+/// Most consecutive pops from the next slot.
+pub(crate) const LIFO_STREAK: u32 = 16;
+/// Every this many pops, take the local queue's back instead of its front.
+pub(crate) const FAIRNESS_TICK: u32 = 31;
+/// Every this many pops, look at the injector before the local queue.
+pub(crate) const INJECTOR_TICK: u32 = 61;
 
 /// An idle scheduler's spin, in pause instructions (about 25 ns each
 /// here): between two looks at the queues (the gap doubles from the first

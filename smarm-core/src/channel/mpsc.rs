@@ -1,0 +1,536 @@
+//! The unbounded multi-producer, single-consumer channel: [`channel`],
+//! [`Sender`] and [`Receiver`]. The protocol and its invariants, cited
+//! here as (I1) to (I4), are in the `channel` module docs.
+
+// The channel's loom models (`loom_models.rs` beside this file) test this
+// module's internals.
+#[cfg(all(test, loom))]
+#[path = "loom_models.rs"]
+mod loom_models;
+
+use super::queue::Queue;
+use crate::scheduler::Shared;
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
+use crate::slot::WaitId;
+use crate::sync::{LockClass, RawMutex};
+use std::cell::{RefCell, RefMut};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Create a channel and return its `(Sender, Receiver)` halves. The channel
+/// is unbounded and open until every `Sender` is dropped.
+pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan {
+        shared: RawMutex::new(
+            LockClass::Channel,
+            Inner {
+                queue: Queue::default(),
+                parked: None,
+                runtime: None,
+                senders: 1,
+                receiver_alive: true,
+            },
+        ),
+        _gap: [0; 64],
+        taken_len: AtomicUsize::new(0),
+        received: AtomicU64::new(0),
+    });
+    (
+        Sender {
+            inner: chan.clone(),
+        },
+        Receiver {
+            inner: chan,
+            taken: RefCell::new(Queue::default()),
+        },
+    )
+}
+
+/// A channel's shared state. Senders push to the queue in `shared`; the
+/// receiver moves everything there into its own queue at once when that
+/// runs dry (see [`Receiver`]). Derefs to `shared`.
+#[repr(C)]
+pub(crate) struct Chan<T> {
+    shared: RawMutex<Inner<T>>,
+    /// Keeps the receiver's counters below, which change at every
+    /// receive, off the cache line the senders lock.
+    _gap: [u8; 64],
+    /// How many messages the receiver holds in its own queue, for
+    /// `Sender::queued_len`.
+    taken_len: AtomicUsize,
+    /// Messages the receiver has taken (written only by the receiver).
+    received: AtomicU64,
+}
+
+impl<T> std::ops::Deref for Chan<T> {
+    type Target = RawMutex<Inner<T>>;
+    fn deref(&self) -> &RawMutex<Inner<T>> {
+        &self.shared
+    }
+}
+
+pub(crate) struct Inner<T> {
+    queue: Queue<T>,
+    /// The registered receiver's wait (I2).
+    parked: Option<WaitId>,
+    /// The runtime of the last actor that registered here.
+    runtime: Option<Arc<Shared>>,
+    senders: usize,
+    receiver_alive: bool,
+}
+
+impl<T> Inner<T> {
+    /// Take the registration and wake it (called under the channel lock:
+    /// Channel → Queue is the lock order).
+    fn wake_receiver(&mut self) {
+        if let (Some(wait), Some(rt)) = (self.parked.take(), &self.runtime) {
+            rt.wake(wait);
+        }
+    }
+
+    /// Register the running actor's wait. Only the one receiver registers
+    /// (I1), so this overwrites a stale registration.
+    fn register(&mut self, wait: WaitId, shared: &Shared) {
+        let same_runtime = self
+            .runtime
+            .as_ref()
+            .is_some_and(|rt| std::ptr::eq(Arc::as_ptr(rt), shared));
+        if !same_runtime {
+            self.runtime = Some(shared.to_arc());
+        }
+        self.parked = Some(wait);
+    }
+}
+
+/// The sending half of a channel. Clone it to give more actors the right
+/// to send; the channel closes when the last clone is dropped, which wakes
+/// a parked [`Receiver`] so it sees the closure.
+pub struct Sender<T> {
+    inner: Arc<Chan<T>>,
+}
+
+/// The receiving half of a channel. A channel has one receiver: it is
+/// neither `Clone` nor `Sync`, so it can move from actor to actor but two
+/// actors can never receive on it at once; that misuse does not compile:
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+///
+/// smarm::run(|| {
+///     let (_tx, rx) = smarm::channel::<u32>();
+///     let rx = Arc::new(rx);
+///     let rx2 = rx.clone();
+///     smarm::spawn(move || drop(rx2.recv())); // Arc<Receiver> is not Send
+///     let _ = rx.recv();
+/// });
+/// ```
+///
+/// It keeps a queue of its own: when that runs dry, a receive moves the
+/// whole shared queue into it under one lock hold, so under a stream of
+/// sends (fan-in) it contends with the senders once per batch, not once
+/// per message. Everything in its own queue is older than everything still
+/// shared.
+pub struct Receiver<T> {
+    inner: Arc<Chan<T>>,
+    /// Messages already taken from the shared queue. A `RefCell`: only this
+    /// receiver's actor touches it, and a `recv_match` predicate that
+    /// re-enters the channel panics instead of aliasing it.
+    taken: RefCell<Queue<T>>,
+}
+
+/// [`Sender::send`] failed because the [`Receiver`] is gone. The message
+/// comes back in `.0`.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+#[error("smarm: send on a channel whose receiver is gone")]
+pub struct SendError<T>(pub T);
+
+/// The channel is closed: every [`Sender`] is gone and nothing is queued.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+#[error("smarm: receive on a closed channel (every sender is gone)")]
+pub struct RecvError;
+
+/// Why [`Receiver::recv_timeout`] returned without a message.
+#[derive(Debug, PartialEq, Eq, Clone, Copy, Error)]
+pub enum RecvTimeoutError {
+    /// The deadline passed with no message.
+    #[error("smarm: receive timed out")]
+    Timeout,
+    /// Every sender is gone and nothing is queued.
+    #[error("smarm: receive on a closed channel (every sender is gone)")]
+    Disconnected,
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.inner.lock().senders += 1;
+        Sender {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        let mut g = self.inner.lock();
+        g.senders -= 1;
+        if g.senders == 0 {
+            // Wake the receiver even on a non-empty queue: a `recv_match`
+            // may be parked on messages that do not match, and must see the
+            // closure instead of sleeping forever.
+            g.wake_receiver();
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let drained = {
+            let mut g = self.inner.lock();
+            g.receiver_alive = false;
+            g.parked = None;
+            std::mem::take(&mut g.queue)
+        };
+        drop(drained); // (I4): outside the lock (`taken` drops after this)
+    }
+}
+
+impl<T> std::fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender").finish_non_exhaustive()
+    }
+}
+
+impl<T> std::fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receiver").finish_non_exhaustive()
+    }
+}
+
+impl<T> Sender<T> {
+    /// Queue `value` for the receiver. Never blocks; fails only when the
+    /// [`Receiver`] is gone, returning the message in [`SendError`].
+    ///
+    /// ```
+    /// let (tx, rx) = smarm::channel();
+    /// tx.send(1).unwrap();
+    /// drop(rx);
+    /// assert_eq!(tx.send(2), Err(smarm::SendError(2)));
+    /// ```
+    pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        let mut g = self.inner.lock();
+        if !g.receiver_alive {
+            return Err(SendError(value));
+        }
+        g.queue.push(value);
+        g.wake_receiver();
+        Ok(())
+    }
+
+    /// Whether the receiver is gone (a `send` would fail).
+    pub fn is_closed(&self) -> bool {
+        !self.inner.lock().receiver_alive
+    }
+
+    /// Messages the receiver has taken so far (for introspection).
+    pub fn received_count(&self) -> u64 {
+        self.inner.received.load(Ordering::Relaxed)
+    }
+
+    /// Messages queued and not yet received (for introspection).
+    pub fn queued_len(&self) -> usize {
+        self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Wait for the next message. `Err(RecvError)` once every sender is
+    /// gone and the queue is empty.
+    ///
+    /// # Panics
+    ///
+    /// If the queue is empty and the caller is not an actor, or another
+    /// actor is receiving on this channel at the same time.
+    pub fn recv(&self) -> Result<T, RecvError> {
+        loop {
+            let wait = {
+                let mut taken = self.taken();
+                let mut g = match take_one(&mut taken, &self.inner) {
+                    Taken::Message(v) => return Ok(self.count(v)),
+                    Taken::Empty(g) => g,
+                };
+                if g.senders == 0 {
+                    return Err(RecvError);
+                }
+                register_current(&mut g, "Receiver::recv")
+            };
+            wait.park();
+        }
+    }
+
+    /// Take a message if one is queued, without waiting: `Ok(None)` when
+    /// the channel is open but empty. Works outside actors too.
+    pub fn try_recv(&self) -> Result<Option<T>, RecvError> {
+        let mut taken = self.taken();
+        match take_one(&mut taken, &self.inner) {
+            Taken::Message(v) => Ok(Some(self.count(v))),
+            Taken::Empty(g) if g.senders == 0 => Err(RecvError),
+            Taken::Empty(_) => Ok(None),
+        }
+    }
+
+    /// Like [`recv`](Self::recv), but give up after `timeout`. A message
+    /// that arrives as the deadline passes wins: it is returned, never
+    /// lost. `Duration::ZERO` is valid: it takes a queued message, else
+    /// reports `Timeout` at once.
+    ///
+    /// ```
+    /// use smarm::RecvTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let (tx, rx) = smarm::channel::<u32>();
+    ///     assert_eq!(rx.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
+    ///     tx.send(7).unwrap();
+    ///     assert_eq!(rx.recv_timeout(Duration::ZERO), Ok(7));
+    ///     drop(tx);
+    ///     assert_eq!(rx.recv_timeout(Duration::from_secs(1)), Err(RecvTimeoutError::Disconnected));
+    /// });
+    /// ```
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+        let mut waiter = TimedRecv { rx: self };
+        scheduler::bounded_wait(
+            "Receiver::recv_timeout",
+            &mut waiter,
+            deadline,
+            timeout.is_zero(),
+        )
+    }
+
+    /// Selective receive: take the first queued message for which `pred`
+    /// holds, leaving the others queued in order; wait if none matches.
+    /// `Err(RecvError)` once every sender is gone and nothing matches.
+    /// `pred` runs under the channel lock: keep it cheap and do not touch
+    /// this channel from it.
+    ///
+    /// ```
+    /// smarm::run(|| {
+    ///     let (tx, rx) = smarm::channel::<(u8, &str)>();
+    ///     tx.send((1, "low")).unwrap();
+    ///     tx.send((9, "urgent")).unwrap();
+    ///     assert_eq!(rx.recv_match(|m| m.0 > 5).unwrap(), (9, "urgent"));
+    ///     assert_eq!(rx.recv().unwrap(), (1, "low"));
+    /// });
+    /// ```
+    pub fn recv_match<F>(&self, pred: F) -> Result<T, RecvError>
+    where
+        F: Fn(&T) -> bool,
+    {
+        loop {
+            let wait = {
+                let mut taken = self.taken();
+                if let Some(v) = taken.take_first(&pred) {
+                    return Ok(self.count(v));
+                }
+                let mut g = self.inner.lock();
+                if let Some(v) = g.queue.take_first(&pred) {
+                    return Ok(self.count(v));
+                }
+                if g.senders == 0 {
+                    return Err(RecvError);
+                }
+                register_current(&mut g, "Receiver::recv_match")
+            };
+            wait.park();
+        }
+    }
+
+    /// Non-blocking [`recv_match`](Self::recv_match): `Ok(None)` when the
+    /// channel is open and nothing matches.
+    pub fn try_recv_match<F>(&self, pred: F) -> Result<Option<T>, RecvError>
+    where
+        F: Fn(&T) -> bool,
+    {
+        let mut taken = self.taken();
+        if let Some(v) = taken.take_first(&pred) {
+            return Ok(Some(self.count(v)));
+        }
+        let mut g = self.inner.lock();
+        if let Some(v) = g.queue.take_first(&pred) {
+            return Ok(Some(self.count(v)));
+        }
+        if g.senders == 0 {
+            return Err(RecvError);
+        }
+        Ok(None)
+    }
+
+    /// Messages queued and not yet received.
+    pub fn len(&self) -> usize {
+        self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
+    }
+
+    /// Whether no message is queued.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Count a message taken (single writer: this receiver).
+    #[inline]
+    fn count(&self, v: T) -> T {
+        let n = &self.inner.received;
+        n.store(n.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        v
+    }
+
+    /// The receiver's own queue (see the type docs).
+    fn taken(&self) -> TakenGuard<'_, T> {
+        match self.taken.try_borrow_mut() {
+            Ok(queue) => TakenGuard {
+                queue,
+                len: &self.inner.taken_len,
+            },
+            Err(_) => {
+                panic!("smarm: a recv_match predicate used its own channel; keep predicates pure")
+            }
+        }
+    }
+
+    /// Whether a receive would not block: a message is queued, or the
+    /// channel is closed.
+    pub(crate) fn is_ready(&self) -> bool {
+        if !self.taken().is_empty() {
+            return true;
+        }
+        let g = self.inner.lock();
+        !g.queue.is_empty() || g.senders == 0
+    }
+}
+
+/// Access to the receiver's own queue; publishes its length on release.
+struct TakenGuard<'a, T> {
+    queue: RefMut<'a, Queue<T>>,
+    len: &'a AtomicUsize,
+}
+
+impl<T> std::ops::Deref for TakenGuard<'_, T> {
+    type Target = Queue<T>;
+    fn deref(&self) -> &Queue<T> {
+        &self.queue
+    }
+}
+
+impl<T> std::ops::DerefMut for TakenGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut Queue<T> {
+        &mut self.queue
+    }
+}
+
+impl<T> Drop for TakenGuard<'_, T> {
+    fn drop(&mut self) {
+        self.len.store(self.queue.len(), Ordering::Relaxed);
+    }
+}
+
+enum Taken<'a, T> {
+    Message(T),
+    /// Nothing queued; the shared lock is still held.
+    Empty(crate::sync::RawMutexGuard<'a, Inner<T>>),
+}
+
+/// The receive step: the oldest message from `taken`, else move the whole
+/// shared queue into `taken` (one contended lock hold per batch) and take
+/// from there.
+fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
+    if let Some(v) = taken.pop() {
+        return Taken::Message(v);
+    }
+    let mut g = chan.lock();
+    // `taken` is empty: the swap leaves its (empty) buffer to the senders.
+    std::mem::swap(taken, &mut g.queue);
+    match taken.pop() {
+        Some(v) => Taken::Message(v),
+        None => Taken::Empty(g),
+    }
+}
+
+/// Open a wait for the running actor and register it on the channel whose
+/// lock is held.
+fn register_current<T>(g: &mut Inner<T>, what: &str) -> Wait {
+    Wait::open_with(what, |wait, shared| g.register(wait, shared))
+}
+
+/// `recv_timeout`'s side of the bounded-wait loop.
+struct TimedRecv<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> BoundedWaiter for TimedRecv<'_, T> {
+    type Output = Result<T, RecvTimeoutError>;
+
+    fn ready(&mut self) -> Option<Self::Output> {
+        let mut taken = self.rx.taken();
+        match take_one(&mut taken, &self.rx.inner) {
+            Taken::Message(v) => Some(Ok(self.rx.count(v))),
+            Taken::Empty(g) if g.senders == 0 => Some(Err(RecvTimeoutError::Disconnected)),
+            Taken::Empty(_) => None,
+        }
+    }
+
+    fn timed_out(&mut self) -> Option<Self::Output> {
+        Some(Err(RecvTimeoutError::Timeout))
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<Self::Output> {
+        if !self.rx.taken().is_empty() {
+            return Registered::Ready;
+        }
+        let mut g = self.rx.inner.lock();
+        if !g.queue.is_empty() || g.senders == 0 {
+            return Registered::Ready;
+        }
+        register_epoch(&mut g, wait.id());
+        Registered::Yes
+    }
+
+    const UNREGISTERS: bool = true;
+
+    fn unregister(&mut self, wait: WaitId) {
+        // Whatever woke us, this wait is over: drop a registration the
+        // sender did not take.
+        let mut g = self.rx.inner.lock();
+        if g.parked == Some(wait) {
+            g.parked = None;
+        }
+    }
+}
+
+/// Register the running actor's wait `wait`, already open (a `select`'s
+/// arms share one; a timed receive registers after its deadline check).
+fn register_epoch<T>(g: &mut Inner<T>, wait: WaitId) {
+    scheduler::with_current_actor("select", |_, shared| g.register(wait, shared));
+}
+
+impl<T> super::select::sealed::Sealed for Receiver<T> {}
+
+/// A receiver as a `select` arm: registered under the channel lock, like a
+/// receive that found nothing (I2).
+impl<T> super::select::Selectable for Receiver<T> {
+    fn sel_register(&self, pid: crate::slot::Pid, epoch: u32) -> std::io::Result<bool> {
+        if !self.taken().is_empty() {
+            return Ok(false);
+        }
+        let mut g = self.inner.lock();
+        if !g.queue.is_empty() || g.senders == 0 {
+            return Ok(false);
+        }
+        register_epoch(&mut g, WaitId { pid, epoch });
+        Ok(true)
+    }
+
+    fn sel_ready(&self) -> bool {
+        self.is_ready()
+    }
+}

@@ -1,0 +1,124 @@
+//! The scheduler running on this thread: its `Worker`, reached through a
+//! thread-local that is re-read after every switch (scheduler (I2)), and
+//! the running actor's pid and runtime.
+
+use super::{Intent, Shared};
+use crate::slot::Pid;
+use std::cell::Cell;
+
+/// Per-scheduler state, on the scheduler thread's stack (I1).
+pub(crate) struct Worker {
+    pub(crate) id: usize,
+    pub(crate) shared: *const Shared,
+    /// The scheduler context's saved stack pointer while an actor runs.
+    pub(super) sched_sp: Cell<*mut u8>,
+    /// The actor running on this thread, if any.
+    pub(crate) current: Cell<Option<Pid>>,
+    pub(super) intent: Cell<Intent>,
+    /// How the finished actor's closure ended (caught at its base frame).
+    pub(super) exit_result: Cell<Option<std::thread::Result<()>>>,
+    /// The LIFO next slot (I3).
+    pub(crate) next: Cell<Option<Pid>>,
+    pub(super) lifo_streak: Cell<u32>,
+    pub(super) tick: Cell<u32>,
+    /// Resumes so far; a safepoint that sees a new value starts a slice.
+    pub(crate) resumes: Cell<u64>,
+    /// The resume the current timeslice belongs to, and its start tick.
+    pub(crate) slice_resume: Cell<u64>,
+    pub(crate) slice_start: Cell<u64>,
+    /// Open `with_worker` spans (preempt (I1)).
+    pub(crate) busy: Cell<u32>,
+    /// The running actor has a wait open (`begin_wait` without its park
+    /// or `retire_wait` yet): no preemption (preempt (I2)).
+    pub(crate) wait_open: Cell<bool>,
+    /// An actor that parked by switching straight to the next-slot actor;
+    /// its park is committed by that actor once it runs (`settle_handoff`).
+    pub(super) handed_off: Cell<Option<Pid>>,
+    /// Stacks cached by this scheduler, so spawn and finalisation rarely
+    /// take the pool lock.
+    pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
+}
+
+/// Stacks a scheduler fetches from the pool at once.
+pub(crate) const STACK_BATCH: usize = 32;
+/// A scheduler's cache spills `STACK_BATCH` stacks back beyond this.
+pub(crate) const STACK_CACHE_MAX: usize = 2 * STACK_BATCH;
+
+std::thread_local! {
+    pub(super) static CURRENT: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
+}
+
+/// The scheduler running on this thread, or null. Never inlined, so the
+/// thread-local address is recomputed on every call (I2).
+#[inline(never)]
+pub(crate) fn current_worker() -> *const Worker {
+    CURRENT.with(|c| c.get())
+}
+
+/// Run `f` with the current scheduler and its runtime, if this thread is
+/// one. The references must not outlive `f` and `f` must not switch (I2).
+#[inline]
+pub(crate) fn with_worker<R>(f: impl FnOnce(&Worker, &Shared) -> R) -> Option<R> {
+    let w = current_worker();
+    if w.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null CURRENT points to the Worker on this thread's
+    // scheduler stack frame, which outlives all actor code run on this
+    // thread (run_worker clears CURRENT before returning); `shared` points
+    // into the Arc that run_worker holds for the same span.
+    let (worker, shared) = unsafe { (&*w, &*(*w).shared) };
+    // `f` holds a borrow derived from the thread-local: no preemption
+    // while it runs, even if it allocates (preempt (I1)).
+    let _busy = Busy::enter(worker);
+    Some(f(worker, shared))
+}
+
+/// Marks a `with_worker` span on its worker (a plain counter: cheaper than
+/// the thread-local gate, and the worker is already at hand).
+struct Busy<'a>(&'a Worker);
+
+impl<'a> Busy<'a> {
+    #[inline]
+    fn enter(w: &'a Worker) -> Self {
+        w.busy.set(w.busy.get() + 1);
+        Busy(w)
+    }
+}
+
+impl Drop for Busy<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.busy.set(self.0.busy.get() - 1);
+    }
+}
+
+/// Whether this thread's scheduler is inside a `with_worker` span.
+pub(crate) fn worker_busy() -> bool {
+    let w = current_worker();
+    // SAFETY: as in `with_worker`: a non-null CURRENT is this thread's live
+    // Worker; `busy` is a Cell read on its own thread.
+    !w.is_null() && unsafe { (*w).busy.get() } > 0
+}
+
+/// The running actor's pid and runtime, or a panic naming `what` that says
+/// how to fix the call.
+#[inline]
+pub(crate) fn with_current_actor<R>(what: &str, f: impl FnOnce(Pid, &Shared) -> R) -> R {
+    match with_worker(|w, shared| w.current.get().map(|pid| (pid, shared as *const Shared))) {
+        Some(Some((pid, shared))) => {
+            // SAFETY: as in `with_worker`: the runtime outlives the actor.
+            f(pid, unsafe { &*shared })
+        }
+        _ => outside_actor(what),
+    }
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn outside_actor(what: &str) -> ! {
+    panic!(
+        "smarm: `{what}` must be called from inside an actor: start the runtime with \
+         smarm::run(|| ...) (or Runtime::run) and call it from that closure or an actor it spawns"
+    )
+}

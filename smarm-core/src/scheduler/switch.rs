@@ -1,0 +1,146 @@
+//! Switching the running actor out: why it leaves (`Intent`), the park
+//! and the yield, and the cooperative stop observed on the way
+//! (`StopSignal`).
+
+use super::{outside_actor, preempt, with_current_actor, with_worker, worker};
+
+/// Why an actor switched back to its scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Intent {
+    /// Run again later (back of the local queue).
+    Yield,
+    /// Suspend until a matching wake (commit the park on the slot word).
+    Park,
+    /// Timeslice spent at a safepoint: run again later, on this thread.
+    Preempt,
+    /// The actor finished; how, is in `Worker::exit_result`.
+    Exit,
+}
+
+/// The unwind payload of a cooperative stop, raised at a safepoint by
+/// [`check_stop`] and the park; the actor layer reads it as a stop, not a
+/// panic.
+pub(crate) struct StopSignal;
+
+/// Switch from the running actor back to its scheduler with `intent`.
+/// Returns when the actor is resumed, possibly on another thread (I2).
+#[inline]
+pub(super) fn switch_out(intent: Intent) {
+    switch_out_observing(intent, false, false);
+}
+
+/// [`switch_out`], observing a stop request on the way (for a park: a stop
+/// already requested skips the switch). Returns whether the actor should
+/// unwind with a stop now. Inlined: every frame below a parked actor's
+/// switch is part of what a resume must bring back into cache.
+#[inline]
+fn switch_out_observing(intent: Intent, observe_stop: bool, leave_bounded: bool) -> bool {
+    crate::sync::assert_no_locks_held();
+    assert!(
+        preempt::preemption_enabled(),
+        "smarm: a blocking call while a NoPreempt guard is open on this thread: \
+         drop the guard (and any runtime lock) before blocking"
+    );
+    let (slot_sp, to_sp) = match with_worker(|w, shared| {
+        let pid = w.current.get()?;
+        let slot = shared.slots.get(pid.index())?;
+        let unwinding = std::thread::panicking();
+        if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
+            if leave_bounded {
+                crate::time::bounded::leave(slot);
+            }
+            return Some(None);
+        }
+        // Unwinding (std's panic count is per thread) or preempted (user
+        // code may hold a thread-local borrow it cannot see): resume here.
+        let pin = if unwinding || intent == Intent::Preempt {
+            w.id as u32 + 1
+        } else {
+            0
+        };
+        slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
+        if intent == Intent::Park && pin == 0 {
+            if let Some(next_sp) = worker::direct_target(w, shared) {
+                w.handed_off.set(Some(pid));
+                return Some(Some((slot.sp_ptr(), next_sp)));
+            }
+        }
+        w.intent.set(intent);
+        Some(Some((slot.sp_ptr(), w.sched_sp.get())))
+    }) {
+        Some(Some(Some(ptrs))) => ptrs,
+        Some(Some(None)) => return true, // stopped before switching
+        _ => outside_actor("park"),
+    };
+    // SAFETY: `slot_sp` is the running actor's save cell (we are that
+    // actor). `to_sp` is either this scheduler's own context, saved by its
+    // switch into us and parked in `run_actor` waiting for exactly this
+    // switch, or the next-slot actor's saved context, which this scheduler
+    // owns (`direct_target`) and which was suspended inside this function.
+    unsafe { crate::context::switch(slot_sp, to_sp) };
+    // Resumed, perhaps on another thread: finish a handoff made to us, end
+    // a bounded wait (time bounded (B2)), and see whether a stop came while
+    // we were away.
+    with_worker(|w, shared| {
+        worker::settle_handoff(w, shared);
+        let slot = w
+            .current
+            .get()
+            .and_then(|pid| shared.slots.get(pid.index()));
+        if leave_bounded {
+            if let Some(slot) = slot {
+                crate::time::bounded::leave(slot);
+            }
+        }
+        observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
+    }) == Some(true)
+        && !std::thread::panicking()
+}
+
+/// Unwind the running actor if a stop was requested: the cooperative stop
+/// observed at every safepoint. Not while already unwinding (a second
+/// panic would abort the process).
+#[inline]
+pub(crate) fn check_stop() {
+    let stop = with_worker(|w, shared| {
+        w.current
+            .get()
+            .and_then(|pid| shared.slots.get(pid.index()))
+            .is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
+    });
+    if stop == Some(true) && !std::thread::panicking() {
+        std::panic::resume_unwind(Box::new(StopSignal));
+    }
+}
+
+/// Let every other runnable actor have a turn, observing a stop before
+/// and after (the public `yield_now`).
+pub(crate) fn yield_now() {
+    check_stop();
+    with_current_actor("yield_now", |_, _| ());
+    switch_out(Intent::Yield);
+    check_stop();
+}
+
+/// Yield without observing a stop (spawn backpressure: `spawn` never
+/// unwinds).
+pub(crate) fn yield_without_stop() {
+    switch_out(Intent::Yield);
+}
+
+/// Park the running actor until a wake for its current wait, observing a
+/// stop before and after; `leave_bounded` ends the actor's bounded wait
+/// (time bounded (B2)) once the park is over, on either path. Only
+/// [`wait::Wait`] parks (wait (W1)).
+#[inline(always)]
+pub(super) fn park(leave_bounded: bool) {
+    if switch_out_observing(Intent::Park, true, leave_bounded) {
+        unwind_stop();
+    }
+}
+
+/// Unwind the running actor with a cooperative stop.
+#[cold]
+pub(super) fn unwind_stop() -> ! {
+    std::panic::resume_unwind(Box::new(StopSignal))
+}
