@@ -1,0 +1,209 @@
+//! Starting actors (`spawn`, `try_spawn`, `spawn_under`, `spawn_in`),
+//! and what an actor asks about itself and others: `self_pid`,
+//! `yield_now`, `is_alive`, `request_stop`.
+
+use super::{JoinHandle, SpawnError};
+use crate::loom::Ordering;
+use crate::scheduler::Shared;
+use crate::scheduler::{self, with_current_actor};
+use crate::slot::table::Entry;
+use crate::slot::Pid;
+
+/// Start a new actor running `f` and return its [`JoinHandle`].
+///
+/// The child runs concurrently with its parent; it starts as soon as the
+/// parent blocks or yields (or on another scheduler thread sooner). Drop
+/// the handle to let the actor run detached.
+///
+/// ```
+/// smarm::run(|| {
+///     let handles: Vec<_> = (0..10).map(|i| smarm::spawn(move || assert!(i < 10))).collect();
+///     for h in handles {
+///         h.join().unwrap();
+///     }
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor, or if the actor cannot be created (see
+/// [`try_spawn`], which returns the [`SpawnError`] instead).
+pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
+    match try_spawn(f) {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Like [`spawn`], but a full actor table or exhausted stack memory is an
+/// error instead of a panic.
+pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
+    let handle = with_current_actor("try_spawn", |me, shared| {
+        spawn_in(shared, Some(me), Box::new(f), None)
+    })?;
+    spawn_backpressure();
+    Ok(handle)
+}
+
+/// A spawner that has queued [`SPAWN_BACKLOG`] children on its scheduler
+/// without blocking yields to them, so they run (and free their stacks)
+/// before it spawns more: the live set stays bounded by scheduling, not by
+/// memory. Not a stop safepoint: `spawn` never unwinds.
+fn spawn_backpressure() {
+    let backlog = scheduler::with_worker(|w, shared| shared.queues[w.id].local.len());
+    if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) {
+        scheduler::yield_without_stop();
+    }
+}
+
+/// Local queue length at which a spawner yields to its children.
+const SPAWN_BACKLOG: usize = 256;
+
+/// Like [`spawn`], but record `parent` as the new actor's parent instead of
+/// the caller (for supervisors that start children on behalf of others).
+///
+/// ```
+/// smarm::run(|| {
+///     let me = smarm::self_pid();
+///     smarm::spawn_under(me, || {}).join().unwrap();
+/// });
+/// ```
+pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> JoinHandle {
+    let parent = parent.erase();
+    match with_current_actor("spawn_under", |_, shared| {
+        spawn_in(shared, Some(parent), Box::new(f), None)
+    }) {
+        Ok(h) => {
+            spawn_backpressure();
+            h
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The pid of the calling actor.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn self_pid() -> Pid {
+    with_current_actor("self_pid", |me, _| me)
+}
+
+/// Let every other runnable actor have a turn, then continue. A long
+/// computation that never blocks should call this now and then.
+///
+/// ```
+/// smarm::run(|| {
+///     let mut sum = 0u64;
+///     for i in 0..1_000_000u64 {
+///         sum += i;
+///         if i % 10_000 == 0 {
+///             smarm::yield_now();
+///         }
+///     }
+///     assert_eq!(sum, 499_999_500_000);
+/// });
+/// ```
+pub fn yield_now() {
+    scheduler::yield_now();
+}
+
+/// Whether `pid` is a live actor (spawned, not finished) of the runtime the
+/// caller runs on. `false` outside any runtime.
+///
+/// ```
+/// smarm::run(|| {
+///     let child = smarm::spawn(|| smarm::sleep(std::time::Duration::from_millis(5)));
+///     let pid = child.pid();
+///     assert!(smarm::is_alive(pid));
+///     child.join().unwrap();
+///     assert!(!smarm::is_alive(pid));
+/// });
+/// ```
+pub fn is_alive<A>(pid: Pid<A>) -> bool {
+    let pid = pid.erase();
+    scheduler::with_worker(|_, shared| alive_in(shared, pid)).unwrap_or(false)
+}
+
+/// [`is_alive`] on the runtime `shared`.
+#[inline]
+pub(crate) fn alive_in(shared: &Shared, pid: Pid) -> bool {
+    shared.slots.get(pid.index()).is_some_and(|slot| {
+        let s = slot.word.load();
+        s.generation() == pid.generation()
+            && !matches!(
+                s.state(),
+                crate::slot::word::State::Vacant | crate::slot::word::State::Done
+            )
+    })
+}
+
+/// Ask actor `pid` to stop. The actor unwinds from its next safepoint
+/// (any blocking call, or `yield_now`), running its destructors; its
+/// [`JoinHandle::join`] then returns `Ok(())`. A finished or unknown pid is
+/// ignored. An actor that loops without ever reaching a safepoint cannot be
+/// stopped.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let sleeper = smarm::spawn(|| smarm::sleep(Duration::from_secs(3600)));
+///     smarm::request_stop(sleeper.pid());
+///     assert!(sleeper.join().is_ok());
+/// });
+/// ```
+pub fn request_stop<A>(pid: Pid<A>) {
+    let pid = pid.erase();
+    with_current_actor("request_stop", |_, shared| shared.request_stop(pid));
+}
+
+/// Create an actor in `shared` (the spawner is `parent`): stack, slot,
+/// entry frame, live count, enqueue.
+pub(crate) fn spawn_in(
+    shared: &Shared,
+    parent: Option<Pid>,
+    f: Entry,
+    signals: Option<Box<crate::signal::Signals>>,
+) -> Result<JoinHandle, SpawnError> {
+    let stack = shared.take_stack()?;
+    let index = match shared.slots.alloc() {
+        Ok(i) => i,
+        Err(e) => {
+            shared.release_stack(stack);
+            return Err(e.into());
+        }
+    };
+    let Some(slot) = shared.slots.get(index) else {
+        shared.release_stack(stack);
+        return Err(SpawnError::AtCapacity {
+            max_actors: shared.slots.capacity(),
+        });
+    };
+    // SAFETY: the slot is Vacant and was just taken off the free list, so
+    // the spawner owns its runner cells until the enqueue below (slot
+    // (I2)). A null `sp` tells the first resume to write the entry frame:
+    // the stack's first page is then touched by the thread that runs the
+    // actor, not by the spawner.
+    unsafe {
+        let runner = slot.runner();
+        runner.sp = std::ptr::null_mut();
+        runner.stack = Some(stack);
+        runner.entry = Some(f);
+    }
+    slot.pinned.store(0, Ordering::Relaxed);
+    slot.overruns.store(0, Ordering::Relaxed);
+    slot.budget.store(0, Ordering::Relaxed);
+    slot.bounded_epoch.store(0, Ordering::Relaxed);
+    slot.parent
+        .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
+    if let Some(signals) = signals {
+        slot.cold.lock().signals = Some(signals); // spawn_link: linked before it can run
+    }
+    shared.live.spawned(shared.local_scheduler_id());
+    let generation = slot.word.spawn_queued();
+    let pid = Pid::from_parts(index, generation);
+    shared.enqueue_woken(pid, slot);
+    Ok(JoinHandle::new(pid, shared))
+}

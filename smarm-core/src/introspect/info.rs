@@ -1,0 +1,106 @@
+//! What introspection reports: an actor's [`ActorInfo`], a
+//! [`RuntimeSnapshot`] of every actor and scheduler, the spawn forest as a
+//! [`RuntimeTree`].
+
+use crate::slot::Pid;
+
+/// The version of the [`RuntimeSnapshot`] / [`RuntimeTree`] shape; it
+/// changes when their fields do.
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 2;
+
+/// What an actor is doing, from the scheduler's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActorState {
+    /// Runnable, waiting for a scheduler.
+    Queued,
+    /// Running on a scheduler thread.
+    Running,
+    /// Running, and woken for the wait it is about to start.
+    Notified,
+    /// Blocked: on a channel, a timer, a lock, IO, a join.
+    Parked,
+    /// Finished; kept until its `JoinHandle` is joined or dropped.
+    Done,
+}
+
+/// One actor, as seen at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActorInfo {
+    /// The actor.
+    pub pid: Pid,
+    /// Names it is registered under (from the registry's hook).
+    pub names: Vec<&'static str>,
+    /// What it is doing.
+    pub state: ActorState,
+    /// Who spawned it (or the pid given to `spawn_under`); the root's is
+    /// itself.
+    pub supervisor: Pid,
+    /// Whether it traps exits.
+    pub trap_exit: bool,
+    /// How many monitors watch it.
+    pub monitors: u32,
+    /// How many actors it is linked to.
+    pub links: u32,
+    /// How many actors are blocked joining it.
+    pub joiners: u32,
+    /// Messages queued on the channels it published through the registry.
+    pub mailbox_depth: u32,
+    /// Times a preempting safepoint (`check!()` or an allocation under
+    /// [`PreemptingAlloc`](crate::PreemptingAlloc)) switched it out for
+    /// overrunning its timeslice.
+    pub overruns: u64,
+    /// Messages it has taken from the channels it published through the
+    /// registry.
+    pub messages_received: u64,
+    /// Timeslice-clock ticks it has run for (CPU cycles where the cycle
+    /// counter is invariant, else nanoseconds), with the
+    /// `budget-accounting` feature; `None` without it.
+    pub budget_cycles: Option<u64>,
+}
+
+/// Every actor of the runtime (see the module docs on consistency).
+#[derive(Debug, Clone)]
+pub struct RuntimeSnapshot {
+    /// [`SNAPSHOT_FORMAT_VERSION`].
+    pub format_version: u16,
+    /// One entry per actor, in slot order.
+    pub actors: Vec<ActorInfo>,
+    /// One entry per scheduler thread.
+    pub schedulers: Vec<SchedulerStats>,
+}
+
+/// What one scheduler thread has done since the runtime was built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// Its index.
+    pub id: usize,
+    /// Actor resumes.
+    pub actors_run: u64,
+    /// Times it parked with nothing to do.
+    pub parks: u64,
+    /// Parks that ended with a wake (the rest reached a timer deadline).
+    pub wakes: u64,
+    /// Successful steals from other schedulers.
+    pub steals: u64,
+}
+
+/// One node of the spawn forest.
+#[derive(Debug, Clone)]
+pub struct TreeNode {
+    /// The actor.
+    pub info: ActorInfo,
+    /// Its parent was not in the snapshot (it had finished), so the actor
+    /// was placed at the top instead of being lost.
+    pub orphaned: bool,
+    /// The actors it spawned.
+    pub children: Vec<TreeNode>,
+}
+
+/// The spawn forest: roots are actors without a parent in the snapshot.
+#[derive(Debug, Clone)]
+pub struct RuntimeTree {
+    /// [`SNAPSHOT_FORMAT_VERSION`].
+    pub format_version: u16,
+    /// The top-level actors.
+    pub roots: Vec<TreeNode>,
+}

@@ -1,0 +1,233 @@
+//! Reading a running system: [`snapshot`], [`actor_info`], [`tree`], and
+//! the extras a layer above adds ([`set_extras_hook`]).
+
+use super::info::*;
+use crate::scheduler;
+use crate::slot::word::State;
+use crate::slot::Pid;
+use crate::slot::Slot;
+use std::sync::atomic::Ordering;
+
+/// Every actor that currently exists: running, queued, parked, or finished
+/// and not yet joined.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn snapshot() -> RuntimeSnapshot {
+    let (actors, schedulers) = scheduler::with_current_actor("snapshot", |_, shared| {
+        let actors = (0..shared.slots.high_water())
+            .filter_map(|i| {
+                shared
+                    .slots
+                    .get(i as u32)
+                    .and_then(|slot| read(shared, slot, i as u32, None))
+            })
+            .collect::<Vec<_>>();
+        let schedulers = shared
+            .queues
+            .iter()
+            .enumerate()
+            .map(|(id, q)| SchedulerStats {
+                id,
+                actors_run: q.stats.actors_run.load(Ordering::Relaxed),
+                parks: q.stats.parks.load(Ordering::Relaxed),
+                wakes: q.stats.wakes.load(Ordering::Relaxed),
+                steals: q.stats.steals.load(Ordering::Relaxed),
+            })
+            .collect::<Vec<_>>();
+        (actors, schedulers)
+    });
+    let actors = actors.into_iter().map(with_extras).collect();
+    RuntimeSnapshot {
+        format_version: SNAPSHOT_FORMAT_VERSION,
+        actors,
+        schedulers,
+    }
+}
+
+/// A coherent view of one actor, or `None` if `pid` does not name a live
+/// (or finished but unjoined) actor.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn actor_info<A>(pid: Pid<A>) -> Option<ActorInfo> {
+    let pid = pid.erase();
+    let info = scheduler::with_current_actor("actor_info", |_, shared| {
+        shared
+            .slots
+            .get(pid.index())
+            .and_then(|slot| read(shared, slot, pid.index(), Some(pid.generation())))
+    })?;
+    Some(with_extras(info))
+}
+
+/// A fresh [`snapshot`] folded into the spawn forest.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn tree() -> RuntimeTree {
+    tree_from(snapshot())
+}
+
+/// Fold `snap` into the spawn forest, re-rooting orphans.
+pub fn tree_from(snap: RuntimeSnapshot) -> RuntimeTree {
+    let present: std::collections::HashSet<Pid> = snap.actors.iter().map(|a| a.pid).collect();
+    let mut children: std::collections::HashMap<Pid, Vec<ActorInfo>> =
+        std::collections::HashMap::new();
+    let mut roots = Vec::new();
+    for info in snap.actors {
+        if info.supervisor == info.pid {
+            roots.push((info, false));
+        } else if present.contains(&info.supervisor) {
+            children.entry(info.supervisor).or_default().push(info);
+        } else {
+            roots.push((info, true));
+        }
+    }
+    fn build(
+        info: ActorInfo,
+        orphaned: bool,
+        children: &mut std::collections::HashMap<Pid, Vec<ActorInfo>>,
+    ) -> TreeNode {
+        let kids = children.remove(&info.pid).unwrap_or_default();
+        let kids = kids
+            .into_iter()
+            .map(|k| build(k, false, children))
+            .collect();
+        TreeNode {
+            info,
+            orphaned,
+            children: kids,
+        }
+    }
+    let roots = roots
+        .into_iter()
+        .map(|(info, orphaned)| build(info, orphaned, &mut children))
+        .collect();
+    RuntimeTree {
+        format_version: snap.format_version,
+        roots,
+    }
+}
+
+/// Read one slot, if it holds an actor (of `generation`, when given).
+fn read(
+    shared: &crate::scheduler::Shared,
+    slot: &Slot,
+    index: u32,
+    generation: Option<u32>,
+) -> Option<ActorInfo> {
+    let word = slot.word.load();
+    if generation.is_some_and(|g| g != word.generation()) {
+        return None;
+    }
+    let state = match word.state() {
+        State::Vacant => return None,
+        State::Queued => ActorState::Queued,
+        State::Running => ActorState::Running,
+        State::RunningNotified => ActorState::Notified,
+        State::Parked => ActorState::Parked,
+        State::Done => ActorState::Done,
+    };
+    let pid = Pid::from_parts(index, word.generation());
+    let (trap_exit, monitors, links, joiners) = {
+        let cold = slot.cold.lock();
+        if slot.word.load().generation() != pid.generation() {
+            return None; // recycled meanwhile (I1)
+        }
+        let sig = crate::signal::signals_of(&cold);
+        (
+            sig.is_some_and(|s| s.trap.is_some()),
+            sig.map_or(0, |s| s.monitors.len() as u32),
+            sig.map_or(0, |s| s.links.len() as u32),
+            u32::from(
+                cold.joiner
+                    .is_some_and(|j| is_waiting(shared, j.pid, j.epoch)),
+            ),
+        )
+    };
+    let supervisor = match slot.parent.load(Ordering::Relaxed) {
+        0 => pid,
+        bits => Pid::from_bits(bits),
+    };
+    Some(ActorInfo {
+        pid,
+        names: Vec::new(),
+        state,
+        supervisor,
+        trap_exit,
+        monitors,
+        links,
+        joiners,
+        mailbox_depth: 0,
+        overruns: slot.overruns.load(Ordering::Relaxed),
+        messages_received: 0,
+        budget_cycles: cfg!(feature = "budget-accounting")
+            .then(|| slot.budget.load(Ordering::Relaxed)),
+    })
+}
+
+/// Whether the joiner registered as `(pid, epoch)` is still in that wait.
+fn is_waiting(shared: &crate::scheduler::Shared, pid: Pid, epoch: u32) -> bool {
+    shared.slots.get(pid.index()).is_some_and(|s| {
+        let w = s.word.load();
+        w.generation() == pid.generation() && w.epoch() == epoch && w.state() == State::Parked
+    })
+}
+
+/// What an upper layer knows about an actor, for introspection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActorExtras {
+    /// Names the actor is registered under.
+    pub names: Vec<&'static str>,
+    /// Messages queued on the channels it published.
+    pub mailbox_depth: u32,
+    /// Messages taken from the channels it published.
+    pub messages_received: u64,
+}
+
+/// The runtime's extras hook, if a layer above installed one.
+#[derive(Default)]
+struct ExtrasHook(std::sync::OnceLock<fn(Pid) -> ActorExtras>);
+
+/// Install, for the current runtime, the function introspection calls for
+/// each actor's [`ActorExtras`] (what a layer above knows about it: the
+/// registry installs one on its first use in a runtime). The first hook
+/// installed in a runtime stays; later calls are ignored. The hook runs in
+/// the actor that asked for the snapshot, with no runtime lock held.
+///
+/// # Panics
+///
+/// Outside a runtime (an actor, or a callback on a scheduler).
+pub fn set_extras_hook(hook: fn(Pid) -> ActorExtras) {
+    let installed = scheduler::with_worker(|_, shared| {
+        let _ = shared.locals.get_or_default::<ExtrasHook>().0.set(hook);
+    });
+    if installed.is_none() {
+        scheduler::outside_actor("set_extras_hook");
+    }
+}
+
+/// Fill names and mailbox depth from the runtime's extras hook (I2: no
+/// lock held while it runs).
+fn with_extras(mut info: ActorInfo) -> ActorInfo {
+    let hook = scheduler::with_worker(|_, shared| {
+        shared
+            .locals
+            .get_or_default::<ExtrasHook>()
+            .0
+            .get()
+            .copied()
+    })
+    .flatten();
+    if let Some(hook) = hook {
+        let extras = hook(info.pid);
+        info.names = extras.names;
+        info.mailbox_depth = extras.mailbox_depth;
+        info.messages_received = extras.messages_received;
+    }
+    info
+}

@@ -1,0 +1,170 @@
+//! [`Runtime`]: assembling the schedulers' shared state, running the
+//! root actor on them, and the end of a run.
+
+use crate::actor::{spawn_in, Outcome};
+use crate::config::{Config, ConfigError};
+use crate::loom::Ordering;
+use crate::scheduler::Shared;
+use crate::slot::Pid;
+use crate::stack::StackPool;
+use std::sync::Arc;
+use std::sync::Arc as StdArc;
+use std::sync::Mutex as StdMutex;
+
+/// A configured runtime: call [`run`](Runtime::run) to start it.
+///
+/// ```
+/// use smarm::runtime::{self, Config};
+///
+/// let rt = runtime::init(Config::exact(2));
+/// rt.run(|| println!("first run"));
+/// rt.run(|| println!("a runtime can run again"));
+/// ```
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+/// Build a runtime from `config`.
+///
+/// # Panics
+///
+/// If `config` is out of range (see [`Config::validate`]); use
+/// [`Runtime::new`] to get the error instead.
+pub fn init(config: Config) -> Runtime {
+    match Runtime::new(config) {
+        Ok(rt) => rt,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Start a runtime with the default [`Config`] (one scheduler thread per
+/// core), run `f` as the root actor, and return when it and every actor it
+/// transitively spawned have finished. A panic in `f` is re-raised here.
+///
+/// ```
+/// smarm::run(|| {
+///     let child = smarm::spawn(|| println!("hello from a child actor"));
+///     child.join().unwrap();
+/// });
+/// ```
+pub fn run<F: FnOnce() + Send + 'static>(f: F) {
+    init(Config::default()).run(f)
+}
+
+/// Process-wide stack pools, one per stack size.
+static POOLS: StdMutex<Vec<StdArc<StackPool>>> = StdMutex::new(Vec::new());
+
+fn pool_for(stack_size: usize) -> StdArc<StackPool> {
+    let mut pools = crate::sync::lock_std(&POOLS);
+    let probe = StackPool::new(stack_size);
+    if let Some(p) = pools.iter().find(|p| p.stack_size() == probe.stack_size()) {
+        return p.clone();
+    }
+    let pool = StdArc::new(probe);
+    pools.push(pool.clone());
+    pool
+}
+
+impl Runtime {
+    /// Build a runtime, or say which limit `config` breaks.
+    pub fn new(config: Config) -> Result<Runtime, ConfigError> {
+        config.validate()?;
+        crate::stack::install_overflow_handler();
+        let stacks = pool_for(config.stack_size);
+        Ok(Runtime {
+            shared: Arc::new(Shared::new(config, stacks, crate::actor::exit_hook)),
+        })
+    }
+
+    /// This runtime's configuration.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// Run `f` as the root actor on this runtime's schedulers and return
+    /// when every actor has finished (see the module docs for the verdict
+    /// and the root-exit sweep). A panic in `f` is re-raised here.
+    ///
+    /// # Panics
+    ///
+    /// If called from inside an actor (spawn an actor instead), if this
+    /// runtime is already running, or if a scheduler thread cannot start.
+    pub fn run<F: FnOnce() + Send + 'static>(&self, f: F) {
+        if !crate::scheduler::current_worker().is_null() {
+            panic!(
+                "smarm: Runtime::run called from inside an actor; spawn an actor instead of \
+                 starting a nested runtime"
+            );
+        }
+        let shared = &self.shared;
+        if shared.running.swap(true, Ordering::AcqRel) {
+            panic!("smarm: Runtime::run called while this runtime is already running");
+        }
+        shared.root_exited.store(false, Ordering::Release);
+        shared.root_swept.store(false, Ordering::Release);
+        let root = match spawn_in(shared, None, Box::new(f), None) {
+            Ok(handle) => handle,
+            Err(e) => {
+                shared.running.store(false, Ordering::Release);
+                panic!("{e}");
+            }
+        };
+        shared.root.store(root.pid().to_bits(), Ordering::Release);
+        let threads: Vec<_> = (1..shared.config.threads)
+            .map(|id| {
+                let shared = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("smarm-sched-{id}"))
+                    .spawn(move || crate::scheduler::run_worker(&shared, id))
+            })
+            .collect();
+        let mut start_error = None;
+        let mut joinable = Vec::new();
+        for t in threads {
+            match t {
+                Ok(t) => joinable.push(t),
+                Err(e) => start_error = Some(e),
+            }
+        }
+        crate::scheduler::run_worker(shared, 0);
+        let mut scheduler_panic = None;
+        for t in joinable {
+            if let Err(p) = t.join() {
+                scheduler_panic = Some(p);
+            }
+        }
+        crate::io::stop(shared);
+        shared.stacks.trim();
+        shared.root.store(0, Ordering::Release);
+        shared.running.store(false, Ordering::Release);
+        if let Some(p) = scheduler_panic {
+            std::panic::resume_unwind(p);
+        }
+        if let Some(e) = start_error {
+            panic!("smarm: could not start a scheduler thread: {e}");
+        }
+        match root.take_outcome_now() {
+            Some(Outcome::Panic(payload)) => std::panic::resume_unwind(payload),
+            Some(Outcome::Killed(reason)) => {
+                std::panic::resume_unwind(Box::new(crate::signal::Killed { reason }))
+            }
+            Some(Outcome::Exit | Outcome::Stopped) | None => {}
+        }
+    }
+
+    /// The root actor's pid, while `run` is in progress.
+    pub fn root(&self) -> Option<Pid> {
+        match self.shared.root.load(Ordering::Acquire) {
+            0 => None,
+            bits => Some(Pid::from_bits(bits)),
+        }
+    }
+}
