@@ -6,13 +6,12 @@
 //! ([`gen_server`]), supervision trees ([`supervisor`]) and typed actors
 //! ([`typed`]).
 
-mod ending; //         how a behaviour's loop ends, shared by the behaviours
+mod gen; //            start, call, termination, StartError / StopReason: for every behaviour
 pub mod gen_server; // a state-owning actor serving calls and casts
 mod key; //            the typed name behind registry::Name and pg::Group
 mod loom; //           the sync facade of the lock-free registry (loom or std)
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends
-mod start; //          synchronous starts shared by the behaviours
 pub mod supervisor; // start, watch and restart children; trees of them
 pub mod typed; //      typed actors: a derived message enum and its handler
 

@@ -81,7 +81,7 @@ pub fn start_link<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError
 
 fn start_with<M: Actor>(state: impl Handler<M>, link: bool) -> Result<Pid<M>, StartError> {
     let (tx, inbox) = smarm_core::channel::channel::<M>();
-    let pid = crate::start::start(link, move |started| serve(state, tx, inbox, started))?;
+    let pid = crate::gen::start(link, move |started| serve(state, tx, inbox, started))?;
     Ok(pid.cast())
 }
 
@@ -90,7 +90,7 @@ fn serve<M: Actor>(
     mut state: impl Handler<M>,
     tx: smarm_core::Sender<M>,
     inbox: smarm_core::Receiver<M>,
-    started: crate::start::Started,
+    started: crate::gen::Started,
 ) {
     let registered = match M::NAME {
         Some(name) => registry::register(Name::<M>::new(name), tx).map_err(|e| match e {
@@ -109,7 +109,7 @@ fn serve<M: Actor>(
     if !ok {
         return;
     }
-    let ended = crate::ending::run(|| loop {
+    let ended = crate::gen::termination::run(|| loop {
         match inbox.recv() {
             Ok(msg) => {
                 if let Flow::Stop(reason) = state.handle(msg) {

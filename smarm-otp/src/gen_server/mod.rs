@@ -66,17 +66,16 @@
 //! a supervisor sends) runs `terminate` and still ends as stopped; a panic in
 //! a callback runs `terminate` and then continues as that panic.
 
-mod call;
 mod handle;
 mod server;
 
-pub use call::{call, CallError, Reply, DEFAULT_CALL_TIMEOUT};
+pub use crate::gen::{
+    call, CallError, InitError, Reply, StartError, StopReason, DEFAULT_CALL_TIMEOUT,
+};
 pub use handle::{whereis_server, CastError, GenServerRef, ServerName};
 pub use server::{Ctx, Envelope};
 
 use smarm_core::channel::channel;
-use smarm_core::{Pid, SpawnError};
-use thiserror::Error;
 
 /// A server's behaviour: its state type and the callbacks that run on it.
 /// Only [`init`](GenServer::init) and
@@ -134,67 +133,6 @@ pub enum Flow {
     Continue,
     /// Run [`terminate`](GenServer::terminate), then exit for this reason.
     Stop(StopReason),
-}
-
-/// Why a server stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum StopReason {
-    /// Its work is done: a normal exit.
-    #[error("normal")]
-    Normal,
-    /// It was asked to stop ([`GenServerRef::shutdown`], a stop request,
-    /// its supervisor): a normal exit.
-    #[error("shutdown")]
-    Shutdown,
-    /// It failed: an abnormal exit (monitors see it as a panic, a transient
-    /// child is restarted).
-    #[error("error: {0}")]
-    Error(String),
-}
-
-impl StopReason {
-    /// Whether this stop is an abnormal exit (only [`StopReason::Error`]).
-    pub fn is_abnormal(&self) -> bool {
-        matches!(self, StopReason::Error(_))
-    }
-}
-
-/// Why [`GenServer::init`] refused to start: any error.
-pub type InitError = Box<dyn std::error::Error + Send + Sync>;
-
-/// Why a server did not start.
-#[derive(Debug, Error)]
-pub enum StartError {
-    /// [`GenServer::init`] returned this error.
-    #[error("smarm: gen_server init failed: {0}")]
-    Init(InitError),
-    /// [`GenServer::init`] panicked (the panic went to the server's
-    /// monitors and links).
-    #[error("smarm: gen_server init panicked")]
-    InitPanicked,
-    /// The name is held by another live actor.
-    #[error("smarm: cannot start gen_server {name:?}: the name is held by live actor {holder}")]
-    NameTaken {
-        /// The name asked for.
-        name: &'static str,
-        /// Who holds it.
-        holder: Pid,
-    },
-    /// The server's actor could not be created.
-    #[error(transparent)]
-    Spawn(#[from] SpawnError),
-    /// The supervisor asked to start a child is not running.
-    #[error("smarm: cannot start a child: the supervisor is not running")]
-    SupervisorDown,
-    /// A supervisor's child did not start (so neither did the supervisor,
-    /// when it was starting).
-    #[error("smarm: child {id:?} failed to start: {error}")]
-    Child {
-        /// The child's id.
-        id: String,
-        /// Why it did not start.
-        error: Box<StartError>,
-    },
 }
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,
@@ -302,7 +240,7 @@ impl<G: GenServer> Builder<G> {
         let (inbox_tx, inbox_rx) = channel::<Envelope<G>>();
         let me = inbox_tx.clone();
         let name = self.name;
-        let pid = crate::start::start(self.link, move |started| {
+        let pid = crate::gen::start(self.link, move |started| {
             server::serve::<G>(args, inbox_rx, me, name, started)
         })?;
         Ok(GenServerRef::new(pid, inbox_tx))

@@ -110,7 +110,8 @@ pub(super) fn serve<G: GenServer>(
     drop(started);
 
     let mut ack = None;
-    let ended = crate::ending::run(|| serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack));
+    let ended =
+        crate::gen::termination::run(|| serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack));
     state.terminate(&ended.reason, &mut ctx); // (S1)
     drop(inbox); // (S2): queued callers fail now
     drop(state);

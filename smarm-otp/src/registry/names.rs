@@ -26,8 +26,8 @@
 //!   values: they moved to its successor.
 
 use super::read_side::{Inbox, Padded};
-use super::tables::name_hash;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
+use smarm_core::hash::hash_bytes as name_hash;
 use smarm_core::Sender;
 use std::any::{Any, TypeId};
 use std::ptr::{null, null_mut};

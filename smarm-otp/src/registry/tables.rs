@@ -10,10 +10,6 @@ use smarm_core::{Pid, Sender};
 use std::any::TypeId;
 use std::collections::HashMap;
 
-/// A name's hash: core's word hash, computable in a `const fn`, so a `Name`
-/// constant carries its hash and a send by name does not hash at all.
-pub(super) use smarm_core::hash::hash_bytes as name_hash;
-
 /// A name's holder, and the message type it was registered for (the
 /// channel a send by that name uses).
 #[derive(Clone, Copy)]

@@ -211,7 +211,7 @@ fn spawn_supervisor(
     let (requests_tx, requests) = channel::<Request>();
     let me = requests_tx.clone();
     let parent = link.then(smarm_core::self_pid);
-    let pid = crate::start::start(link, move |started| {
+    let pid = crate::gen::start(link, move |started| {
         run::serve(flags, children, requests, me, parent, started)
     })?;
     Ok(SupervisorRef {

@@ -78,7 +78,7 @@ pub(super) fn serve(
     let _keep_open = me_tx; // the request channel never reads as closed
 
     let mut end = None;
-    let ended = crate::ending::run(|| {
+    let ended = crate::gen::termination::run(|| {
         let e = sup.serve_loop(&exits, &requests);
         let reason = match &e {
             End::Shutdown(_) => StopReason::Shutdown,

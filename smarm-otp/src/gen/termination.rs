@@ -1,12 +1,12 @@
-//! How a behaviour's loop ends, written once for gen_server, typed actors
-//! and supervisors: run the loop under `catch_unwind`, turn a stop request
+//! How a behaviour's loop ends, for gen_server, typed actors and
+//! supervisors: run the loop under `catch_unwind`, turn a stop request
 //! or a panic into a [`StopReason`], let the behaviour clean up outside the
 //! unwind (a stop is set aside so the cleanup may block), then end the
 //! actor the way the loop ended: a stop stays a stop, a panic stays that
 //! panic, and `StopReason::Error` from the loop exits abnormally without
 //! the panic hook's message.
 
-use crate::gen_server::StopReason;
+use super::StopReason;
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 

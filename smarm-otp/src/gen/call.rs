@@ -1,7 +1,7 @@
 //! The call machinery, written once: a reply slot per call (core's
 //! `await_reply`: the answer lands in the caller's frame, no allocation),
 //! a deadline, and failure detection through the reply slot itself. Used by
-//! [`GenServerRef::call`](super::GenServerRef::call) and by the typed actors
+//! [`GenServerRef::call`](crate::gen_server::GenServerRef::call) and by the typed actors
 //! `#[derive(Actor)]` generates.
 //!
 //! # How a call fails fast
@@ -27,7 +27,7 @@ use smarm_core::channel::{await_reply, ReplyError, ReplySender};
 use std::time::Duration;
 use thiserror::Error;
 
-/// How long [`GenServerRef::call`](super::GenServerRef::call) and the
+/// How long [`GenServerRef::call`](crate::gen_server::GenServerRef::call) and the
 /// derived actors' calls wait by default (Erlang's default, 5 s).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -4,7 +4,7 @@
 //! do. So a started server has run its `init`, a named one is registered,
 //! and a supervisor's children are up.
 
-use crate::gen_server::StartError;
+use super::StartError;
 use smarm_core::channel::{channel, Sender};
 use smarm_core::Pid;
 

@@ -1,0 +1,66 @@
+//! Why a behaviour did not start ([`StartError`]) or why it stopped
+//! ([`StopReason`]): shared by gen_server, typed actors and supervisors.
+
+use smarm_core::{Pid, SpawnError};
+use thiserror::Error;
+
+/// Why a server stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum StopReason {
+    /// Its work is done: a normal exit.
+    #[error("normal")]
+    Normal,
+    /// It was asked to stop ([`GenServerRef::shutdown`](crate::gen_server::GenServerRef::shutdown), a stop request,
+    /// its supervisor): a normal exit.
+    #[error("shutdown")]
+    Shutdown,
+    /// It failed: an abnormal exit (monitors see it as a panic, a transient
+    /// child is restarted).
+    #[error("error: {0}")]
+    Error(String),
+}
+
+impl StopReason {
+    /// Whether this stop is an abnormal exit (only [`StopReason::Error`]).
+    pub fn is_abnormal(&self) -> bool {
+        matches!(self, StopReason::Error(_))
+    }
+}
+
+/// Why [`GenServer::init`](crate::gen_server::GenServer::init) refused to start: any error.
+pub type InitError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a server did not start.
+#[derive(Debug, Error)]
+pub enum StartError {
+    /// [`GenServer::init`](crate::gen_server::GenServer::init) returned this error.
+    #[error("smarm: gen_server init failed: {0}")]
+    Init(InitError),
+    /// [`GenServer::init`](crate::gen_server::GenServer::init) panicked (the panic went to the server's
+    /// monitors and links).
+    #[error("smarm: gen_server init panicked")]
+    InitPanicked,
+    /// The name is held by another live actor.
+    #[error("smarm: cannot start gen_server {name:?}: the name is held by live actor {holder}")]
+    NameTaken {
+        /// The name asked for.
+        name: &'static str,
+        /// Who holds it.
+        holder: Pid,
+    },
+    /// The server's actor could not be created.
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// The supervisor asked to start a child is not running.
+    #[error("smarm: cannot start a child: the supervisor is not running")]
+    SupervisorDown,
+    /// A supervisor's child did not start (so neither did the supervisor,
+    /// when it was starting).
+    #[error("smarm: child {id:?} failed to start: {error}")]
+    Child {
+        /// The child's id.
+        id: String,
+        /// Why it did not start.
+        error: Box<StartError>,
+    },
+}
