@@ -50,7 +50,7 @@ pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnE
 /// before it spawns more: the live set stays bounded by scheduling, not by
 /// memory. Not a stop safepoint: `spawn` never unwinds.
 fn spawn_backpressure() {
-    let backlog = scheduler::with_worker(|w, shared| shared.queues[w.id].local.len());
+    let backlog = scheduler::with_worker(|w, shared| shared.local_backlog(w.id));
     if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) {
         scheduler::yield_without_stop();
     }
@@ -201,7 +201,7 @@ pub(crate) fn spawn_in(
     if let Some(signals) = signals {
         slot.cold.lock().signals = Some(signals); // spawn_link: linked before it can run
     }
-    shared.live.spawned(shared.local_scheduler_id());
+    shared.count_spawn();
     let generation = slot.word.spawn_queued();
     let pid = Pid::from_parts(index, generation);
     shared.enqueue_woken(pid, slot);

@@ -54,7 +54,7 @@ fn runnable_after_park(shared: &Shared, me: Pid) -> bool {
 fn assert_woken(shared: &Shared, me: Pid, requeued_by_commit: bool) {
     let state = shared.slots.get(me.index()).unwrap().word.load().state();
     assert_eq!(state, State::Queued, "receiver left parked: a lost wake");
-    let enqueued = shared.injector.len();
+    let enqueued = shared.injector().len();
     assert_eq!(
         usize::from(requeued_by_commit) + enqueued,
         1,
@@ -127,7 +127,7 @@ fn select_registration_racing_sends_wakes_once() {
         }
         // It runs again (popped, or re-queued by the commit); the select
         // retires the wait, and the actor opens a new one and parks.
-        let _ = shared.injector.pop_front();
+        let _ = shared.injector().pop_front();
         if word.load().state() == State::Queued {
             word.start_running();
         }

@@ -25,15 +25,14 @@ pub fn snapshot() -> RuntimeSnapshot {
             })
             .collect::<Vec<_>>();
         let schedulers = shared
-            .queues
-            .iter()
+            .scheduler_counters()
             .enumerate()
-            .map(|(id, q)| SchedulerStats {
+            .map(|(id, c)| SchedulerStats {
                 id,
-                actors_run: q.stats.actors_run.load(Ordering::Relaxed),
-                parks: q.stats.parks.load(Ordering::Relaxed),
-                wakes: q.stats.wakes.load(Ordering::Relaxed),
-                steals: q.stats.steals.load(Ordering::Relaxed),
+                actors_run: c.actors_run.load(Ordering::Relaxed),
+                parks: c.parks.load(Ordering::Relaxed),
+                wakes: c.wakes.load(Ordering::Relaxed),
+                steals: c.steals.load(Ordering::Relaxed),
             })
             .collect::<Vec<_>>();
         (actors, schedulers)

@@ -3,7 +3,6 @@
 use crate::scheduler::Shared;
 use crate::scheduler::{self, Wait};
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Duration;
 
@@ -143,17 +142,17 @@ where
         let rt = driver.pool.rt.clone();
         let out = slot.clone();
         // Counted before submission, undone by the job (io (I2)).
-        shared.io_outstanding.fetch_add(1, Ordering::AcqRel);
+        shared.blocking_job(true);
         let job: Job = Box::new(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
             *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
             if let Some(shared) = rt.upgrade() {
-                shared.io_outstanding.fetch_sub(1, Ordering::AcqRel);
+                shared.blocking_job(false);
                 shared.wake(woken);
             }
         });
         driver.pool.submit(job).inspect_err(|_| {
-            shared.io_outstanding.fetch_sub(1, Ordering::AcqRel);
+            shared.blocking_job(false);
         })
     });
     if let Err(e) = submitted {

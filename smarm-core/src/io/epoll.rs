@@ -9,7 +9,6 @@ use crate::sync::{LockClass, RawMutex};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -161,7 +160,7 @@ fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
             // next wait's MOD.
             let entry = waiters.lock().remove(&fd);
             if let (Some((pid, epoch)), Some(shared)) = (entry, rt.upgrade()) {
-                shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+                shared.fd_wait(false);
                 shared.unpark_at(pid, epoch);
             }
         }
@@ -182,12 +181,12 @@ fn interest(readable: bool) -> u32 {
 fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Result<()> {
     scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
         let driver = super::driver(shared)?;
-        shared.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
+        shared.fd_wait(true);
         driver
             .epoll
             .register(fd, pid, epoch, interest(readable))
             .inspect_err(|_| {
-                shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+                shared.fd_wait(false);
             })
     })
 }
@@ -198,7 +197,7 @@ fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
         let driver = super::running_driver(shared);
         if let Some(driver) = driver {
             if driver.epoll.cancel(fd, pid, epoch) {
-                shared.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+                shared.fd_wait(false);
             }
         }
     });

@@ -84,7 +84,7 @@ impl std::fmt::Debug for RuntimeRef<'_> {
 /// Outside a runtime (an actor, or a timer callback on a scheduler).
 pub fn defer_drop<T: Send + 'static>(value: T) {
     let value: Box<dyn Any + Send> = Box::new(value);
-    match scheduler::with_worker(|_, shared| shared.reclaim.retire(value)) {
+    match scheduler::with_worker(|_, shared| shared.defer_drop(value)) {
         Some(()) => {}
         None => scheduler::outside_actor("defer_drop"),
     }

@@ -3,7 +3,6 @@
 
 use crate::actor::{spawn_in, Outcome};
 use crate::config::{Config, ConfigError};
-use crate::loom::Ordering;
 use crate::scheduler::Shared;
 use crate::slot::Pid;
 use crate::stack::StackPool;
@@ -27,7 +26,7 @@ pub struct Runtime {
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Runtime")
-            .field("config", &self.shared.config)
+            .field("config", self.shared.config())
             .finish()
     }
 }
@@ -86,7 +85,7 @@ impl Runtime {
 
     /// This runtime's configuration.
     pub fn config(&self) -> &Config {
-        &self.shared.config
+        self.shared.config()
     }
 
     /// Run `f` as the root actor on this runtime's schedulers and return
@@ -105,20 +104,18 @@ impl Runtime {
             );
         }
         let shared = &self.shared;
-        if shared.running.swap(true, Ordering::AcqRel) {
+        if !shared.begin_run() {
             panic!("smarm: Runtime::run called while this runtime is already running");
         }
-        shared.root_exited.store(false, Ordering::Release);
-        shared.root_swept.store(false, Ordering::Release);
         let root = match spawn_in(shared, None, Box::new(f), None) {
             Ok(handle) => handle,
             Err(e) => {
-                shared.running.store(false, Ordering::Release);
+                shared.end_run();
                 panic!("{e}");
             }
         };
-        shared.root.store(root.pid().to_bits(), Ordering::Release);
-        let threads: Vec<_> = (1..shared.config.threads)
+        shared.set_root(Some(root.pid()));
+        let threads: Vec<_> = (1..shared.config().threads)
             .map(|id| {
                 let shared = shared.clone();
                 std::thread::Builder::new()
@@ -142,9 +139,7 @@ impl Runtime {
             }
         }
         crate::io::stop(shared);
-        shared.stacks.trim();
-        shared.root.store(0, Ordering::Release);
-        shared.running.store(false, Ordering::Release);
+        shared.end_run();
         if let Some(p) = scheduler_panic {
             std::panic::resume_unwind(p);
         }
@@ -162,9 +157,6 @@ impl Runtime {
 
     /// The root actor's pid, while `run` is in progress.
     pub fn root(&self) -> Option<Pid> {
-        match self.shared.root.load(Ordering::Acquire) {
-            0 => None,
-            bits => Some(Pid::from_bits(bits)),
-        }
+        self.shared.root()
     }
 }

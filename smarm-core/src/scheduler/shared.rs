@@ -68,36 +68,36 @@ pub(crate) enum Verdict {
 }
 
 pub(crate) struct Shared {
-    pub(crate) config: Config,
+    config: Config,
     /// Deferred drops for the lock-free readers of upper layers.
-    pub(crate) reclaim: Reclaimer,
+    pub(super) reclaim: Reclaimer,
     /// `config.timeslice` in timeslice-clock ticks.
-    pub(crate) slice_ticks: u64,
+    pub(super) slice_ticks: u64,
     pub(crate) slots: SlotTable,
-    pub(crate) queues: Box<[SchedulerQueues]>,
-    pub(crate) injector: RunQueue,
+    pub(super) queues: Box<[SchedulerQueues]>,
+    pub(super) injector: RunQueue,
     pub(crate) coord: Coordinator,
-    pub(crate) timers: RawMutex<TimerHeap>,
-    pub(crate) stacks: StdArc<StackPool>,
+    pub(super) timers: RawMutex<TimerHeap>,
+    pub(super) stacks: StdArc<StackPool>,
     /// Actors spawned and not yet finalised (runtime (I1), (I2)).
-    pub(crate) live: LiveCount,
+    pub(super) live: LiveCount,
     /// `block_on_io` requests in flight (fed by the IO driver).
-    pub(crate) io_outstanding: AtomicU32,
+    io_outstanding: AtomicU32,
     /// Actors parked on fd readiness (fed by the IO driver).
-    pub(crate) io_fd_waiters: AtomicU32,
+    io_fd_waiters: AtomicU32,
     /// The root actor's pid bits for the current run.
-    pub(crate) root: AtomicU64,
-    pub(crate) root_exited: AtomicBool,
-    pub(crate) root_swept: AtomicBool,
+    root: AtomicU64,
+    pub(super) root_exited: AtomicBool,
+    root_swept: AtomicBool,
     /// A `run` is in progress.
-    pub(crate) running: AtomicBool,
+    running: AtomicBool,
     /// Per-runtime state of the layers above (the IO driver, the OTP
     /// registry), one value per type, read lock-free.
     pub(crate) locals: RuntimeLocals,
     /// The actor layer's part of every actor's finalisation.
-    pub(crate) exit_hook: ExitHook,
+    pub(super) exit_hook: ExitHook,
     /// Source of `MonitorId`s; never reused.
-    pub(crate) next_monitor_id: std::sync::atomic::AtomicU64,
+    next_monitor_id: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -193,6 +193,115 @@ impl Shared {
     /// The worker of *this* runtime running on this thread, if any.
     fn local_worker<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
         with_worker(|w, shared| std::ptr::eq(shared, self).then(|| f(w))).flatten()
+    }
+
+    // ----- the narrow interface of the layers above -----
+
+    /// This runtime's configuration.
+    pub(crate) fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Count a spawn (before the new actor's first enqueue, runtime (I1)).
+    pub(crate) fn count_spawn(&self) {
+        self.live.spawned(self.local_scheduler_id());
+    }
+
+    /// How many actors wait in scheduler `id`'s stealable queue.
+    pub(crate) fn local_backlog(&self, id: usize) -> usize {
+        self.queues[id].local.len()
+    }
+
+    /// Each scheduler's activity counters, in id order.
+    pub(crate) fn scheduler_counters(&self) -> impl Iterator<Item = &Counters> {
+        self.queues.iter().map(|q| &q.stats)
+    }
+
+    /// Arm a timer running `f` on a scheduler at `deadline`, for `owner`.
+    pub(crate) fn insert_timer(
+        &self,
+        deadline: Instant,
+        owner: Pid,
+        f: Box<dyn FnOnce() + Send>,
+    ) -> TimerId {
+        self.timers
+            .lock()
+            .insert(&self.coord, deadline, owner, TimerAction::Send(f))
+    }
+
+    /// Arm the running actor's bounded-wait timer for `wait`, due at `at`
+    /// (coordinator nanos; time bounded (B1)).
+    pub(crate) fn arm_wait_timer(&self, slot: &Slot, wait: WaitId, at: u64) {
+        crate::time::bounded::arm(slot, &self.timers, &self.coord, wait, at);
+    }
+
+    /// Drop `value` once no scheduler can still be reading it (the
+    /// reclaimer's quiescent states).
+    pub(crate) fn defer_drop(&self, value: Box<dyn std::any::Any + Send>) {
+        self.reclaim.retire(value);
+    }
+
+    /// The injector, for models that check where a wake enqueued.
+    #[cfg(all(test, loom))]
+    pub(crate) fn injector(&self) -> &RunQueue {
+        &self.injector
+    }
+
+    /// A fresh monitor id; never reused.
+    pub(crate) fn next_monitor_id(&self) -> u64 {
+        self.next_monitor_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A blocking-pool job started (`true`) or finished (`false`); the
+    /// termination verdict waits for the ones in flight (runtime (I2)).
+    pub(crate) fn blocking_job(&self, started: bool) {
+        if started {
+            self.io_outstanding.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// An actor began (`true`) or ended (`false`) a wait on fd readiness
+    /// (the root-exit sweep treats such waits as possibly endless).
+    pub(crate) fn fd_wait(&self, started: bool) {
+        if started {
+            self.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
+        } else {
+            self.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Start a run: `false` if one is already in progress.
+    pub(crate) fn begin_run(&self) -> bool {
+        if self.running.swap(true, Ordering::AcqRel) {
+            return false;
+        }
+        self.root_exited.store(false, Ordering::Release);
+        self.root_swept.store(false, Ordering::Release);
+        true
+    }
+
+    /// The run's root actor is `root` (`None`: the run is over).
+    pub(crate) fn set_root(&self, root: Option<Pid>) {
+        self.root
+            .store(root.map_or(0, Pid::to_bits), Ordering::Release);
+    }
+
+    /// The run's root actor, while a run is in progress.
+    pub(crate) fn root(&self) -> Option<Pid> {
+        match self.root.load(Ordering::Acquire) {
+            0 => None,
+            bits => Some(Pid::from_bits(bits)),
+        }
+    }
+
+    /// End a run: give idle stack pages back and allow the next run.
+    pub(crate) fn end_run(&self) {
+        self.stacks.trim();
+        self.set_root(None);
+        self.running.store(false, Ordering::Release);
     }
 
     // ----- enqueue paths: each ends with the wake tail (park (I2)) -----

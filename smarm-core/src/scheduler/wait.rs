@@ -161,7 +161,7 @@ impl Wait {
                 Deadline::Nanos { at, .. } => at,
             };
             if let Some(slot) = shared.slots.get(id.pid.index()) {
-                bounded::arm(slot, &shared.timers, &shared.coord, id, at);
+                shared.arm_wait_timer(slot, id, at);
             }
         });
         self.bounded = true;

@@ -22,7 +22,6 @@ use super::with_live_signals;
 use crate::channel::{channel, Receiver};
 use crate::scheduler;
 use crate::slot::{DownReason, Pid};
-use std::sync::atomic::Ordering;
 
 /// The message a monitor delivers: `pid` went down for `reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +73,7 @@ pub fn monitor<A>(target: Pid<A>) -> Monitor {
     let target = target.erase();
     let (tx, rx) = channel::<Down>();
     let id = scheduler::with_current_actor("monitor", |_, shared| {
-        let id = MonitorId(shared.next_monitor_id.fetch_add(1, Ordering::Relaxed));
+        let id = MonitorId(shared.next_monitor_id());
         // Cloning a Sender takes its channel lock: Leaf → Channel is allowed.
         let registered =
             with_live_signals(shared, target, |sig, _| sig.monitors.push((id, tx.clone())));

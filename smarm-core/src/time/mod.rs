@@ -33,7 +33,6 @@ pub(crate) mod bounded;
 pub(crate) mod heap;
 mod timers;
 
-pub(crate) use heap::TimerAction;
 pub use heap::TimerId;
 
 pub use timers::{call_after, cancel_timer, send_after_to, sleep};

@@ -1,7 +1,7 @@
 //! The timing calls actors make: `sleep`, message timers and their
 //! cancellation.
 
-use super::{TimerAction, TimerId};
+use super::TimerId;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
 use std::time::{Duration, Instant};
 
@@ -105,10 +105,7 @@ pub fn call_after(after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId
 fn call_after_as(what: &str, after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
     let deadline = deadline_after(after);
     scheduler::with_current_actor(what, |me, shared| {
-        shared
-            .timers
-            .lock()
-            .insert(&shared.coord, deadline, me, TimerAction::Send(Box::new(f)))
+        shared.insert_timer(deadline, me, Box::new(f))
     })
 }
 
