@@ -199,7 +199,8 @@ pub(crate) fn spawn_in(
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
     if let Some(signals) = signals {
-        slot.cold.lock().signals = Some(signals); // spawn_link: linked before it can run
+        // spawn_link: linked before it can run
+        slot.cold.lock().signals = Some(crate::signal::erase_signals(signals));
     }
     shared.count_spawn();
     let generation = slot.word.spawn_queued();

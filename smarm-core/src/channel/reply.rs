@@ -299,7 +299,8 @@ pub fn await_reply<T>(
     let (owner, cell, deadline) = scheduler::with_current_actor("await_reply", |me, shared| {
         let cell = shared.slots.get(me.index()).and_then(|slot| {
             slot.reply
-                .get_or_init(|| Arc::new(ReplyCell::new(shared)))
+                .get_or_init(|| Box::new(Arc::new(ReplyCell::new(shared))))
+                .as_ref()
                 .clone()
                 .downcast::<ReplyCell>()
                 .ok() // always a ReplyCell: only this line makes one

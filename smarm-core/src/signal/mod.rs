@@ -75,7 +75,7 @@ pub(crate) fn with_live_signals<R>(
     }
     let mut signals = take_signals(&mut cold).unwrap_or_default();
     let r = f(&mut signals, &mut cold);
-    cold.signals = Some(signals);
+    cold.signals = Some(Box::new(signals));
     Some(r)
 }
 
@@ -85,9 +85,14 @@ pub(crate) fn signals_of(cold: &Cold) -> Option<&Signals> {
     cold.signals.as_deref()?.downcast_ref()
 }
 
+/// Box a signal record the way the slot holds it.
+pub(crate) fn erase_signals(signals: Box<Signals>) -> Box<Box<dyn std::any::Any + Send>> {
+    Box::new(signals)
+}
+
 /// Take the slot's signal record (at finalisation, or to update it).
 pub(crate) fn take_signals(cold: &mut Cold) -> Option<Box<Signals>> {
-    cold.signals.take()?.downcast().ok()
+    (*cold.signals.take()?).downcast().ok()
 }
 
 /// Tell `pid`'s monitors and links that it exited with `reason` (called by

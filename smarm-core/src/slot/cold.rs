@@ -14,9 +14,10 @@ pub(crate) struct Cold {
     /// Whether a `JoinHandle` for this incarnation still exists (slot (I4)).
     pub(crate) handle_alive: bool,
     /// The signal layer's record (monitors, links, exit trapping; its own
-    /// type, so held type-erased here): allocated on first use, taken at
-    /// finalisation.
-    pub(crate) signals: Option<Box<dyn Any + Send>>,
+    /// type, so held type-erased here, boxed twice to keep this pointer
+    /// thin: the slot's cold line stays one line): allocated on first use,
+    /// taken at finalisation.
+    pub(crate) signals: Option<Box<Box<dyn Any + Send>>>,
 }
 
 impl Cold {

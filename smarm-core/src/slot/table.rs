@@ -58,9 +58,10 @@ pub(crate) struct Slot {
     pub(crate) wait_timer_seq: AtomicU64,
     pub(crate) wait_timer_at: AtomicU64,
     /// The slot's call reply cell (the channel layer's `ReplyCell`, held
-    /// type-erased), made on its first call and kept for every later
-    /// tenant (tags keep growing across them, channel reply (R4)).
-    pub(crate) reply: std::sync::OnceLock<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
+    /// type-erased, boxed to keep the pointer thin and the slot at three
+    /// lines), made on its first call and kept for every later tenant
+    /// (tags keep growing across them, channel reply (R4)).
+    pub(crate) reply: std::sync::OnceLock<Box<std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
     pub(crate) cold: RawMutex<Cold>,
 }
 
@@ -263,5 +264,19 @@ impl Drop for SlotTable {
                 crate::mapping::unmap(p.cast(), SEGMENT_BYTES);
             }
         }
+    }
+}
+#[cfg(all(test, not(loom)))] // loom's atomics are larger
+mod tests {
+    use super::*;
+
+    /// Every actor pays for its slot: a field that grows it past three
+    /// cache lines costs a line per actor (the memory workload's bytes per
+    /// process, and a miss more on a wake). Thin pointers keep the upper
+    /// layers' parts in.
+    #[test]
+    fn a_slot_is_three_cache_lines() {
+        assert_eq!(std::mem::size_of::<Slot>(), 3 * 64);
+        assert!(std::mem::size_of::<super::super::Cold>() <= 56);
     }
 }
