@@ -296,20 +296,27 @@ pub fn await_reply<T>(
     deliver: impl FnOnce(ReplySender<T>),
     timeout: Duration,
 ) -> Result<T, ReplyError> {
-    let (owner, cell, deadline) = scheduler::with_current_actor("await_reply", |me, shared| {
-        let cell = shared.slots.get(me.index()).and_then(|slot| {
-            slot.reply
-                .get_or_init(|| Box::new(Arc::new(ReplyCell::new(shared))))
-                .as_ref()
-                .clone()
-                .downcast::<ReplyCell>()
-                .ok() // always a ReplyCell: only this line makes one
+    let (owner, for_sender, deadline) =
+        scheduler::with_current_actor("await_reply", |me, shared| {
+            let cell = shared.slots.get(me.index()).and_then(|slot| {
+                slot.reply
+                    .get_or_init(|| Box::new(Arc::new(ReplyCell::new(shared))))
+                    .as_ref()
+                    .clone()
+                    .downcast::<ReplyCell>()
+                    .ok() // always a ReplyCell: only this line makes one
+            });
+            (me, cell, shared.coord.deadline_after(timeout))
         });
-        (me, cell, shared.coord.deadline_after(timeout))
-    });
-    let Some(cell) = cell else {
+    let Some(for_sender) = for_sender else {
         scheduler::outside_actor("await_reply")
     };
+    // SAFETY: the cell is the calling actor's slot's, set once and never
+    // replaced; slots live until the runtime's slot table is dropped, after
+    // every actor has finished, and this actor is running. So the caller
+    // borrows it without a reference count of its own (the sender holds
+    // the one count it needs).
+    let cell: &ReplyCell = unsafe { &*Arc::as_ptr(&for_sender) };
     let on_stack = UnsafeCell::new(MaybeUninit::<T>::uninit());
     let place: *mut MaybeUninit<T> = if fits_inline::<T>() {
         cell.inline.get().cast()
@@ -317,12 +324,12 @@ pub fn await_reply<T>(
         on_stack.get()
     };
     let call = OpenCall {
-        cell: &cell,
+        cell,
         tag: cell.open(owner, place.cast()),
         place,
     };
     deliver(ReplySender {
-        cell: Some(cell.clone()),
+        cell: Some(for_sender),
         tag: call.tag,
         _value: PhantomData,
     });
