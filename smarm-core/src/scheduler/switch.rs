@@ -46,6 +46,8 @@ fn switch_out_observing(intent: Intent, observe_stop: bool, leave_bounded: bool)
         let slot = shared.slots.get(pid.index())?;
         let unwinding = std::thread::panicking();
         if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
+            // Stopped before parking: the wait ends here (wait (W2), (W3)).
+            w.wait_open.set(false);
             if leave_bounded {
                 crate::time::bounded::leave(slot);
             }

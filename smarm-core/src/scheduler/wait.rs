@@ -25,7 +25,8 @@
 //! - (W2) While a wait is open (opened and neither parked on nor retired),
 //!   its scheduler's `wait_open` is set, so no safepoint preempts the actor
 //!   (preempt (I2)); the park clears it when the actor next runs
-//!   (`begin_run`), a retire clears it at once.
+//!   (`begin_run`), or at once when a pending stop ends the park before
+//!   it switches; a retire clears it at once.
 //! - (W3) A wait's deadline lasts no longer than the wait: the park ends
 //!   the actor's bounded wait when it returns or unwinds (in the same
 //!   runtime lookup as its stop check), and a `Wait` dropped with a
