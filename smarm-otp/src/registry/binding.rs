@@ -1,0 +1,186 @@
+//! Binding names: the runtime's registry (its locked tables and their
+//! lock-free read side), and registering, looking up and forgetting
+//! names and published inboxes.
+
+use super::tables::{Locked, Tables};
+use super::{Name, ReadSide, RegisterError};
+use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::{introspect, runtime};
+use smarm_core::{Addressable, Pid};
+use std::sync::{Mutex, MutexGuard};
+
+/// The registry of one runtime: the locked tables, and their lock-free
+/// read side.
+struct Registry {
+    tables: Mutex<Tables>,
+    read_side: ReadSide,
+}
+
+impl Default for Registry {
+    /// A runtime's first registry use creates it, and hooks the registry
+    /// into that runtime's introspection.
+    fn default() -> Self {
+        install_hook();
+        Registry {
+            tables: Mutex::default(),
+            read_side: ReadSide::default(),
+        }
+    }
+}
+
+/// The hook that lets introspection ask this runtime for names and
+/// mailbox depth, installed in the runtime by its first registry use.
+fn install_hook() {
+    smarm_core::introspect::set_extras_hook(introspection_extras);
+}
+
+/// Run `f` on the current runtime's registry, locked (I3). No user code
+/// runs under the lock (a message's destructor may, when a send fails: it
+/// runs after the guard is dropped, as the message is handed back), so a
+/// poisoned guard still holds consistent tables.
+pub(super) fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
+    runtime::with_runtime_local::<Registry, R>(|reg, _| {
+        let mut tables: MutexGuard<'_, Tables> =
+            reg.tables.lock().unwrap_or_else(|e| e.into_inner());
+        let mut locked = Locked {
+            tables: &mut tables,
+            read_side: &reg.read_side,
+        };
+        f(&mut locked)
+    })
+}
+
+/// Run `f` on the current runtime's lock-free read side (I3): `f` must
+/// not block (it cannot switch: what it reads stays alive until it ends).
+pub(super) fn with_read_side<R>(f: impl FnOnce(&ReadSide, runtime::RuntimeRef<'_>) -> R) -> R {
+    runtime::with_runtime_local::<Registry, R>(|reg, rt| f(&reg.read_side, rt))
+}
+
+/// Names and mailbox depth of `pid`, for core's introspection.
+fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
+    with_tables(|t| {
+        let mut names: Vec<&'static str> = t
+            .tables
+            .by_name
+            .iter()
+            .filter(|(_, binding)| binding.pid == pid)
+            .map(|(name, _)| *name)
+            .collect();
+        names.sort_unstable();
+        let inbox = t.read_side.inbox(pid.index()).filter(|i| i.pid == pid);
+        let (depth, received) = inbox.map_or((0, 0), |i| {
+            i.channels
+                .iter()
+                .map(|p| p.counts())
+                .fold((0, 0), |(d, r), (q, n)| (d + q, r + n))
+        });
+        introspect::ActorExtras {
+            names,
+            mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
+            messages_received: received,
+        }
+    })
+}
+
+/// Claim `name` for the calling actor, reachable through `tx`. Fails with
+/// [`RegisterError::NameTaken`] if a live actor holds it; a name held by a
+/// dead actor is taken over.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
+    let me = smarm_core::self_pid();
+    with_tables(|t| {
+        if let Some(holder) = t.holder(name.as_str()) {
+            if holder != me {
+                return Err(RegisterError::NameTaken {
+                    name: name.as_str(),
+                    holder,
+                });
+            }
+        }
+        t.publish(me, tx);
+        t.bind(name.as_str(), me, std::any::TypeId::of::<M>());
+        Ok(())
+    })
+}
+
+/// Give up `name` if the calling actor's runtime has it bound; returns the
+/// pid that held it.
+pub fn unregister(name: &str) -> Option<Pid> {
+    with_tables(|t| {
+        let holder = t.holder(name)?;
+        t.unbind(name);
+        Some(holder)
+    })
+}
+
+/// The live actor holding `name`, if any.
+pub fn whereis(name: &str) -> Option<Pid> {
+    with_tables(|t| t.holder(name))
+}
+
+/// [`whereis`], typed: the holder as a `Pid<A>` if it has published a
+/// channel for `A::Msg`.
+pub fn lookup_as<A: Addressable>(name: &str) -> Option<Pid<A>> {
+    with_tables(|t| {
+        let pid = t.holder(name)?;
+        t.live_inbox(pid)?.sender::<A::Msg>()?;
+        Some(pid.cast())
+    })
+}
+
+/// Publish `tx` as the calling actor's channel for `A::Msg` and return its
+/// typed address.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn install<A: Addressable>(tx: Sender<A::Msg>) -> Pid<A> {
+    let me = smarm_core::self_pid();
+    with_tables(|t| t.publish(me, tx));
+    me.cast()
+}
+
+/// Spawn an actor that receives `A::Msg` on the `Receiver` handed to
+/// `body`, and return its typed address. The inbox is published before
+/// this returns, so a [`send_to`](super::send_to) right away always reaches it.
+///
+/// ```
+/// use smarm::{send_to, spawn_addr, Addressable};
+///
+/// struct Echo;
+/// impl Addressable for Echo {
+///     type Msg = (u32, smarm::Sender<u32>);
+/// }
+///
+/// smarm::run(|| {
+///     let echo = spawn_addr::<Echo>(|rx| {
+///         while let Ok((n, reply)) = rx.recv() {
+///             let _ = reply.send(n);
+///         }
+///     });
+///     let (tx, rx) = smarm::channel();
+///     send_to(echo, (7, tx)).unwrap();
+///     assert_eq!(rx.recv().unwrap(), 7);
+///     smarm::request_stop(echo);
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + 'static) -> Pid<A> {
+    let (tx, rx) = channel::<A::Msg>();
+    let handle = smarm_core::spawn(move || body(rx));
+    let pid = handle.pid();
+    drop(handle); // detached: its life is its own
+    with_tables(|t| t.publish(pid, tx));
+    pid.cast()
+}
+
+/// The exit hook of an actor that published channels (I4).
+pub(super) fn forget(pid: Pid) {
+    with_tables(|t| t.forget(pid));
+}
