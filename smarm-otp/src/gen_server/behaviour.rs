@@ -1,0 +1,62 @@
+//! The [`GenServer`] behaviour: the callbacks a server implements, and
+//! the [`Flow`] each returns.
+
+use super::{Ctx, InitError, Reply, StopReason};
+
+/// A server's behaviour: its state type and the callbacks that run on it.
+/// Only [`init`](GenServer::init) and
+/// [`handle_call`](GenServer::handle_call) are required.
+pub trait GenServer: Send + Sized + 'static {
+    /// What [`start`](super::start) passes to [`init`](GenServer::init).
+    type Args: Send + 'static;
+    /// A request that expects a reply.
+    type Call: Send + 'static;
+    /// The reply to a [`Call`](GenServer::Call).
+    type Reply: Send + 'static;
+    /// A message that expects no reply.
+    type Cast: Send + 'static;
+    /// Any other message: from [`GenServerRef::info`](super::GenServerRef::info) and the server's own
+    /// timers.
+    type Info: Send + 'static;
+
+    /// Build the state, in the server's own actor. [`start`](super::start) returns once
+    /// this has: with the server, or with this error.
+    fn init(args: Self::Args, ctx: &mut Ctx<Self>) -> Result<Self, InitError>;
+
+    /// Handle a call: answer through `reply` now, or keep it and answer
+    /// later (dropping it unanswered fails the call).
+    fn handle_call(
+        &mut self,
+        request: Self::Call,
+        reply: Reply<Self::Reply>,
+        ctx: &mut Ctx<Self>,
+    ) -> Flow;
+
+    /// Handle a cast. By default: ignore it.
+    fn handle_cast(&mut self, msg: Self::Cast, ctx: &mut Ctx<Self>) -> Flow {
+        let _ = (msg, ctx);
+        Flow::Continue
+    }
+
+    /// Handle an info message. By default: ignore it.
+    fn handle_info(&mut self, msg: Self::Info, ctx: &mut Ctx<Self>) -> Flow {
+        let _ = (msg, ctx);
+        Flow::Continue
+    }
+
+    /// Clean up before the server exits, for any reason. By default:
+    /// nothing (the state is dropped after this).
+    fn terminate(&mut self, reason: &StopReason, ctx: &mut Ctx<Self>) {
+        let _ = (reason, ctx);
+    }
+}
+
+/// What a callback tells the server loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum Flow {
+    /// Keep serving.
+    Continue,
+    /// Run [`terminate`](GenServer::terminate), then exit for this reason.
+    Stop(StopReason),
+}

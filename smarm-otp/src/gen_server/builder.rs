@@ -1,0 +1,117 @@
+//! Starting a server: [`start`], [`start_named`], [`start_link`], and the
+//! [`Builder`] behind them.
+
+use super::{server, Envelope, GenServer, GenServerRef, ServerName, StartError};
+use smarm_core::channel::channel;
+
+/// Start a server with `args`: spawn it, run [`GenServer::init`] there,
+/// and return its address once init has succeeded.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start<G: GenServer>(args: G::Args) -> Result<GenServerRef<G>, StartError> {
+    Builder::new().start(args)
+}
+
+/// [`start`], registered under `name` before `init` runs, so the name
+/// resolves the moment this returns.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start_named<G: GenServer>(
+    name: ServerName<G>,
+    args: G::Args,
+) -> Result<GenServerRef<G>, StartError> {
+    Builder::new().name(name).start(args)
+}
+
+/// [`start`], linked to the caller (a supervisor's way to start a child).
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start_link<G: GenServer>(args: G::Args) -> Result<GenServerRef<G>, StartError> {
+    Builder::new().link().start(args)
+}
+
+/// How to start a server: with a name, linked to the caller, or both.
+///
+/// ```
+/// use smarm::gen_server::{Builder, Ctx, Flow, GenServer, InitError, Reply, ServerName};
+///
+/// struct Echo;
+/// impl GenServer for Echo {
+///     type Args = ();
+///     type Call = String;
+///     type Reply = String;
+///     type Cast = ();
+///     type Info = ();
+///     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+///         Ok(Echo)
+///     }
+///     fn handle_call(&mut self, s: String, reply: Reply<String>, _: &mut Ctx<Self>) -> Flow {
+///         reply.reply(s);
+///         Flow::Continue
+///     }
+/// }
+///
+/// const ECHO: ServerName<Echo> = ServerName::new("echo");
+///
+/// smarm::run(|| {
+///     let echo = Builder::new().name(ECHO).start(()).unwrap();
+///     let found = smarm::gen_server::whereis_server(ECHO).unwrap();
+///     assert_eq!(found.pid(), echo.pid());
+///     assert_eq!(found.call("hi".to_string()).unwrap(), "hi");
+///     echo.shutdown().unwrap();
+/// });
+/// ```
+pub struct Builder<G: GenServer> {
+    name: Option<ServerName<G>>,
+    link: bool,
+}
+
+impl<G: GenServer> Default for Builder<G> {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl<G: GenServer> Builder<G> {
+    /// An unnamed, unlinked server.
+    pub fn new() -> Self {
+        Builder {
+            name: None,
+            link: false,
+        }
+    }
+
+    /// Register the server under `name` before its `init` runs.
+    pub fn name(mut self, name: ServerName<G>) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// Link the server to the caller.
+    pub fn link(mut self) -> Self {
+        self.link = true;
+        self
+    }
+
+    /// Spawn the server, run its `init`, and return its address (or why it
+    /// did not start).
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn start(self, args: G::Args) -> Result<GenServerRef<G>, StartError> {
+        let (inbox_tx, inbox_rx) = channel::<Envelope<G>>();
+        let me = inbox_tx.clone();
+        let name = self.name;
+        let pid = crate::gen::start(self.link, move |started| {
+            server::serve::<G>(args, inbox_rx, me, name, started)
+        })?;
+        Ok(GenServerRef::new(pid, inbox_tx))
+    }
+}
