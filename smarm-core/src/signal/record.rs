@@ -1,0 +1,74 @@
+//! An actor's signal record ([`Signals`]: its monitors, links, exit
+//! trapping and exit callbacks), how the slot holds it, and the signals
+//! its exit sends.
+
+use super::{deliver_exit, Down, DownReason, Exit, MonitorId};
+use crate::channel::Sender;
+use crate::scheduler::Shared;
+use crate::slot::word::State;
+use crate::slot::Cold;
+use crate::slot::Pid;
+
+/// What a slot records about who watches and links to its actor.
+#[derive(Default)]
+pub(crate) struct Signals {
+    pub(crate) monitors: Vec<(MonitorId, Sender<Down>)>,
+    pub(crate) links: Vec<Pid>,
+    pub(crate) trap: Option<Sender<Exit>>,
+    /// Why a link stopped this actor (its exit reason then).
+    pub(crate) kill_reason: Option<DownReason>,
+    /// Callbacks registered through [`on_exit`].
+    pub(crate) exit_hooks: Vec<ExitHook>,
+}
+
+/// A callback run on a scheduler when an actor exits (see [`on_exit`]).
+pub(crate) type ExitHook = Box<dyn FnOnce(Pid, DownReason) + Send>;
+
+/// Run `f` on `pid`'s cold data and signal record if `pid` is still that
+/// incarnation and has not finished; `None` otherwise (I2).
+pub(crate) fn with_live_signals<R>(
+    shared: &Shared,
+    pid: Pid,
+    f: impl FnOnce(&mut Signals, &mut Cold) -> R,
+) -> Option<R> {
+    let slot = shared.slots.get(pid.index())?;
+    let mut cold = slot.cold.lock();
+    let s = slot.word.load();
+    if s.generation() != pid.generation() || matches!(s.state(), State::Vacant | State::Done) {
+        return None;
+    }
+    let mut signals = take_signals(&mut cold).unwrap_or_default();
+    let r = f(&mut signals, &mut cold);
+    cold.signals = Some(Box::new(signals));
+    Some(r)
+}
+
+/// The slot's signal record, if it has one (the slot holds it
+/// type-erased; it is always a `Signals`).
+pub(crate) fn signals_of(cold: &Cold) -> Option<&Signals> {
+    cold.signals.as_deref()?.downcast_ref()
+}
+
+/// Box a signal record the way the slot holds it.
+pub(crate) fn erase_signals(signals: Box<Signals>) -> Box<Box<dyn std::any::Any + Send>> {
+    Box::new(signals)
+}
+
+/// Take the slot's signal record (at finalisation, or to update it).
+pub(crate) fn take_signals(cold: &mut Cold) -> Option<Box<Signals>> {
+    (*cold.signals.take()?).downcast().ok()
+}
+
+/// Tell `pid`'s monitors and links that it exited with `reason` (called by
+/// finalisation, outside the cold lock).
+pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals: Signals) {
+    for (_, tx) in signals.monitors {
+        let _ = tx.send(Down { pid, reason });
+    }
+    for linked in signals.links {
+        deliver_exit(shared, pid, reason, linked);
+    }
+    for hook in signals.exit_hooks {
+        hook(pid, reason);
+    }
+}
