@@ -18,7 +18,7 @@
 //! 0 loom config context hash mapping stack sync
 //! 1 slot
 //! 2 park
-//! 3 time::heap time::bounded
+//! 3 time::heap time::bounded time::timers
 //! 4 scheduler
 //! 5 channel sync::mutex
 //! 6 actor signal stop
@@ -32,7 +32,8 @@
 //!   futexes, the internal locks and the preemption gate.
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper).
-//! - 3, the timer heap and the per-actor wait timer.
+//! - 3, the timer heap, a runtime's `Timers` around it, and the per-actor
+//!   wait timer.
 //! - 4, the schedulers: run queues, next slot, stealing, preemption, and
 //!   the one wait protocol every blocking call goes through.
 //! - 5, the primitives built on that protocol: channels, call replies and

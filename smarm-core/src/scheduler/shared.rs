@@ -11,8 +11,9 @@ use crate::slot::word::{State, Unpark};
 use crate::slot::Pid;
 use crate::slot::{Slot, SlotTable, WaitId};
 use crate::stack::{Stack, StackError, StackPool};
-use crate::sync::{LockClass, RawMutex};
-use crate::time::heap::{Entry, TimerAction, TimerHeap, TimerId};
+
+use crate::time::heap::{Entry, TimerAction, TimerId};
+use crate::time::timers::Timers;
 use std::sync::Arc as StdArc;
 use std::time::Instant;
 
@@ -77,7 +78,7 @@ pub(crate) struct Shared {
     pub(super) queues: Box<[SchedulerQueues]>,
     pub(super) injector: RunQueue,
     pub(crate) coord: Coordinator,
-    pub(super) timers: RawMutex<TimerHeap>,
+    pub(super) timers: Timers,
     pub(super) stacks: StdArc<StackPool>,
     /// Actors spawned and not yet finalised (runtime (I1), (I2)).
     pub(super) live: LiveCount,
@@ -115,7 +116,7 @@ impl Shared {
                 .collect(),
             injector: RunQueue::new(),
             coord: Coordinator::new(threads),
-            timers: RawMutex::new(LockClass::Timers, TimerHeap::new(id)),
+            timers: Timers::new(id),
             stacks,
             live: LiveCount::new(threads),
             io_outstanding: AtomicU32::new(0),
@@ -225,14 +226,13 @@ impl Shared {
         f: Box<dyn FnOnce() + Send>,
     ) -> TimerId {
         self.timers
-            .lock()
             .insert(&self.coord, deadline, owner, TimerAction::Send(f))
     }
 
     /// Arm the running actor's bounded-wait timer for `wait`, due at `at`
     /// (coordinator nanos; time bounded (B1)).
     pub(crate) fn arm_wait_timer(&self, slot: &Slot, wait: WaitId, at: u64) {
-        crate::time::bounded::arm(slot, &self.timers, &self.coord, wait, at);
+        self.timers.arm_wait(&self.coord, slot, wait, at);
     }
 
     /// Drop `value` once no scheduler can still be reading it (the
@@ -404,19 +404,8 @@ impl Shared {
     /// so the check fires again next loop.
     pub(crate) fn fire_due_timers(&self, try_only: bool) {
         let mut due: Vec<Entry> = Vec::new();
-        let garbage = {
-            let mut timers = if try_only {
-                match self.timers.try_lock() {
-                    Some(t) => t,
-                    None => return,
-                }
-            } else {
-                self.timers.lock()
-            };
-            timers.pop_due(&self.coord, Instant::now(), &mut due);
-            timers.take_garbage()
-        };
-        drop(garbage); // outside the timers lock
+        self.timers
+            .take_due(&self.coord, Instant::now(), try_only, &mut due);
         for entry in due {
             match entry.action {
                 TimerAction::Send(fire) => fire(),
@@ -431,24 +420,14 @@ impl Shared {
         }
     }
 
-    /// Cancel timer `id`, dropping what it owned outside the timers lock.
+    /// Cancel timer `id` (`true` if it was still armed).
     pub(crate) fn cancel_timer(&self, id: TimerId) -> bool {
-        let (was_armed, garbage) = {
-            let mut timers = self.timers.lock();
-            (timers.cancel(&self.coord, id), timers.take_garbage())
-        };
-        drop(garbage);
-        was_armed
+        self.timers.cancel(&self.coord, id)
     }
 
     /// Retire every timer (the runtime is finishing).
     pub(crate) fn clear_timers(&self) {
-        let garbage = {
-            let mut timers = self.timers.lock();
-            timers.clear(&self.coord);
-            timers.take_garbage()
-        };
-        drop(garbage);
+        self.timers.clear(&self.coord);
     }
 
     // ----- termination (runtime (I2), (I3)) -----
@@ -499,7 +478,7 @@ impl Shared {
                 .iter()
                 .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
             && self.io_outstanding.load(Ordering::Acquire) == 0
-            && self.timers.lock().armed() == 0
+            && self.timers.armed() == 0
             && !crate::time::bounded::any_waiting(&self.slots)
     }
 

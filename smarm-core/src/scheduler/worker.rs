@@ -250,10 +250,9 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     // Timekeeper: at most one idle scheduler parks toward the earliest
     // deadline; peek and arm under the timers lock (park (I4)).
     let tk_deadline = {
-        let timers = shared.timers.lock();
-        timers
-            .peek_deadline()
-            .filter(|d| shared.coord.try_arm_timer(w.id, *d))
+        shared
+            .timers
+            .earliest_for_timekeeper(|d| shared.coord.try_arm_timer(w.id, d))
     };
     if shared.reclaim.has_pending() {
         shared.reclaim.reclaim();
@@ -436,7 +435,7 @@ fn finalize(
     }
     runner.entry = None;
     slot.stop.store(false, Ordering::Relaxed);
-    crate::time::bounded::finish(slot, &shared.timers, &shared.coord);
+    shared.timers.finish_actor(&shared.coord, slot);
     slot.word.finish();
     // Every wake the exit makes (monitors, links, the joiner) happens
     // before the actor stops counting as live (runtime (I2)); a detached

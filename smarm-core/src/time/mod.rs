@@ -30,9 +30,10 @@
 //!   so a stopped sleeper's timer does not delay the sweep (bounded (B3)).
 
 pub(crate) mod bounded;
+mod calls;
 pub(crate) mod heap;
-mod timers;
+pub(crate) mod timers;
 
 pub use heap::TimerId;
 
-pub use timers::{call_after, cancel_timer, send_after_to, sleep};
+pub use calls::{call_after, cancel_timer, send_after_to, sleep};

@@ -1,143 +1,109 @@
-//! The timing calls actors make: `sleep`, message timers and their
-//! cancellation.
+//! `Timers`: a runtime's timer heap behind its Timers-class lock, with
+//! what the schedulers do to it. Everything a timer owned (a message
+//! thunk) is dropped outside the lock, since its destructor may touch
+//! other locks (time (I1)).
 
-use super::TimerId;
-use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
-use std::time::{Duration, Instant};
+use super::bounded;
+use super::heap::{Entry, TimerAction, TimerHeap, TimerId};
+use crate::park::Coordinator;
+use crate::slot::{Pid, Slot, WaitId};
+use crate::sync::{LockClass, RawMutex};
+use std::time::Instant;
 
-/// Suspend the calling actor for at least `duration`. Only the actor
-/// sleeps: its scheduler thread runs other actors meanwhile.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-///
-/// smarm::run(|| {
-///     let t0 = Instant::now();
-///     smarm::sleep(Duration::from_millis(5));
-///     assert!(t0.elapsed() >= Duration::from_millis(5));
-/// });
-/// ```
-///
-/// # Panics
-///
-/// Outside an actor.
-pub fn sleep(duration: Duration) {
-    let deadline = deadline_after(duration);
-    if duration.is_zero() {
-        crate::yield_now();
-        return;
+/// The timers of one runtime. The lock is also the serialisation the
+/// coordinator's timekeeper protocol needs (park (I4)).
+pub(crate) struct Timers {
+    heap: RawMutex<TimerHeap>,
+}
+
+impl Timers {
+    /// The timers of runtime `runtime_id` (stamped into every `TimerId`).
+    pub(crate) fn new(runtime_id: u64) -> Self {
+        Timers {
+            heap: RawMutex::new(LockClass::Timers, TimerHeap::new(runtime_id)),
+        }
     }
-    scheduler::bounded_wait("sleep", &mut Sleep, Some(Deadline::At(deadline)), false);
-}
 
-/// A sleep waits for nothing but its deadline; a wake before it (a stop, an
-/// earlier cached timer) waits again (I2).
-struct Sleep;
-
-impl BoundedWaiter for Sleep {
-    type Output = ();
-    fn ready(&mut self) -> Option<()> {
-        None
+    /// Arm a timer for `owner` at `deadline`, noting the deadline with the
+    /// coordinator under the lock.
+    pub(crate) fn insert(
+        &self,
+        coord: &Coordinator,
+        deadline: Instant,
+        owner: Pid,
+        action: TimerAction,
+    ) -> TimerId {
+        self.heap.lock().insert(coord, deadline, owner, action)
     }
-    fn timed_out(&mut self) -> Option<()> {
-        Some(())
+
+    /// Cancel timer `id`: `true` if it was still armed.
+    pub(crate) fn cancel(&self, coord: &Coordinator, id: TimerId) -> bool {
+        let (was_armed, garbage) = {
+            let mut heap = self.heap.lock();
+            (heap.cancel(coord, id), heap.take_garbage())
+        };
+        drop(garbage);
+        was_armed
     }
-    fn register(&mut self, _wait: &scheduler::Wait) -> Registered<()> {
-        Registered::Yes
+
+    /// Retire every timer (the runtime is finishing).
+    pub(crate) fn clear(&self, coord: &Coordinator) {
+        let garbage = {
+            let mut heap = self.heap.lock();
+            heap.clear(coord);
+            heap.take_garbage()
+        };
+        drop(garbage);
     }
-}
 
-/// Deliver `msg` on `to` after `after` (Erlang's `erlang:send_after`, for a
-/// channel). Returns a [`TimerId`] for [`cancel_timer`]. The send happens
-/// when the timer fires: if the receiver is gone by then, the message is
-/// dropped, as a send to a dead process is.
-///
-/// ```
-/// use std::time::{Duration, Instant};
-///
-/// smarm::run(|| {
-///     let (tx, rx) = smarm::channel::<&str>();
-///     let t0 = Instant::now();
-///     smarm::time::send_after_to(Duration::from_millis(10), &tx, "tick");
-///     assert_eq!(rx.recv().unwrap(), "tick");
-///     assert!(t0.elapsed() >= Duration::from_millis(10));
-/// });
-/// ```
-///
-/// # Panics
-///
-/// Outside an actor.
-pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, msg: T) -> TimerId {
-    let to = to.clone();
-    call_after_as("send_after_to", after, move || {
-        let _ = to.send(msg); // a dead receiver: dropped
-    })
-}
+    /// Move every timer due at `now` into `due`. With `try_only` (the busy
+    /// path) give up if another scheduler holds the lock: the due state
+    /// stays, so the check fires again on the next loop.
+    pub(crate) fn take_due(
+        &self,
+        coord: &Coordinator,
+        now: Instant,
+        try_only: bool,
+        due: &mut Vec<Entry>,
+    ) {
+        let garbage = {
+            let mut heap = if try_only {
+                match self.heap.try_lock() {
+                    Some(heap) => heap,
+                    None => return,
+                }
+            } else {
+                self.heap.lock()
+            };
+            heap.pop_due(coord, now, due);
+            heap.take_garbage()
+        };
+        drop(garbage);
+    }
 
-/// Run `f` on a scheduler of the current runtime once `after` has passed
-/// (how the OTP layer's name- and pid-addressed timers resolve their target
-/// at fire time). Returns a [`TimerId`] for [`cancel_timer`].
-/// `f` runs outside every runtime lock but not in an actor: it must not
-/// block.
-///
-/// ```
-/// use std::sync::atomic::{AtomicBool, Ordering};
-/// use std::sync::Arc;
-/// use std::time::Duration;
-///
-/// smarm::run(|| {
-///     let fired = Arc::new(AtomicBool::new(false));
-///     let f = fired.clone();
-///     smarm_core::time::call_after(Duration::from_millis(5), move || f.store(true, Ordering::SeqCst));
-///     smarm::sleep(Duration::from_millis(50));
-///     assert!(fired.load(Ordering::SeqCst));
-/// });
-/// ```
-///
-/// # Panics
-///
-/// Outside an actor.
-pub fn call_after(after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
-    call_after_as("call_after", after, f)
-}
+    /// How many timers are armed (the root-exit sweep waits for them).
+    pub(crate) fn armed(&self) -> usize {
+        self.heap.lock().armed()
+    }
 
-/// [`call_after`], naming the public call for the outside-an-actor panic.
-fn call_after_as(what: &str, after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
-    let deadline = deadline_after(after);
-    scheduler::with_current_actor(what, |me, shared| {
-        shared.insert_timer(deadline, me, Box::new(f))
-    })
-}
+    /// The timekeeper's step: the earliest deadline, if `claim` takes the
+    /// timekeeper role for it (checked under the lock, park (I4)).
+    pub(crate) fn earliest_for_timekeeper(
+        &self,
+        claim: impl FnOnce(Instant) -> bool,
+    ) -> Option<Instant> {
+        let heap = self.heap.lock();
+        heap.peek_deadline().filter(|d| claim(*d))
+    }
 
-/// Call off a timer armed by [`send_after_to`]. `true` if it was still
-/// pending (the message will not be sent); `false` if it already fired,
-/// was already cancelled, or belongs to another runtime.
-///
-/// ```
-/// use std::time::Duration;
-///
-/// smarm::run(|| {
-///     let (tx, rx) = smarm::channel::<u32>();
-///     let id = smarm::time::send_after_to(Duration::from_millis(5), &tx, 1);
-///     assert!(smarm::time::cancel_timer(id));
-///     assert!(!smarm::time::cancel_timer(id));
-///     smarm::sleep(Duration::from_millis(20));
-///     assert_eq!(rx.try_recv(), Ok(None));
-/// });
-/// ```
-///
-/// # Panics
-///
-/// Outside an actor.
-pub fn cancel_timer(id: TimerId) -> bool {
-    scheduler::with_current_actor("cancel_timer", |_, shared| shared.cancel_timer(id))
-}
+    /// Arm the cached wait timer of the actor in `slot` for `wait`, due at
+    /// `at` (coordinator nanos; bounded (B1)).
+    pub(crate) fn arm_wait(&self, coord: &Coordinator, slot: &Slot, wait: WaitId, at: u64) {
+        bounded::arm(slot, &self.heap, coord, wait, at);
+    }
 
-/// `now + d`, saturating a deadline too far to represent to a century
-/// away: for a sleep or a timer that is "never", and it keeps the heap
-/// free of an `Option`.
-fn deadline_after(d: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(d)
-        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+    /// The actor of `slot` finished: cancel its cached wait timer (B3).
+    pub(crate) fn finish_actor(&self, coord: &Coordinator, slot: &Slot) {
+        bounded::finish(slot, &self.heap, coord);
+    }
 }
