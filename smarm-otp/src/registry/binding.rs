@@ -14,16 +14,19 @@ use std::sync::{Mutex, MutexGuard};
 struct Registry {
     tables: Mutex<Tables>,
     read_side: ReadSide,
+    /// The introspection hook is installed (by the first locked
+    /// operation: before it, no actor has a name or an inbox to report).
+    /// Installed after the registry's own runtime local, so that one is
+    /// found first by the sends' lookups.
+    hooked: std::sync::Once,
 }
 
 impl Default for Registry {
-    /// A runtime's first registry use creates it, and hooks the registry
-    /// into that runtime's introspection.
     fn default() -> Self {
-        install_hook();
         Registry {
             tables: Mutex::default(),
             read_side: ReadSide::default(),
+            hooked: std::sync::Once::new(),
         }
     }
 }
@@ -40,6 +43,7 @@ fn install_hook() {
 /// poisoned guard still holds consistent tables.
 pub(super) fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
     runtime::with_runtime_local::<Registry, R>(|reg, _| {
+        reg.hooked.call_once(install_hook);
         let mut tables: MutexGuard<'_, Tables> =
             reg.tables.lock().unwrap_or_else(|e| e.into_inner());
         let mut locked = Locked {
