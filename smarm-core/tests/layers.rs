@@ -228,7 +228,7 @@ fn module_of(rel: &Path) -> Vec<String> {
 
 /// Every path a file names through `crate::` or `super::`, resolved to
 /// absolute module segments.
-fn paths_in(src: &str, module: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
+fn paths_in(src: &str, module: &[String]) -> Vec<Vec<String>> {
     let text = strip(&without_test_items(&strip(src)));
     let mut out = Vec::new();
     let mut i = 0;
@@ -241,7 +241,6 @@ fn paths_in(src: &str, module: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
         } else if before_ok && here.starts_with("super::") {
             // `super` of a file's module; a `mod.rs` is its directory's module.
             let mut base = module.to_vec();
-            let _ = is_mod_rs;
             let mut k = i;
             while text[k..].starts_with("super::") {
                 base.pop();
@@ -311,7 +310,7 @@ fn upward_imports(src: &Path) -> BTreeSet<String> {
             );
         };
         let src_text = fs::read_to_string(&file).unwrap();
-        for mut path in paths_in(&src_text, &module, name == "mod.rs") {
+        for mut path in paths_in(&src_text, &module) {
             if path.len() == 1 {
                 if let Some(module) = reexports.get(&path[0]) {
                     path = module.clone();
@@ -360,7 +359,7 @@ fn the_scanner_resolves_paths_as_documented() {
         #[cfg(all(test, loom))]
         use crate::io::Driver;
     "#;
-    let paths: BTreeSet<String> = paths_in(src, &module, false)
+    let paths: BTreeSet<String> = paths_in(src, &module)
         .into_iter()
         .map(|p| p.join("::"))
         .collect();

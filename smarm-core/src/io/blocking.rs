@@ -142,17 +142,17 @@ where
         let rt = driver.pool.rt.clone();
         let out = slot.clone();
         // Counted before submission, undone by the job (io (I2)).
-        shared.blocking_job(true);
+        shared.blocking_job_submitted();
         let job: Job = Box::new(move || {
             let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
             *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
             if let Some(shared) = rt.upgrade() {
-                shared.blocking_job(false);
+                shared.blocking_job_done();
                 shared.wake(woken);
             }
         });
         driver.pool.submit(job).inspect_err(|_| {
-            shared.blocking_job(false);
+            shared.blocking_job_done();
         })
     });
     if let Err(e) = submitted {

@@ -160,7 +160,7 @@ fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
             // next wait's MOD.
             let entry = waiters.lock().remove(&fd);
             if let (Some((pid, epoch)), Some(shared)) = (entry, rt.upgrade()) {
-                shared.fd_wait(false);
+                shared.fd_wait_ended();
                 shared.unpark_at(pid, epoch);
             }
         }
@@ -181,12 +181,12 @@ fn interest(readable: bool) -> u32 {
 fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Result<()> {
     scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
         let driver = super::driver(shared)?;
-        shared.fd_wait(true);
+        shared.fd_wait_registered();
         driver
             .epoll
             .register(fd, pid, epoch, interest(readable))
             .inspect_err(|_| {
-                shared.fd_wait(false);
+                shared.fd_wait_ended();
             })
     })
 }
@@ -197,7 +197,7 @@ fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
         let driver = super::running_driver(shared);
         if let Some(driver) = driver {
             if driver.epoll.cancel(fd, pid, epoch) {
-                shared.fd_wait(false);
+                shared.fd_wait_ended();
             }
         }
     });

@@ -8,10 +8,8 @@ use crate::config::Config;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::park::Coordinator;
 use crate::slot::word::{State, Unpark};
-use crate::slot::Pid;
-use crate::slot::{Slot, SlotTable, WaitId};
+use crate::slot::{Pid, Slot, SlotTable, WaitId};
 use crate::stack::{Stack, StackError, StackPool};
-
 use crate::time::heap::{Entry, TimerAction, TimerId};
 use crate::time::timers::Timers;
 use std::sync::Arc as StdArc;
@@ -25,8 +23,9 @@ pub(crate) type ExitHook = fn(&Shared, Pid, &Slot, std::thread::Result<()>);
 /// Process-unique runtime identities (timer ids carry them).
 static NEXT_RUNTIME_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// One scheduler's queues, reachable by every scheduler. Aligned to its own cache lines (two: the adjacent-line prefetcher pairs
-/// them), so one scheduler's queue traffic never invalidates a sibling's.
+/// One scheduler's queues, reachable by every scheduler. Aligned to cache
+/// lines of its own (two: the adjacent-line prefetcher pairs them), so one
+/// scheduler's queue traffic never invalidates a sibling's.
 #[repr(align(128))]
 pub(crate) struct SchedulerQueues {
     /// Stealable local queue.
@@ -253,24 +252,27 @@ impl Shared {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// A blocking-pool job started (`true`) or finished (`false`); the
-    /// termination verdict waits for the ones in flight (runtime (I2)).
-    pub(crate) fn blocking_job(&self, started: bool) {
-        if started {
-            self.io_outstanding.fetch_add(1, Ordering::AcqRel);
-        } else {
-            self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
-        }
+    /// A blocking-pool job was submitted: the termination verdict waits
+    /// for it (runtime (I2)) until [`blocking_job_done`](Self::blocking_job_done).
+    pub(crate) fn blocking_job_submitted(&self) {
+        self.io_outstanding.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// An actor began (`true`) or ended (`false`) a wait on fd readiness
-    /// (the root-exit sweep treats such waits as possibly endless).
-    pub(crate) fn fd_wait(&self, started: bool) {
-        if started {
-            self.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
-        } else {
-            self.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
-        }
+    /// A blocking-pool job ended (or was never started).
+    pub(crate) fn blocking_job_done(&self) {
+        self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// An actor registered a wait on fd readiness (the root-exit sweep
+    /// treats such waits as possibly endless), until
+    /// [`fd_wait_ended`](Self::fd_wait_ended).
+    pub(crate) fn fd_wait_registered(&self) {
+        self.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An fd wait was consumed by the epoll thread or cancelled.
+    pub(crate) fn fd_wait_ended(&self) {
+        self.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Start a run: `false` if one is already in progress.
