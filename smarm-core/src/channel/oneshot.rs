@@ -24,7 +24,7 @@
 use super::handoff::WaiterCell;
 use crate::loom::{AtomicU32, Ordering};
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
-use crate::slot::Pid;
+use crate::slot::{Pid, WaitId};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -191,7 +191,10 @@ impl<T> Drop for OneshotSender<T> {
 /// Wake the receiver's wait `waiter`, from whatever thread.
 fn wake<T>(slot: &Shot<T>, waiter: Option<u32>) {
     if let (Some(epoch), Some(rt)) = (waiter, &slot.runtime) {
-        rt.unpark_at(slot.owner, epoch);
+        rt.wake(WaitId {
+            pid: slot.owner,
+            epoch,
+        });
     }
 }
 

@@ -43,7 +43,7 @@ use super::handoff::WaiterCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
-use crate::slot::Pid;
+use crate::slot::{Pid, WaitId};
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
@@ -246,7 +246,7 @@ fn settle(cell: &ReplyCell, tag: u64, phase: u64) {
         let owner = Pid::from_bits(cell.owner.load(Ordering::Relaxed));
         // SAFETY: the call is claimed and unpublished, so the caller is
         // still inside `await_reply` and its runtime is running (R3).
-        unsafe { (*cell.runtime).unpark_at(owner, epoch) };
+        unsafe { (*cell.runtime).wake(WaitId { pid: owner, epoch }) };
     }
     cell.publish(tag, phase);
 }

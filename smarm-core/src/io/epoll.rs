@@ -16,7 +16,7 @@ use std::time::Duration;
 const SHUTDOWN_TOKEN: u64 = u64::MAX;
 
 /// One parked waiter per fd.
-type Waiters = HashMap<RawFd, (Pid, u32)>;
+type Waiters = HashMap<RawFd, WaitId>;
 
 pub(super) struct Epoll {
     epfd: RawFd,
@@ -73,8 +73,8 @@ impl Epoll {
         }
     }
 
-    /// Register `(pid, epoch)` as `fd`'s waiter for `events` (io (I1)).
-    fn register(&self, fd: RawFd, pid: Pid, epoch: u32, events: u32) -> io::Result<()> {
+    /// Register `wait` as `fd`'s waiter for `events` (io (I1)).
+    fn register(&self, fd: RawFd, wait: WaitId, events: u32) -> io::Result<()> {
         let mut waiters = self.waiters.lock();
         if waiters.contains_key(&fd) {
             return Err(io::Error::new(
@@ -102,15 +102,15 @@ impl Epoll {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        waiters.insert(fd, (pid, epoch));
+        waiters.insert(fd, wait);
         Ok(())
     }
 
     /// Remove `fd`'s waiter if it is still `(pid, epoch)`, DELing the fd
     /// (io (I3)). `true` if it removed it.
-    fn cancel(&self, fd: RawFd, pid: Pid, epoch: u32) -> bool {
+    fn cancel(&self, fd: RawFd, wait: WaitId) -> bool {
         let mut waiters = self.waiters.lock();
-        if waiters.get(&fd) != Some(&(pid, epoch)) {
+        if waiters.get(&fd) != Some(&wait) {
             return false;
         }
         waiters.remove(&fd);
@@ -159,9 +159,9 @@ fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
             // EPOLLONESHOT has disarmed the fd; it stays in the set for the
             // next wait's MOD.
             let entry = waiters.lock().remove(&fd);
-            if let (Some((pid, epoch)), Some(shared)) = (entry, rt.upgrade()) {
+            if let (Some(wait), Some(shared)) = (entry, rt.upgrade()) {
                 shared.fd_wait_ended();
-                shared.unpark_at(pid, epoch);
+                shared.wake(wait);
             }
         }
     }
@@ -176,15 +176,15 @@ fn interest(readable: bool) -> u32 {
     }
 }
 
-/// Register the running actor on `fd` for wait `epoch`, counted in
+/// Register the running actor's `wait` on `fd`, counted in
 /// `io_fd_waiters` (io (I2)).
-fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Result<()> {
+fn register_current(fd: RawFd, readable: bool, wait: WaitId) -> io::Result<()> {
     scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
         let driver = super::driver(shared)?;
         shared.fd_wait_registered();
         driver
             .epoll
-            .register(fd, pid, epoch, interest(readable))
+            .register(fd, wait, interest(readable))
             .inspect_err(|_| {
                 shared.fd_wait_ended();
             })
@@ -192,11 +192,11 @@ fn register_current(fd: RawFd, readable: bool, pid: Pid, epoch: u32) -> io::Resu
 }
 
 /// Undo `register_current` if the registration is still ours.
-fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
+fn cancel_current(fd: RawFd, wait: WaitId) {
     scheduler::with_worker(|_, shared| {
         let driver = super::running_driver(shared);
         if let Some(driver) = driver {
-            if driver.epoll.cancel(fd, pid, epoch) {
+            if driver.epoll.cancel(fd, wait) {
                 shared.fd_wait_ended();
             }
         }
@@ -206,25 +206,26 @@ fn cancel_current(fd: RawFd, pid: Pid, epoch: u32) {
 /// Removes a wait's registration when the wait unwinds (io (I3)).
 struct Registered {
     fd: RawFd,
-    pid: Pid,
-    epoch: u32,
+    wait: WaitId,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        cancel_current(self.fd, self.pid, self.epoch);
+        cancel_current(self.fd, self.wait);
     }
 }
 
 fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     check_fd(fd)?;
     let wait = Wait::open("wait_readable/wait_writable");
-    let WaitId { pid, epoch } = wait.id();
-    if let Err(e) = register_current(fd, readable, pid, epoch) {
+    if let Err(e) = register_current(fd, readable, wait.id()) {
         wait.retire();
         return Err(e);
     }
-    let registered = Registered { fd, pid, epoch };
+    let registered = Registered {
+        fd,
+        wait: wait.id(),
+    };
     wait.park();
     // Woken by the epoll thread, which consumed the registration: nothing
     // to cancel.
@@ -385,7 +386,7 @@ impl Selectable for FdArm {
         if poll_ready(self.fd, self.readable)? {
             return Ok(false);
         }
-        register_current(self.fd, self.readable, pid, epoch)?;
+        register_current(self.fd, self.readable, WaitId { pid, epoch })?;
         Ok(true)
     }
 
@@ -396,7 +397,7 @@ impl Selectable for FdArm {
     }
 
     fn sel_unregister(&self, pid: Pid, epoch: u32) {
-        cancel_current(self.fd, pid, epoch);
+        cancel_current(self.fd, WaitId { pid, epoch });
     }
 
     fn sel_eager_cleanup(&self) -> bool {

@@ -378,11 +378,6 @@ impl Shared {
         self.unpark(pid, None);
     }
 
-    /// Deliver a wake for `pid`'s wait `epoch` (slot (I3)).
-    pub(crate) fn unpark_at(&self, pid: Pid, epoch: u32) {
-        self.unpark(pid, Some(epoch));
-    }
-
     /// Wake the wait `wait`, if it is still its actor's current one (slot
     /// (I3)).
     #[inline]

@@ -85,6 +85,9 @@ fn switch_out_observing(intent: Intent, observe_stop: bool, leave_bounded: bool)
     // we were away.
     with_worker(|w, shared| {
         worker::settle_handoff(w, shared);
+        if !observe_stop && !leave_bounded {
+            return false; // a yield or a preemption: nothing more to do
+        }
         let slot = w
             .current
             .get()
