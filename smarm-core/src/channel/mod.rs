@@ -32,10 +32,10 @@
 //! # Design
 //!
 //! The shared queue lives in an `Arc<Chan<T>>`, behind a `RawMutex` of
-//! lock class Channel. A receiver that finds the queue empty opens a wait on its slot
-//! word (`begin_wait`), registers `(pid, epoch)` in the channel, and parks;
-//! a sender pushes, takes the registration and calls `unpark_at(pid,
-//! epoch)`. Every other wake of that wait (a `recv_timeout` deadline, a
+//! lock class Channel. A receiver that finds the queue empty opens a
+//! `scheduler::Wait`, registers its `WaitId` (pid, epoch) in the channel,
+//! and parks; a sender pushes, takes the registration and wakes that wait.
+//! Every other wake of that wait (a `recv_timeout` deadline, a
 //! losing `select` arm) carries the same epoch, so whichever comes second
 //! dies at the slot word's CAS: nothing is cancelled. The registration also
 //! carries the receiver's runtime (cached per channel), so a sender on any

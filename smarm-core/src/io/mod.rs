@@ -7,7 +7,8 @@
 //! Each runtime starts an `IoDriver` on the first IO call of a `run` and
 //! stops it when the run ends. It owns two producers, each behind the
 //! runtime's two-call contract (make the actor runnable with
-//! `unpark_at`, whose enqueue tail wakes a parked scheduler; nothing else):
+//! `Shared::wake`, whose enqueue tail wakes a parked scheduler; nothing
+//! else):
 //!
 //! - the **blocking pool** (`blocking.rs`): threads that run submitted
 //!   closures, hand the result back through a slot the waiting actor owns,

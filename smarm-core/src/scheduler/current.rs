@@ -28,8 +28,8 @@ pub(crate) struct Worker {
     pub(crate) slice_start: Cell<u64>,
     /// Open `with_worker` spans (preempt (I1)).
     pub(crate) busy: Cell<u32>,
-    /// The running actor has a wait open (`begin_wait` without its park
-    /// or `retire_wait` yet): no preemption (preempt (I2)).
+    /// The running actor has a `Wait` open (not yet parked on or
+    /// retired): no preemption (preempt (I2), wait (W2)).
     pub(crate) wait_open: Cell<bool>,
     /// An actor that parked by switching straight to the next-slot actor;
     /// its park is committed by that actor once it runs (`settle_handoff`).

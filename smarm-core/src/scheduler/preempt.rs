@@ -20,9 +20,9 @@
 //!   layer) holds a [`NoPreempt`](crate::NoPreempt), and a thread-local borrow
 //!   ([`with_worker`](super::with_worker)) marks its worker busy;
 //!   `switch_out` asserts the gate is open.
-//! - (I2) No preemption while a wait is open (between `begin_wait` and the
-//!   park or `retire_wait`): a requeue there would drop a wake that landed
-//!   meanwhile.
+//! - (I2) No preemption while a wait is open (a `Wait` opened and not yet
+//!   parked on or retired, wait (W2)): a requeue there would drop a wake
+//!   that landed meanwhile.
 //! - (I3) No preemption while the thread is unwinding: the panic machinery
 //!   (hook, payload, unwinder) allocates and holds locks of its own.
 

@@ -13,9 +13,11 @@
 //! state:4` (`word.rs`), with states Vacant, Queued, Running,
 //! RunningNotified, Parked and Done. Every wake-up goes through the word:
 //!
-//! 1. The actor opens a wait with `begin_wait`, which bumps the epoch and
-//!    returns it, and registers `(pid, epoch)` with whoever will wake it.
-//! 2. A waker calls `unpark_at(pid, epoch)`: Parked→Queued (the waker
+//! 1. The actor opens a wait with `begin_wait` (only through
+//!    `scheduler::Wait`), which bumps the epoch and returns it, and
+//!    registers the `WaitId` (pid, epoch) with whoever will wake it.
+//! 2. A waker calls `unpark_at(generation, epoch)` (through
+//!    `Shared::wake`): Parked→Queued (the waker
 //!    enqueues the actor) or Running→RunningNotified (the actor has not
 //!    finished parking yet), only if generation and epoch still match.
 //! 3. The actor switches to its scheduler, which commits the park:

@@ -25,7 +25,7 @@
 //!   A timer is recorded as cached under the timers lock it is inserted
 //!   under, so its fire (which pops it under that lock) always clears it.
 //! - (B2) A cached timer wakes only the wait that is current when it fires,
-//!   through `unpark_at` with that wait's epoch: a wait that ended is never
+//!   by that wait's `WaitId`: a wait that ended is never
 //!   woken, and a wait that is not bounded is never marked.
 //! - (B3) A finished actor's cached timer is cancelled at finalisation, so
 //!   pending timers stay bounded by live actors; the root-exit sweep counts

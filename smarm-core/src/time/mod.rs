@@ -7,8 +7,8 @@
 //! `(deadline, seq)`, each with an action. Every timed wait (`sleep`,
 //! `recv_timeout` and friends) is a bounded wait (`bounded.rs`): the actor
 //! keeps one cached timer across its waits instead of arming and cancelling
-//! one per wait, and a firing timer wakes the actor's current wait through
-//! `unpark_at(pid, epoch)`, so it never wakes a wait that already ended
+//! one per wait, and a firing timer wakes the actor's current wait by its
+//! `WaitId` (pid, epoch), so it never wakes a wait that already ended
 //! (slot (I3)); a wait woken early re-checks its deadline and waits again.
 //! Message timers (`send_after_to`, `call_after`) carry a thunk. Timers
 //! fire from two places: the busy-path
