@@ -35,8 +35,8 @@ pub use smarm_core::{
     SendError, Sender, SpawnError,
 };
 pub use smarm_core::{
-    demonitor, link, monitor, spawn_link, trap_exit, unlink, Addressable, Down, DownReason, Exit,
-    Killed, Monitor, MonitorId,
+    demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
+    Addressable, Down, DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),

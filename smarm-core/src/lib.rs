@@ -79,8 +79,8 @@ pub use introspect::{
 pub use runtime::run;
 pub use scheduler::{check_timeslice, PreemptingAlloc};
 pub use signal::{
-    demonitor, link, monitor, spawn_link, trap_exit, unlink, Down, DownReason, Exit, Killed,
-    Monitor, MonitorId,
+    demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink, Down,
+    DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef,
 };
 pub use sync::mutex::{LockTimeout, Mutex, MutexGuard};
 pub use sync::no_preempt::NoPreempt;

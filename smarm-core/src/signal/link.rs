@@ -1,11 +1,13 @@
 //! Links: two actors that share a fate, and exit trapping.
 
+use super::record::ExitSink;
 use super::{with_live_signals, DownReason, Signals};
 use crate::actor::{spawn_in, JoinHandle, SpawnError};
-use crate::channel::{channel, Receiver, Sender};
+use crate::channel::{channel, Receiver};
 use crate::scheduler;
 use crate::scheduler::Shared;
 use crate::slot::Pid;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// The message a trapping actor receives when a linked actor exits.
@@ -151,23 +153,61 @@ pub fn spawn_link(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 ///
 /// Outside an actor.
 pub fn trap_exit(enabled: bool) -> Option<Receiver<Exit>> {
-    let (rx, dropped) = scheduler::with_current_actor("trap_exit", |me, shared| {
-        with_live_signals(shared, me, |sig, _| {
-            if enabled {
-                if sig.trap.is_some() {
-                    return (None, None);
-                }
-                let (tx, rx) = channel::<Exit>();
-                sig.trap = Some(tx);
-                (Some(rx), None)
-            } else {
-                (None, sig.trap.take())
+    if !enabled {
+        set_trap("trap_exit", None);
+        return None;
+    }
+    let (tx, rx) = channel::<Exit>();
+    let sink: ExitSink = Arc::new(move |exit| {
+        let _ = tx.send(exit);
+    });
+    set_trap("trap_exit", Some(sink)).then_some(rx)
+}
+
+/// Trap exits, delivering each [`Exit`] by calling `deliver` instead of
+/// through a channel of its own: how a server has its trapped exits arrive
+/// in its one mailbox, in order with its other messages. `false` (and
+/// `deliver` is dropped) if the actor already traps exits. Turn trapping
+/// off with `trap_exit(false)`.
+///
+/// `deliver` runs on a scheduler during the linked actor's finalisation
+/// (or in the caller, for a link to an actor already gone), outside every
+/// runtime lock: it must not block, and it may send.
+///
+/// ```
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel();
+///     assert!(smarm::trap_exit_with(move |exit| drop(tx.send(exit))));
+///     let child = smarm::spawn_link(|| panic!("child failed"));
+///     let exit = rx.recv().unwrap();
+///     assert_eq!((exit.from, exit.reason), (child.pid(), smarm::DownReason::Panic));
+///     smarm::trap_exit(false);
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn trap_exit_with(deliver: impl Fn(Exit) + Send + Sync + 'static) -> bool {
+    set_trap("trap_exit_with", Some(Arc::new(deliver)))
+}
+
+/// Install `sink` as the calling actor's exit sink (`None`: stop
+/// trapping). Installing fails (`false`) if one is already installed.
+fn set_trap(caller: &'static str, sink: Option<ExitSink>) -> bool {
+    let (installed, dropped) = scheduler::with_current_actor(caller, |me, shared| {
+        with_live_signals(shared, me, |sig, _| match sink {
+            Some(sink) if sig.trap.is_none() => {
+                sig.trap = Some(sink);
+                (true, None)
             }
+            Some(sink) => (false, Some(sink)),
+            None => (false, sig.trap.take()),
         })
-        .unwrap_or((None, None))
+        .unwrap_or((false, None))
     });
     drop(dropped); // outside the cold lock (I3)
-    rx
+    installed
 }
 
 /// Deliver `from`'s exit with `reason` to the linked actor `to`: an
@@ -175,14 +215,14 @@ pub fn trap_exit(enabled: bool) -> Option<Receiver<Exit>> {
 /// abnormal. Removes the link on `to`'s side.
 pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: Pid) {
     enum Action {
-        Send(Sender<Exit>),
+        Send(ExitSink),
         Stop,
         Nothing,
     }
     let action = with_live_signals(shared, to, |sig, _| {
         sig.links.retain(|p| *p != from);
-        if let Some(tx) = &sig.trap {
-            Action::Send(tx.clone())
+        if let Some(sink) = &sig.trap {
+            Action::Send(sink.clone())
         } else if reason.is_abnormal() {
             if sig.kill_reason.is_none() {
                 sig.kill_reason = Some(if reason == DownReason::NoProc {
@@ -197,9 +237,7 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
         }
     });
     match action {
-        Some(Action::Send(tx)) => {
-            let _ = tx.send(Exit { from, reason });
-        }
+        Some(Action::Send(deliver)) => deliver(Exit { from, reason }),
         Some(Action::Stop) => shared.request_stop(to),
         Some(Action::Nothing) | None => {}
     }

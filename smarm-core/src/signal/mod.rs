@@ -5,16 +5,16 @@
 //! # Design
 //!
 //! Each slot's cold data holds, on first use, a `Signals` record: the
-//! monitors watching the actor (each a one-shot `Sender<Down>`), its
-//! links, its exit-trapping channel, and the reason a link gave for
-//! stopping it. Registration takes the target's cold lock and checks the
+//! monitors watching the actor (each a one-shot sink for its `Down`: a
+//! channel, or the watcher's own function), its links, its exit-trapping
+//! sink, and the reason a link gave for stopping it. Registration takes the target's cold lock and checks the
 //! target is still that incarnation and not finished; finalisation marks
 //! the actor Done *before* taking the same lock to take the record. So a
 //! registration either lands in the record finalisation takes, or sees Done
 //! and delivers `NoProc` at once: no Down is lost or doubled.
 //!
 //! An exit is delivered to each linked actor: one that traps exits gets an
-//! [`Exit`] message on its trapping channel; one that does not is stopped
+//! [`Exit`] message through its trapping sink; one that does not is stopped
 //! (a cooperative unwind, like `request_stop`) if the exit was abnormal,
 //! and its own exit then carries [`DownReason::Killed`]. A normal exit
 //! reaches only trapping actors. Linking to a pid that is already gone
@@ -22,11 +22,13 @@
 //!
 //! # Invariants
 //!
-//! - (I1) Each `monitor` call yields exactly one `Down`, then its channel
-//!   closes; `demonitor` before the exit yields none.
+//! - (I1) Each `monitor` / `monitor_with` call yields exactly one `Down`
+//!   (then a channel monitor's channel closes); `demonitor` before the
+//!   exit yields none.
 //! - (I2) Registrations and removals check the generation under the
 //!   target's cold lock, so they never touch a later tenant of the slot.
-//! - (I3) Messages are sent, and `Sender`s dropped, outside every cold lock.
+//! - (I3) Messages are sent, sinks called, and `Sender`s dropped, outside
+//!   every cold lock.
 
 mod link;
 mod monitor;
@@ -34,8 +36,8 @@ mod on_exit;
 mod record;
 
 pub use crate::slot::DownReason;
-pub use link::{link, spawn_link, trap_exit, unlink, Exit, Killed};
-pub use monitor::{demonitor, monitor, Down, Monitor, MonitorId};
+pub use link::{link, spawn_link, trap_exit, trap_exit_with, unlink, Exit, Killed};
+pub use monitor::{demonitor, monitor, monitor_with, Down, Monitor, MonitorId, MonitorRef};
 pub use on_exit::on_exit;
 
 use link::deliver_exit;

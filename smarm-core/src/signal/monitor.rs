@@ -18,6 +18,7 @@
 //! });
 //! ```
 
+use super::record::DownSink;
 use super::with_live_signals;
 use crate::channel::{channel, Receiver};
 use crate::scheduler;
@@ -70,30 +71,94 @@ pub struct Monitor {
 ///
 /// Outside an actor.
 pub fn monitor<A>(target: Pid<A>) -> Monitor {
-    let target = target.erase();
     let (tx, rx) = channel::<Down>();
-    let id = scheduler::with_current_actor("monitor", |_, shared| {
-        let id = MonitorId(shared.next_monitor_id());
-        // Cloning a Sender takes its channel lock: Leaf → Channel is allowed.
-        let registered =
-            with_live_signals(shared, target, |sig, _| sig.monitors.push((id, tx.clone())));
-        (id, registered.is_some())
+    let MonitorRef { id, target } = register("monitor", target.erase(), move |down| {
+        let _ = tx.send(down);
     });
-    let (id, registered) = id;
-    if !registered {
-        let _ = tx.send(Down {
+    Monitor { id, target, rx }
+}
+
+/// One monitor registration, however its `Down` is delivered: what
+/// [`demonitor`] cancels. [`monitor_with`] returns one; a [`Monitor`]
+/// converts into one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MonitorRef {
+    /// This registration's id.
+    pub id: MonitorId,
+    /// The watched actor.
+    pub target: Pid,
+}
+
+impl From<&Monitor> for MonitorRef {
+    fn from(m: &Monitor) -> Self {
+        MonitorRef {
+            id: m.id,
+            target: m.target,
+        }
+    }
+}
+
+/// [`monitor`], delivering the [`Down`] by calling `deliver` instead of
+/// through a channel of its own: how a server has its monitors' `Down`s
+/// arrive in its one mailbox, in order with its other messages.
+///
+/// `deliver` runs once, on a scheduler during the target's finalisation
+/// (or at once in the caller, with `NoProc`, if the target is already
+/// gone), outside every runtime lock: it must not block, and it may send.
+/// Cancelled by [`demonitor`], it is dropped uncalled.
+///
+/// ```
+/// use smarm::{monitor_with, run, spawn, DownReason};
+///
+/// run(|| {
+///     let (tx, rx) = smarm::channel();
+///     let worker = spawn(|| panic!("boom"));
+///     let m = monitor_with(worker.pid(), move |down| drop(tx.send(("worker", down))));
+///     let (tag, down) = rx.recv().unwrap();
+///     assert_eq!((tag, down.pid, down.reason), ("worker", m.target, DownReason::Panic));
+///     assert!(worker.join().is_err());
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn monitor_with<A>(target: Pid<A>, deliver: impl FnOnce(Down) + Send + 'static) -> MonitorRef {
+    register("monitor_with", target.erase(), deliver)
+}
+
+/// Register a monitor of `target` with `deliver` as its sink; deliver
+/// `NoProc` at once if the target is gone (I1).
+fn register(
+    caller: &'static str,
+    target: Pid,
+    deliver: impl FnOnce(Down) + Send + 'static,
+) -> MonitorRef {
+    let mut sink: Option<DownSink> = Some(Box::new(deliver));
+    let id = scheduler::with_current_actor(caller, |_, shared| {
+        let id = MonitorId(shared.next_monitor_id());
+        let _ = with_live_signals(shared, target, |sig, _| {
+            if let Some(sink) = sink.take() {
+                sig.monitors.push((id, sink));
+            }
+        });
+        id
+    });
+    if let Some(deliver) = sink {
+        // Not registered: the target is gone (outside the cold lock, I3).
+        deliver(Down {
             pid: target,
             reason: DownReason::NoProc,
         });
     }
-    drop(tx); // the registration now holds the only sender (I1)
-    Monitor { id, target, rx }
+    MonitorRef { id, target }
 }
 
-/// Cancel monitor `m`: `Some(id)` if it was still registered (no `Down`
-/// will arrive and its channel closes), `None` if the target had already
-/// gone down (its `Down` is sent or queued). Drop the monitor to discard a
-/// queued `Down` as well.
+/// Cancel monitor `m` (a [`Monitor`] by reference, or a [`MonitorRef`]):
+/// `Some(id)` if it was still registered (no `Down` will arrive; a channel
+/// monitor's channel closes), `None` if the target had already gone down
+/// (its `Down` is sent or queued). Drop a [`Monitor`] to discard a queued
+/// `Down` as well.
 ///
 /// ```
 /// use std::time::Duration;
@@ -110,7 +175,8 @@ pub fn monitor<A>(target: Pid<A>) -> Monitor {
 /// # Panics
 ///
 /// Outside an actor.
-pub fn demonitor(m: &Monitor) -> Option<MonitorId> {
+pub fn demonitor(m: impl Into<MonitorRef>) -> Option<MonitorId> {
+    let m = m.into();
     let removed = scheduler::with_current_actor("demonitor", |_, shared| {
         with_live_signals(shared, m.target, |sig, _| {
             let i = sig.monitors.iter().position(|(id, _)| *id == m.id)?;
@@ -118,8 +184,8 @@ pub fn demonitor(m: &Monitor) -> Option<MonitorId> {
         })
         .flatten()
     });
-    removed.map(|(id, tx)| {
-        drop(tx); // outside the cold lock (I3): closes the monitor's channel
+    removed.map(|(id, sink)| {
+        drop(sink); // outside the cold lock (I3): closes a monitor's channel
         id
     })
 }

@@ -3,7 +3,6 @@
 //! its exit sends.
 
 use super::{deliver_exit, Down, DownReason, Exit, MonitorId};
-use crate::channel::Sender;
 use crate::scheduler::Shared;
 use crate::slot::word::State;
 use crate::slot::Cold;
@@ -12,9 +11,10 @@ use crate::slot::Pid;
 /// What a slot records about who watches and links to its actor.
 #[derive(Default)]
 pub(crate) struct Signals {
-    pub(crate) monitors: Vec<(MonitorId, Sender<Down>)>,
+    pub(crate) monitors: Vec<(MonitorId, DownSink)>,
     pub(crate) links: Vec<Pid>,
-    pub(crate) trap: Option<Sender<Exit>>,
+    /// Where trapped exits go, while the actor traps them.
+    pub(crate) trap: Option<ExitSink>,
     /// Why a link stopped this actor (its exit reason then).
     pub(crate) kill_reason: Option<DownReason>,
     /// Callbacks registered through [`on_exit`].
@@ -23,6 +23,16 @@ pub(crate) struct Signals {
 
 /// A callback run on a scheduler when an actor exits (see [`on_exit`]).
 pub(crate) type ExitHook = Box<dyn FnOnce(Pid, DownReason) + Send>;
+
+/// Where one monitor's `Down` goes: its channel, or a caller's function
+/// (see [`monitor_with`](super::monitor_with)). Dropping it unsent closes
+/// a channel monitor.
+pub(crate) type DownSink = Box<dyn FnOnce(Down) + Send>;
+
+/// Where a trapping actor's exits go: its channel, or its own function
+/// (see [`trap_exit_with`](super::trap_exit_with)). Shared, so a delivery
+/// clones it under the cold lock and calls it outside (I3).
+pub(crate) type ExitSink = std::sync::Arc<dyn Fn(Exit) + Send + Sync>;
 
 /// Run `f` on `pid`'s cold data and signal record if `pid` is still that
 /// incarnation and has not finished; `None` otherwise (I2).
@@ -62,8 +72,8 @@ pub(crate) fn take_signals(cold: &mut Cold) -> Option<Box<Signals>> {
 /// Tell `pid`'s monitors and links that it exited with `reason` (called by
 /// finalisation, outside the cold lock).
 pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals: Signals) {
-    for (_, tx) in signals.monitors {
-        let _ = tx.send(Down { pid, reason });
+    for (_, deliver) in signals.monitors {
+        deliver(Down { pid, reason });
     }
     for linked in signals.links {
         deliver_exit(shared, pid, reason, linked);
