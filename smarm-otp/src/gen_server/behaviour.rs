@@ -2,6 +2,7 @@
 //! the [`Flow`] each returns.
 
 use super::{Ctx, InitError, Reply, StopReason};
+use smarm_core::{Down, Exit};
 
 /// A server's behaviour: its state type and the callbacks that run on it.
 /// Only [`init`](GenServer::init) and
@@ -41,6 +42,22 @@ pub trait GenServer: Send + Sized + 'static {
     /// Handle an info message. By default: ignore it.
     fn handle_info(&mut self, msg: Self::Info, ctx: &mut Ctx<Self>) -> Flow {
         let _ = (msg, ctx);
+        Flow::Continue
+    }
+
+    /// Handle a linked actor's exit, once the server traps exits
+    /// ([`Ctx::trap_exits`]; the parent's exit stops the server instead).
+    /// By default: ignore it, as an OTP gen_server's default `handle_info`
+    /// does.
+    fn handle_exit(&mut self, exit: Exit, ctx: &mut Ctx<Self>) -> Flow {
+        let _ = (exit, ctx);
+        Flow::Continue
+    }
+
+    /// Handle the `Down` of a monitor set with [`Ctx::monitor`]. By
+    /// default: ignore it.
+    fn handle_down(&mut self, down: Down, ctx: &mut Ctx<Self>) -> Flow {
+        let _ = (down, ctx);
         Flow::Continue
     }
 

@@ -109,8 +109,9 @@ impl<G: GenServer> Builder<G> {
         let (inbox_tx, inbox_rx) = channel::<Envelope<G>>();
         let me = inbox_tx.clone();
         let name = self.name;
+        let parent = self.link.then(smarm_core::self_pid);
         let pid = crate::gen::start(self.link, move |started| {
-            server::serve::<G>(args, inbox_rx, me, name, started)
+            server::serve::<G>(args, inbox_rx, me, name, parent, started)
         })?;
         Ok(GenServerRef::new(pid, inbox_tx))
     }

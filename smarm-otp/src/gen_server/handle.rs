@@ -60,7 +60,7 @@ impl<G: GenServer> GenServerRef<G> {
         self.deliver(Msg::SysWake)
     }
 
-    fn deliver(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
+    pub(super) fn deliver(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
         self.inbox.send(Envelope(msg)).map_err(|e| e.0 .0)
     }
 
@@ -114,7 +114,18 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn shutdown(&self) -> Result<(), CallError> {
-        call(Msg::Shutdown, |msg| self.deliver(msg), DEFAULT_CALL_TIMEOUT)
+        self.shutdown_timeout(DEFAULT_CALL_TIMEOUT)
+    }
+
+    /// [`shutdown`](GenServerRef::shutdown), waiting up to `timeout` for
+    /// `terminate` to finish (a supervisor's takes as long as stopping its
+    /// children does).
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
+        call(Msg::Shutdown, |msg| self.deliver(msg), timeout)
     }
 
     /// Run `f` on the server's state between two callbacks and return its

@@ -45,14 +45,19 @@
 //! | [`GenServerRef::call`] | [`GenServer::handle_call`] with a [`Reply`] | [`Flow`]; the caller gets what is passed to `Reply::reply` (now, or later from another callback) |
 //! | [`GenServerRef::cast`] | [`GenServer::handle_cast`] | [`Flow`] |
 //! | [`GenServerRef::info`], [`Ctx::send_after`] firing | [`GenServer::handle_info`] | [`Flow`] |
-//! | [`GenServerRef::shutdown`], a stop request, a callback's `Flow::Stop`, a panic in a callback | [`GenServer::terminate`] with the [`StopReason`] | (nothing: the server then exits) |
+//! | a linked actor exits, once [`Ctx::trap_exits`] was called | [`GenServer::handle_exit`] with its [`Exit`](smarm_core::Exit) | [`Flow`] |
+//! | an actor watched with [`Ctx::monitor`] goes down | [`GenServer::handle_down`] with its [`Down`](smarm_core::Down) | [`Flow`] |
+//! | [`GenServerRef::shutdown`], a stop request, a callback's `Flow::Stop`, a panic in a callback, the parent's exit (while trapping) | [`GenServer::terminate`] with the [`StopReason`] | (nothing: the server then exits) |
 //! | [`GenServerRef::get_state`], [`GenServerRef::inspect`] | nothing: the state is read between callbacks | |
 //!
 //! # Design
 //!
-//! A server is one actor looping over two channels: its mailbox (calls,
-//! casts, infos, system requests) and a system channel that only its own
-//! timers ([`Ctx::send_after`]) write to, taken first. Calls go through the
+//! A server is one actor looping over its mailbox (calls, casts, infos,
+//! system requests, and the trapped exits and monitors' `Down`s that core
+//! delivers there, in order with the rest) and a system channel that only
+//! its own timers ([`Ctx::send_after`]) write to, taken first. The
+//! supervisor is such a server: it traps exits, and its requests are
+//! calls. Calls go through the
 //! one call implementation ([`call()`]): every call has its own reply slot,
 //! so a call to a dead or dying server fails at once with
 //! [`CallError::ServerDown`], a timed-out call's late reply is discarded,
@@ -64,7 +69,10 @@
 //! abnormal one (the actor unwinds with the reason, without the panic hook's
 //! message); a stop request ([`request_stop`](smarm_core::request_stop), as
 //! a supervisor sends) runs `terminate` and still ends as stopped; a panic in
-//! a callback runs `terminate` and then continues as that panic.
+//! a callback runs `terminate` and then continues as that panic. A server
+//! that does not trap exits is stopped by a linked actor's failure
+//! (`terminate` runs); one that traps them stops when its parent (the
+//! actor that started it linked) exits, as OTP's does.
 
 mod behaviour;
 mod builder;

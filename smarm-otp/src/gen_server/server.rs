@@ -2,6 +2,13 @@
 //! mailbox second, dispatch each message to its callback, and on the way
 //! out run `terminate`, whatever the way out is.
 //!
+//! Everything arrives in the mailbox, in the order it was sent: calls,
+//! casts, infos, and (once asked for) trapped exits and monitors' `Down`s,
+//! which core delivers through the server's own sender
+//! ([`trap_exit_with`](smarm_core::trap_exit_with),
+//! [`monitor_with`](smarm_core::monitor_with)), as Erlang delivers them to
+//! a gen_server's one mailbox.
+//!
 //! The loop waits on the mailbox alone. A server timer delivers its info
 //! to the system channel, raises `sys_pending`, and drops a wake token in
 //! the mailbox; the loop looks at the system channel only when the flag is
@@ -22,6 +29,7 @@
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::time::{cancel_timer, TimerId};
+use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +42,10 @@ pub(super) enum Msg<G: GenServer> {
     Call(G::Call, Reply<G::Reply>),
     Cast(G::Cast),
     Info(G::Info),
+    /// A linked actor's exit, while the server traps exits.
+    Exit(Exit),
+    /// A monitor set through [`Ctx::monitor`] fired.
+    Down(Down),
     /// Run a closure on the state between callbacks (`get_state`,
     /// `inspect`).
     Inspect(Box<dyn FnOnce(&G) + Send>),
@@ -44,17 +56,60 @@ pub(super) enum Msg<G: GenServer> {
 }
 
 /// What a callback can do besides changing the state: reach its own
-/// address, and arm timers that deliver to its own `handle_info`.
+/// address, arm timers that deliver to its own `handle_info`, trap exits
+/// and monitor actors (their news reaches `handle_exit` and `handle_down`).
 pub struct Ctx<G: GenServer> {
     me: GenServerRef<G>,
     sys: Sender<G::Info>,
     sys_pending: Arc<AtomicBool>,
+    /// The actor that started this server linked to it, if one did.
+    parent: Option<Pid>,
 }
 
 impl<G: GenServer> Ctx<G> {
     /// This server's address.
     pub fn me(&self) -> &GenServerRef<G> {
         &self.me
+    }
+
+    /// The actor that started this server with a link
+    /// ([`start_link`](super::start_link), [`Builder::link`](super::Builder::link)),
+    /// if one did: its supervisor, in a supervision tree.
+    pub fn parent(&self) -> Option<Pid> {
+        self.parent
+    }
+
+    /// Trap exits (Erlang's `process_flag(trap_exit, true)`): from now on a
+    /// linked actor's exit reaches [`GenServer::handle_exit`] instead of
+    /// stopping this server, in order with the mailbox's other messages.
+    /// The parent's exit still stops the server: `terminate` runs with
+    /// [`StopReason::Shutdown`] (or [`StopReason::Error`] if the parent
+    /// failed), as an OTP gen_server does. `false` if already trapping.
+    ///
+    /// Call it from `init` to trap from the start (before `start_link`
+    /// returns).
+    pub fn trap_exits(&self) -> bool {
+        let me = self.me.clone();
+        smarm_core::trap_exit_with(move |exit| {
+            let _ = me.deliver(Msg::Exit(exit));
+        })
+    }
+
+    /// Monitor `pid`: when it goes down, [`GenServer::handle_down`] gets
+    /// its [`Down`] (at once, with `NoProc`, if it is already gone), in
+    /// order with the mailbox's other messages.
+    pub fn monitor<A>(&self, pid: Pid<A>) -> MonitorRef {
+        let me = self.me.clone();
+        smarm_core::monitor_with(pid, move |down| {
+            let _ = me.deliver(Msg::Down(down));
+        })
+    }
+
+    /// Cancel a monitor set by [`Ctx::monitor`]: `true` if it was still
+    /// set. A `Down` already in the mailbox still arrives (Erlang's
+    /// `demonitor/1`); `false` says one is on its way.
+    pub fn demonitor(&self, monitor: MonitorRef) -> bool {
+        smarm_core::demonitor(monitor).is_some()
     }
 
     /// Deliver `info` to this server's `handle_info` after `after`, ahead
@@ -82,6 +137,7 @@ pub(super) fn serve<G: GenServer>(
     inbox: Receiver<Envelope<G>>,
     me: Sender<Envelope<G>>,
     name: Option<ServerName<G>>,
+    parent: Option<Pid>,
     started: Sender<Result<(), StartError>>,
 ) {
     let (sys_tx, sys) = channel::<G::Info>();
@@ -89,6 +145,7 @@ pub(super) fn serve<G: GenServer>(
         me: GenServerRef::new(smarm_core::self_pid(), me),
         sys: sys_tx,
         sys_pending: Arc::new(AtomicBool::new(false)),
+        parent,
     };
     if let Some(name) = name {
         if let Err(e) = super::handle::register_server(name, &ctx.me) {
@@ -102,7 +159,12 @@ pub(super) fn serve<G: GenServer>(
             if let Some(name) = name {
                 crate::registry::unregister(name.as_str());
             }
-            let _ = started.send(Err(StartError::Init(e)));
+            // A supervisor whose child did not start says so itself.
+            let e = match e.downcast::<StartError>() {
+                Ok(e) => *e,
+                Err(e) => StartError::Init(e),
+            };
+            let _ = started.send(Err(e));
             return;
         }
     };
@@ -144,6 +206,11 @@ fn serve_loop<G: GenServer>(
                 Msg::Call(request, reply) => state.handle_call(request, reply, ctx),
                 Msg::Cast(msg) => state.handle_cast(msg, ctx),
                 Msg::Info(msg) => state.handle_info(msg, ctx),
+                Msg::Exit(exit) if Some(exit.from) == ctx.parent => {
+                    Flow::Stop(parent_exit(exit.reason))
+                }
+                Msg::Exit(exit) => state.handle_exit(exit, ctx),
+                Msg::Down(down) => state.handle_down(down, ctx),
                 Msg::Inspect(f) => {
                     f(state);
                     Flow::Continue
@@ -160,5 +227,15 @@ fn serve_loop<G: GenServer>(
         if let Flow::Stop(reason) = flow {
             return reason;
         }
+    }
+}
+
+/// Why a trapping server stops when its parent exits: a parent's failure
+/// is the server's failure; any other exit is a shutdown.
+fn parent_exit(reason: DownReason) -> StopReason {
+    if matches!(reason, DownReason::Exit | DownReason::Stopped) {
+        StopReason::Shutdown
+    } else {
+        StopReason::Error(format!("parent exited: {reason}"))
     }
 }

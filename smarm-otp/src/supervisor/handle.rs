@@ -1,10 +1,11 @@
 //! A supervisor's address and what it can be asked ([`SupervisorRef`]),
 //! and starting one ([`start`], [`start_link`]).
 
-use super::{run, ChildKind, ChildSpec, Restart, StartError, SupFlags};
-use crate::gen_server::{call, CallError, Reply, DEFAULT_CALL_TIMEOUT};
-use smarm_core::channel::{channel, Sender};
+use super::server::{Request, Response, Supervisor};
+use super::{ChildKind, ChildSpec, Restart, StartError, SupFlags};
+use crate::gen_server::{self, CallError, GenServerRef, DEFAULT_CALL_TIMEOUT};
 use smarm_core::Pid;
+use std::time::Duration;
 
 /// One child, as [`SupervisorRef::which_children`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,38 +41,27 @@ impl From<Pid> for ChildRef {
     }
 }
 
-pub(super) enum Request {
-    WhichChildren(Reply<Vec<ChildInfo>>),
-    StartChild(ChildSpec, Reply<Result<Pid, StartError>>),
-    TerminateChild(ChildRef, Reply<bool>),
-    Shutdown(Reply<()>),
-}
-
 /// The address of a running supervisor.
 #[derive(Clone)]
 pub struct SupervisorRef {
-    pid: Pid,
-    requests: Sender<Request>,
+    server: GenServerRef<Supervisor>,
 }
 
 impl std::fmt::Debug for SupervisorRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SupervisorRef({})", self.pid)
+        write!(f, "SupervisorRef({})", self.server.pid())
     }
 }
 
 impl SupervisorRef {
     /// The supervisor's actor.
     pub fn pid(&self) -> Pid {
-        self.pid
+        self.server.pid()
     }
 
-    fn ask<T: Send>(&self, request: impl FnOnce(Reply<T>) -> Request) -> Result<T, CallError> {
-        call(
-            request,
-            |r| self.requests.send(r).map_err(|e| e.0),
-            DEFAULT_CALL_TIMEOUT,
-        )
+    /// Whether the supervisor is still running.
+    pub fn is_alive(&self) -> bool {
+        self.server.is_alive()
     }
 
     /// The children, in start order.
@@ -80,7 +70,10 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn which_children(&self) -> Result<Vec<ChildInfo>, CallError> {
-        self.ask(Request::WhichChildren)
+        match self.server.call(Request::WhichChildren)? {
+            Response::Children(children) => Ok(children),
+            _ => unreachable!("a supervisor answers which_children with its children"),
+        }
     }
 
     /// Start `spec` as the last child and return its pid.
@@ -89,8 +82,9 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn start_child(&self, spec: ChildSpec) -> Result<Pid, StartError> {
-        match self.ask(|reply| Request::StartChild(spec, reply)) {
-            Ok(started) => started,
+        match self.server.call(Request::StartChild(spec)) {
+            Ok(Response::Started(started)) => started,
+            Ok(_) => unreachable!("a supervisor answers start_child with the start's result"),
             Err(_) => Err(StartError::SupervisorDown),
         }
     }
@@ -102,13 +96,12 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn terminate_child(&self, child: impl Into<ChildRef>) -> Result<bool, CallError> {
-        let child = child.into();
-        call(
-            |reply| Request::TerminateChild(child, reply),
-            |r| self.requests.send(r).map_err(|e| e.0),
-            // Stopping may wait out the child's shutdown timeout.
-            DEFAULT_CALL_TIMEOUT * 2,
-        )
+        // Stopping may wait out the child's shutdown timeout.
+        let request = Request::TerminateChild(child.into());
+        match self.server.call_timeout(request, DEFAULT_CALL_TIMEOUT * 2)? {
+            Response::Terminated(found) => Ok(found),
+            _ => unreachable!("a supervisor answers terminate_child with whether it found one"),
+        }
     }
 
     /// Stop every child in reverse start order, then the supervisor;
@@ -118,11 +111,7 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn shutdown(&self) -> Result<(), CallError> {
-        call(
-            Request::Shutdown,
-            |r| self.requests.send(r).map_err(|e| e.0),
-            std::time::Duration::from_secs(60),
-        )
+        self.server.shutdown_timeout(Duration::from_secs(60))
     }
 }
 
@@ -134,7 +123,8 @@ impl SupervisorRef {
 ///
 /// Outside an actor.
 pub fn start(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef, StartError> {
-    spawn_supervisor(flags, children, false)
+    let server = gen_server::start::<Supervisor>((flags, children))?;
+    Ok(SupervisorRef { server })
 }
 
 /// [`start`], linked to the caller: a supervisor's way to start a child
@@ -145,22 +135,6 @@ pub fn start(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef,
 ///
 /// Outside an actor.
 pub fn start_link(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef, StartError> {
-    spawn_supervisor(flags, children, true)
-}
-
-fn spawn_supervisor(
-    flags: SupFlags,
-    children: Vec<ChildSpec>,
-    link: bool,
-) -> Result<SupervisorRef, StartError> {
-    let (requests_tx, requests) = channel::<Request>();
-    let me = requests_tx.clone();
-    let parent = link.then(smarm_core::self_pid);
-    let pid = crate::gen::start(link, move |started| {
-        run::serve(flags, children, requests, me, parent, started)
-    })?;
-    Ok(SupervisorRef {
-        pid,
-        requests: requests_tx,
-    })
+    let server = gen_server::start_link::<Supervisor>((flags, children))?;
+    Ok(SupervisorRef { server })
 }

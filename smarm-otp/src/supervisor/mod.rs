@@ -41,6 +41,11 @@
 //! | [`SupervisorRef::which_children`] | lists the children in start order, with their pids |
 //! | [`SupervisorRef::shutdown`], a stop request, its parent exiting | stops every child in reverse start order, each by its [`Shutdown`] policy, then exits |
 //!
+//! A supervisor is a gen_server, as OTP's is: it traps exits and links its
+//! children to itself, so each child's exit reaches its
+//! [`handle_exit`](crate::gen_server::GenServer::handle_exit); the requests
+//! of a [`SupervisorRef`] are calls; its `terminate` stops the children.
+//!
 //! # Stopping a child
 //!
 //! A child is stopped with a stop request
@@ -52,11 +57,9 @@
 //! loop of pure computation should call `check!()`).
 
 mod handle;
-mod run;
+mod server;
 mod spec;
 
 pub use crate::gen_server::StartError;
 pub use handle::{start, start_link, ChildInfo, ChildRef, SupervisorRef};
 pub use spec::{ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};
-
-use handle::Request;

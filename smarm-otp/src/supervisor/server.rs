@@ -1,6 +1,10 @@
-//! The supervisor actor: start the children in order, then turn each
-//! child's exit (it traps exits; its children are linked to it) into a
-//! restart by the strategy, within the restart intensity; stop children in
+//! The supervisor itself: a gen_server ([`Supervisor`]) that traps exits
+//! and links its children to it, as OTP's supervisor is a gen_server. Its
+//! `init` starts the children in order; each child's exit reaches
+//! `handle_exit` and becomes a restart by the strategy, within the restart
+//! intensity; the requests of a [`SupervisorRef`](super::SupervisorRef)
+//! are calls; `terminate`, however the supervisor ends (a shutdown, its
+//! parent's exit, a stop request, giving up), stops the children in
 //! reverse order.
 //!
 //! # Invariants
@@ -14,9 +18,8 @@
 //! - (U3) Children start in `children` order and stop in reverse.
 
 use super::spec::{ChildSpec, Restart, Shutdown, Strategy, SupFlags};
-use super::{ChildInfo, Request};
-use crate::gen_server::{StartError, StopReason};
-use smarm_core::channel::{select, Receiver, Sender};
+use super::{ChildInfo, ChildRef};
+use crate::gen_server::{Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};
 use smarm_core::{DownReason, Exit, Pid};
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
@@ -26,129 +29,93 @@ struct Child {
     pid: Option<Pid>,
 }
 
-/// Why the supervisor stops serving.
-enum End {
-    /// Asked to (a shutdown request): exit normally.
-    Shutdown(Option<crate::gen_server::Reply<()>>),
-    /// Its parent exited: exit too.
-    ParentExit(DownReason),
-    /// More restarts than its intensity allows: exit abnormally.
-    GaveUp(String),
-}
-
-struct Sup {
+/// A supervisor's state: its children and its restart history.
+pub(super) struct Supervisor {
     me: Pid,
     flags: SupFlags,
     /// Start order; `None` marks a removed child (U3).
     children: Vec<Option<Child>>,
     by_pid: HashMap<Pid, usize>,
     restarts: VecDeque<Instant>,
-    parent: Option<Pid>,
 }
 
-/// The supervisor actor's body.
-pub(super) fn serve(
-    flags: SupFlags,
-    specs: Vec<ChildSpec>,
-    requests: Receiver<Request>,
-    me_tx: Sender<Request>,
-    parent: Option<Pid>,
-    started: Sender<Result<(), StartError>>,
-) {
-    let Some(exits) = smarm_core::trap_exit(true) else {
-        unreachable!("a fresh actor does not trap exits yet");
-    };
-    let mut sup = Sup {
-        me: smarm_core::self_pid(),
-        flags,
-        children: Vec::new(),
-        by_pid: HashMap::new(),
-        restarts: VecDeque::new(),
-        parent,
-    };
-    for spec in specs {
-        if let Err(e) = sup.add(spec) {
-            sup.stop_all();
-            let _ = started.send(Err(e));
-            return;
-        }
-    }
-    let _ = started.send(Ok(()));
-    drop(started);
-    let _keep_open = me_tx; // the request channel never reads as closed
+/// What a [`SupervisorRef`](super::SupervisorRef) asks (a call).
+pub(super) enum Request {
+    WhichChildren,
+    StartChild(ChildSpec),
+    TerminateChild(ChildRef),
+}
 
-    let mut end = None;
-    let ended = crate::gen::termination::run(|| {
-        let e = sup.serve_loop(&exits, &requests);
-        let reason = match &e {
-            End::Shutdown(_) => StopReason::Shutdown,
-            End::ParentExit(reason) if reason.is_abnormal() => {
-                StopReason::Error(format!("parent exited: {reason}"))
-            }
-            End::ParentExit(_) => StopReason::Normal,
-            End::GaveUp(why) => StopReason::Error(why.clone()),
+/// The answer to a [`Request`], one variant per request.
+pub(super) enum Response {
+    Children(Vec<ChildInfo>),
+    Started(Result<Pid, StartError>),
+    Terminated(bool),
+}
+
+impl GenServer for Supervisor {
+    type Args = (SupFlags, Vec<ChildSpec>);
+    type Call = Request;
+    type Reply = Response;
+    type Cast = ();
+    type Info = ();
+
+    /// Start the children in order; if one fails, stop those started (in
+    /// reverse) and fail with its [`StartError::Child`].
+    fn init((flags, specs): Self::Args, ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
+        ctx.trap_exits();
+        let mut sup = Supervisor {
+            me: ctx.me().pid(),
+            flags,
+            children: Vec::new(),
+            by_pid: HashMap::new(),
+            restarts: VecDeque::new(),
         };
-        end = Some(e);
-        reason
-    });
-    sup.stop_all();
-    match end {
-        Some(End::Shutdown(Some(ack))) => {
-            let _ = ack.reply(());
+        for spec in specs {
+            if let Err(e) = sup.add(spec) {
+                sup.stop_all();
+                return Err(Box::new(e));
+            }
         }
-        // Said out loud (the panic hook prints it): a supervisor giving up
-        // is what an operator needs to see.
-        Some(End::GaveUp(why)) => panic!("smarm: supervisor {} gave up: {why}", sup.me),
-        _ => {}
+        Ok(sup)
     }
-    ended.finish();
+
+    fn handle_call(&mut self, request: Request, reply: Reply<Response>, _: &mut Ctx<Self>) -> Flow {
+        let response = match request {
+            Request::WhichChildren => Response::Children(self.which_children()),
+            Request::StartChild(spec) => Response::Started(self.add(spec)),
+            Request::TerminateChild(target) => Response::Terminated(self.terminate_child(&target)),
+        };
+        let _ = reply.reply(response);
+        Flow::Continue
+    }
+
+    /// A child exited: restart it by its restart type and the strategy.
+    /// Giving up is a panic, so the report reaches the operator and the
+    /// supervisor's own supervisor sees a failure (`terminate` still stops
+    /// the children first).
+    fn handle_exit(&mut self, exit: Exit, _: &mut Ctx<Self>) -> Flow {
+        if let Err(why) = self.on_exit(exit) {
+            panic!("smarm: supervisor {} gave up: {why}", self.me);
+        }
+        Flow::Continue
+    }
+
+    fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
+        self.stop_all();
+    }
 }
 
-impl Sup {
-    fn serve_loop(&mut self, exits: &Receiver<Exit>, requests: &Receiver<Request>) -> End {
-        loop {
-            if let Ok(Some(exit)) = exits.try_recv() {
-                if let Some(end) = self.on_exit(exit) {
-                    return end;
-                }
-                continue;
-            }
-            if let Ok(Some(req)) = requests.try_recv() {
-                if let Some(end) = self.on_request(req) {
-                    return end;
-                }
-                continue;
-            }
-            // Neither channel can close: the supervisor holds a sender to
-            // each (its own request sender is kept in `serve`).
-            select(&[exits, requests]);
-        }
-    }
-
-    fn on_request(&mut self, req: Request) -> Option<End> {
-        match req {
-            Request::WhichChildren(reply) => {
-                let _ = reply.reply(self.which_children());
-            }
-            Request::StartChild(spec, reply) => {
-                let _ = reply.reply(self.add(spec));
-            }
-            Request::TerminateChild(target, reply) => {
-                let _ = reply.reply(self.terminate_child(&target));
-            }
-            Request::Shutdown(reply) => return Some(End::Shutdown(Some(reply))),
-        }
-        None
-    }
-
-    /// A linked actor exited: the parent (stop too) or a child (restart it
-    /// by its restart type and the strategy).
-    fn on_exit(&mut self, exit: Exit) -> Option<End> {
-        if Some(exit.from) == self.parent {
-            return Some(End::ParentExit(exit.reason));
-        }
-        let i = self.by_pid.remove(&exit.from)?; // (U1)
-        let child = self.children[i].as_mut()?;
+impl Supervisor {
+    /// A child exited: restart it by its restart type and the strategy.
+    /// `Err(why)`: more restarts than the intensity allows.
+    fn on_exit(&mut self, exit: Exit) -> Result<(), String> {
+        let Some(i) = self.by_pid.remove(&exit.from) else {
+            return Ok(()); // (U1)
+        };
+        let Some(child) = self.children[i].as_mut() else {
+            return Ok(());
+        };
         child.pid = None;
         let restart = match child.spec.restart {
             Restart::Permanent => true,
@@ -160,15 +127,13 @@ impl Sup {
                 self.children[i] = None;
                 self.compact();
             }
-            return None;
+            return Ok(());
         }
         let mut failing = i;
         loop {
-            if let Err(why) = self.count_restart() {
-                return Some(End::GaveUp(why));
-            }
+            self.count_restart()?;
             match self.restart(failing) {
-                Ok(()) => return None,
+                Ok(()) => return Ok(()),
                 Err(next) => failing = next, // a child failed to start: again
             }
         }
@@ -272,11 +237,11 @@ impl Sup {
         }
     }
 
-    fn terminate_child(&mut self, target: &super::ChildRef) -> bool {
+    fn terminate_child(&mut self, target: &ChildRef) -> bool {
         let found = self.children.iter().position(|c| {
             c.as_ref().is_some_and(|c| match target {
-                super::ChildRef::Id(id) => c.spec.id == *id,
-                super::ChildRef::Pid(pid) => c.pid == Some(*pid),
+                ChildRef::Id(id) => c.spec.id == *id,
+                ChildRef::Pid(pid) => c.pid == Some(*pid),
             })
         });
         let Some(i) = found else {
