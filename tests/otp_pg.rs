@@ -123,6 +123,21 @@ fn ten_thousand_actors_joining_and_dying_leave_the_group_empty() {
 }
 
 #[test]
+fn a_group_named_at_run_time_is_the_constant_with_that_name() {
+    run_with(1, || {
+        let (tx, rx) = channel::<u32>();
+        pg::join(POOL, tx);
+        let built: Group<u32> = Group::intern(&format!("po{}", "ol"));
+        assert_eq!(built.as_str(), POOL.as_str());
+        assert_eq!(pg::members(built), vec![smarm::self_pid()]);
+        pg::dispatch(built, 9).unwrap();
+        assert_eq!(rx.recv().unwrap(), 9);
+        let other: Group<u32> = Group::intern("pool-2");
+        assert!(pg::members(other).is_empty(), "another text, another group");
+    });
+}
+
+#[test]
 fn leave_removes_the_caller() {
     run_with(1, || {
         let (tx, _rx) = channel::<u32>();

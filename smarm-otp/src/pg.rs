@@ -54,7 +54,7 @@
 //!   hear `Left` as it happens; touching a group also prunes members that
 //!   died in the moment before their hook ran.
 
-use crate::key::TypedKey;
+use crate::key::{AtomTableFull, TypedKey};
 use crate::registry::SendError;
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::{runtime, signal, Pid};
@@ -62,13 +62,38 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// A process group accepting messages of type `M`.
+/// A process group accepting messages of type `M`. `const`, so the usual
+/// form is a module-level constant; a group named at run time comes from
+/// [`Group::intern`].
 pub struct Group<M>(TypedKey<M>);
 
 impl<M> Group<M> {
     /// The group `name` for messages of type `M`.
     pub const fn new(name: &'static str) -> Self {
         Group(TypedKey::new(name))
+    }
+
+    /// The group `name`, built at run time: its text is stored once for the
+    /// life of the process (as [`Name::intern`](crate::registry::Name::intern)
+    /// stores a name's), and it is the same group as a constant with the
+    /// same text.
+    ///
+    /// # Panics
+    ///
+    /// If the process already holds [`ATOM_LIMIT`](crate::registry::ATOM_LIMIT)
+    /// names built at run time; [`Group::try_intern`] returns the error
+    /// instead.
+    pub fn intern(name: &str) -> Self {
+        match Self::try_intern(name) {
+            Ok(group) => group,
+            Err(e) => panic!("{e} (in Group::intern)"),
+        }
+    }
+
+    /// [`Group::intern`], failing instead of panicking when the atom table
+    /// is full.
+    pub fn try_intern(name: &str) -> Result<Self, AtomTableFull> {
+        TypedKey::intern(name).map(Group)
     }
 
     /// The group's name.
