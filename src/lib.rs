@@ -26,7 +26,7 @@
 
 pub use smarm_core::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
-    SchedulerStats, TreeNode,
+    SchedulerStats, TreeNode, WaitingOn,
 };
 pub use smarm_core::{
     channel, is_alive, request_stop, run, select, select_timeout, self_pid, sleep, spawn,

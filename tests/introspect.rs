@@ -3,7 +3,7 @@
 
 mod support;
 
-use smarm::{actor_info, channel, snapshot, tree, ActorState, Addressable, Name};
+use smarm::{actor_info, channel, snapshot, tree, ActorState, Addressable, Name, WaitingOn};
 use std::time::Duration;
 use support::run_with;
 
@@ -28,6 +28,94 @@ fn a_parked_actor_reads_parked_and_a_joined_pid_is_gone() {
         );
         worker.join().unwrap();
         assert!(actor_info(pid).is_none());
+    });
+}
+
+/// Wait (by yielding, up to a generous bound) until `pid` is parked, and
+/// say on what.
+fn parked_on(pid: smarm::Pid) -> Option<WaitingOn> {
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = actor_info(pid).unwrap();
+        if info.state == ActorState::Parked {
+            return info.waiting_on;
+        }
+        assert!(
+            info.waiting_on.is_none(),
+            "only a parked actor waits on something"
+        );
+        assert!(std::time::Instant::now() < give_up, "{pid} never parked");
+        smarm::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_parked_actor_says_what_it_waits_on() {
+    run_with(2, || {
+        let (gate_tx, gate_rx) = channel::<()>();
+        let receiver = smarm::spawn(move || gate_rx.recv().unwrap());
+        assert_eq!(parked_on(receiver.pid()), Some(WaitingOn::Message));
+
+        let lock = std::sync::Arc::new(smarm::Mutex::new(()));
+        let held = lock.lock();
+        let contender = {
+            let lock = lock.clone();
+            smarm::spawn(move || drop(lock.lock()))
+        };
+        assert_eq!(parked_on(contender.pid()), Some(WaitingOn::Lock));
+
+        let sleeper = smarm::spawn(|| smarm::sleep(Duration::from_secs(60)));
+        assert_eq!(parked_on(sleeper.pid()), Some(WaitingOn::Timer));
+        let sleeper_pid = sleeper.pid();
+        let joiner = smarm::spawn(move || drop(sleeper.join()));
+        assert_eq!(parked_on(joiner.pid()), Some(WaitingOn::Join));
+
+        let (_keep, never) = channel::<()>();
+        let (_keep2, never2) = channel::<()>();
+        let selector = smarm::spawn(move || {
+            smarm::select(&[&never, &never2]);
+        });
+        assert_eq!(parked_on(selector.pid()), Some(WaitingOn::Select));
+
+        let (shot_out, shot_in) = channel();
+        let awaiting = smarm::spawn(move || {
+            let (shot_tx, shot_rx) = smarm::channel::oneshot::<()>();
+            assert!(shot_out.send(shot_tx).is_ok());
+            shot_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        });
+        let shot_tx = shot_in.recv().unwrap();
+        assert_eq!(parked_on(awaiting.pid()), Some(WaitingOn::Reply));
+
+        let (mut ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let reader = smarm::spawn(move || {
+            use std::os::fd::AsRawFd;
+            smarm::io::wait_readable(theirs.as_raw_fd()).unwrap();
+        });
+        assert_eq!(parked_on(reader.pid()), Some(WaitingOn::Fd));
+
+        let (pool_gate_tx, pool_gate) = std::sync::mpsc::channel::<()>();
+        let pooled =
+            smarm::spawn(move || smarm::io::block_on_io(move || pool_gate.recv()).unwrap());
+        assert_eq!(parked_on(pooled.pid()), Some(WaitingOn::BlockingJob));
+
+        let text = snapshot().to_string();
+        assert!(text.contains("Parked on Join"), "{text}");
+
+        // Let every one of them go.
+        gate_tx.send(()).unwrap();
+        drop(held);
+        smarm::request_stop(sleeper_pid);
+        smarm::request_stop(selector.pid());
+        shot_tx.send(()).unwrap();
+        std::io::Write::write_all(&mut ours, b"x").unwrap();
+        pool_gate_tx.send(()).unwrap();
+        reader.join().unwrap();
+        pooled.join().unwrap();
+        receiver.join().unwrap();
+        contender.join().unwrap();
+        joiner.join().unwrap();
+        let _ = selector.join();
+        awaiting.join().unwrap();
     });
 }
 

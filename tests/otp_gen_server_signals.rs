@@ -140,7 +140,10 @@ fn trapped_exits_reach_handle_exit_in_mailbox_order() {
     on_each_thread_count(|| {
         let log = log();
         let server = gen_server::start::<Watcher>((log.clone(), true)).unwrap();
-        assert!(!server.call(Req::Trap).unwrap(), "already trapping from init");
+        assert!(
+            !server.call(Req::Trap).unwrap(),
+            "already trapping from init"
+        );
         let (failing, go_failing) = gated(true);
         let (finishing, go_finishing) = gated(false);
         server.call(Req::Link(failing.pid())).unwrap();
@@ -164,7 +167,10 @@ fn trapped_exits_reach_handle_exit_in_mailbox_order() {
                 Event::Cast(3),
             ]
         );
-        assert!(server.is_alive(), "a trapped failure does not stop the server");
+        assert!(
+            server.is_alive(),
+            "a trapped failure does not stop the server"
+        );
         server.shutdown().unwrap();
         assert_eq!(
             events(&log).last(),
@@ -184,9 +190,9 @@ fn an_untrapped_linked_failure_stops_the_server_through_terminate() {
         let failed = release(failing, go);
 
         let down = watch
-        .rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the server should have stopped");
+            .rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the server should have stopped");
         assert_eq!(down.reason, DownReason::Killed { by: failed });
         assert_eq!(events(&log), vec![Event::Terminate(StopReason::Shutdown)]);
     });
@@ -236,7 +242,11 @@ fn a_trapping_server_stops_when_its_parent_exits() {
             panic!("a failed parent should stop the server with an error: {seen:?}");
         };
         assert!(why.contains("parent exited"), "{why}");
-        assert_eq!(down, DownReason::Panic, "a parent's failure is the server's");
+        assert_eq!(
+            down,
+            DownReason::Panic,
+            "a parent's failure is the server's"
+        );
         let _ = parent;
     });
 }

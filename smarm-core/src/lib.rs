@@ -74,7 +74,7 @@ pub use channel::{
 };
 pub use introspect::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
-    SchedulerStats, TreeNode,
+    SchedulerStats, TreeNode, WaitingOn,
 };
 pub use runtime::run;
 pub use scheduler::{check_timeslice, PreemptingAlloc};

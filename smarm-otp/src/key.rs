@@ -45,7 +45,9 @@ static ATOMS: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
 /// `text`'s entry in the atom table, added if new.
 fn intern(text: &str) -> Result<&'static str, AtomTableFull> {
     // A panic while holding this lock cannot leave the set inconsistent.
-    let mut atoms = ATOMS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut atoms = ATOMS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     intern_into(atoms.get_or_insert_with(HashSet::new), ATOM_LIMIT, text)
 }
 
@@ -135,7 +137,11 @@ mod tests {
         assert_eq!(intern_into(&mut atoms, 2, "a"), Ok("a"));
         assert_eq!(intern_into(&mut atoms, 2, "b"), Ok("b"));
         assert_eq!(intern_into(&mut atoms, 2, "c"), Err(AtomTableFull));
-        assert_eq!(intern_into(&mut atoms, 2, "a"), Ok("a"), "known texts still resolve");
+        assert_eq!(
+            intern_into(&mut atoms, 2, "a"),
+            Ok("a"),
+            "known texts still resolve"
+        );
         assert_eq!(atoms.len(), 2);
     }
 }

@@ -2,6 +2,7 @@
 
 use super::{JoinError, Outcome, Pid};
 use crate::scheduler::Shared;
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, Wait};
 use crate::slot::Slot;
 use std::sync::Arc;
@@ -77,7 +78,7 @@ impl JoinHandle {
             }
             // Open the wait before registering, so a finish in between
             // lands as a notification (slot (I3)).
-            let wait = Wait::open("JoinHandle::join");
+            let wait = Wait::open("JoinHandle::join", WaitingOn::Join);
             let registered = {
                 let mut cold = self.slot().cold.lock();
                 let register = cold.outcome.is_none();

@@ -10,7 +10,7 @@ mod loom_models;
 
 use super::queue::Queue;
 use crate::scheduler::Shared;
-use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn};
 use crate::slot::WaitId;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::{RefCell, RefMut};
@@ -459,7 +459,9 @@ fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
 /// Open a wait for the running actor and register it on the channel whose
 /// lock is held.
 fn register_current<T>(g: &mut Inner<T>, what: &str) -> Wait {
-    Wait::open_with(what, |wait, shared| g.register(wait, shared))
+    Wait::open_with(what, WaitingOn::Message, |wait, shared| {
+        g.register(wait, shared)
+    })
 }
 
 /// `recv_timeout`'s side of the bounded-wait loop.
@@ -468,6 +470,7 @@ struct TimedRecv<'a, T> {
 }
 
 impl<T> BoundedWaiter for TimedRecv<'_, T> {
+    const WAITS_ON: WaitingOn = WaitingOn::Message;
     type Output = Result<T, RecvTimeoutError>;
 
     fn ready(&mut self) -> Option<Self::Output> {

@@ -23,6 +23,7 @@
 
 use super::handoff::WaiterCell;
 use crate::loom::{AtomicU32, Ordering};
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::{Pid, WaitId};
 use std::cell::UnsafeCell;
@@ -222,6 +223,7 @@ struct OneshotWait<'a, T> {
 }
 
 impl<T: Send> BoundedWaiter for OneshotWait<'_, T> {
+    const WAITS_ON: WaitingOn = WaitingOn::Reply;
     type Output = Result<T, OneshotError>;
 
     fn ready(&mut self) -> Option<Self::Output> {

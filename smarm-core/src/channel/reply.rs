@@ -42,6 +42,7 @@
 use super::handoff::WaiterCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering};
 use crate::scheduler::Shared;
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::{Pid, WaitId};
 use std::cell::UnsafeCell;
@@ -395,6 +396,7 @@ struct CallWait<'a> {
 }
 
 impl BoundedWaiter for CallWait<'_> {
+    const WAITS_ON: WaitingOn = WaitingOn::Reply;
     type Output = Settled;
 
     fn ready(&mut self) -> Option<Settled> {

@@ -6,6 +6,7 @@
 //! siblings never wake a later wait, and nothing is cancelled. Arms whose staleness is not harmless (fd arms) ask for an
 //! eager cleanup pass, run after the wake and on a stop unwind.
 
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::{Pid, WaitId};
 use std::time::{Duration, Instant};
@@ -147,6 +148,7 @@ struct Select<'a> {
 }
 
 impl BoundedWaiter for Select<'_> {
+    const WAITS_ON: WaitingOn = WaitingOn::Select;
     type Output = std::io::Result<Option<usize>>;
 
     fn ready(&mut self) -> Option<Self::Output> {

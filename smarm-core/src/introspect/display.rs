@@ -9,12 +9,14 @@ fn line(f: &mut fmt::Formatter<'_>, a: &ActorInfo) -> fmt::Result {
     } else {
         format!(" [{}]", a.names.join(", "))
     };
+    let waiting_on = a.waiting_on.map_or(String::new(), |w| format!(" on {w:?}"));
     write!(
         f,
-        "{}{} {:?} mailbox={} links={} monitors={}{}",
+        "{}{} {:?}{} mailbox={} links={} monitors={}{}",
         a.pid,
         names,
         a.state,
+        waiting_on,
         a.mailbox_depth,
         a.links,
         a.monitors,

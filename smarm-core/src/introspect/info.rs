@@ -2,11 +2,12 @@
 //! [`RuntimeSnapshot`] of every actor and scheduler, the spawn forest as a
 //! [`RuntimeTree`].
 
+pub use crate::scheduler::WaitingOn;
 use crate::slot::Pid;
 
 /// The version of the [`RuntimeSnapshot`] / [`RuntimeTree`] shape; it
 /// changes when their fields do.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 2;
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 3;
 
 /// What an actor is doing, from the scheduler's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,7 +18,8 @@ pub enum ActorState {
     Running,
     /// Running, and woken for the wait it is about to start.
     Notified,
-    /// Blocked: on a channel, a timer, a lock, IO, a join.
+    /// Blocked: on a channel, a timer, a lock, IO, a join (which one:
+    /// [`ActorInfo::waiting_on`]).
     Parked,
     /// Finished; kept until its `JoinHandle` is joined or dropped.
     Done,
@@ -32,6 +34,8 @@ pub struct ActorInfo {
     pub names: Vec<&'static str>,
     /// What it is doing.
     pub state: ActorState,
+    /// What it waits for, while [`ActorState::Parked`]; `None` otherwise.
+    pub waiting_on: Option<WaitingOn>,
     /// Who spawned it (or the pid given to `spawn_under`); the root's is
     /// itself.
     pub supervisor: Pid,

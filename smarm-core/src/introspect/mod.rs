@@ -56,7 +56,7 @@ mod info;
 mod read;
 
 pub use info::{
-    ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode,
+    ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
     SNAPSHOT_FORMAT_VERSION,
 };
 pub use read::{actor_info, set_extras_hook, snapshot, tree, tree_from, ActorExtras};

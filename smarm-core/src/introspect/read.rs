@@ -152,10 +152,16 @@ fn read(
         0 => pid,
         bits => Pid::from_bits(bits),
     };
+    let waiting_on = if state == ActorState::Parked {
+        WaitingOn::from_u8(slot.waiting_on.load(Ordering::Relaxed))
+    } else {
+        None
+    };
     Some(ActorInfo {
         pid,
         names: Vec::new(),
         state,
+        waiting_on,
         supervisor,
         trap_exit,
         monitors,

@@ -1,6 +1,7 @@
 //! The blocking pool: run closures that block, off the scheduler threads.
 
 use crate::scheduler::Shared;
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, Wait};
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -135,7 +136,7 @@ where
     T: Send + 'static,
 {
     let slot: Arc<Mutex<Option<std::thread::Result<T>>>> = Arc::new(Mutex::new(None));
-    let mut wait = Wait::open("block_on_io");
+    let mut wait = Wait::open("block_on_io", WaitingOn::BlockingJob);
     let woken = wait.id();
     let submitted = scheduler::with_current_actor("block_on_io", |_, shared| {
         let driver = super::driver(shared)?;

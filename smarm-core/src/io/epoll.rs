@@ -3,6 +3,7 @@
 use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
 use crate::scheduler::Shared;
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, Wait};
 use crate::slot::{Pid, WaitId};
 use crate::sync::{LockClass, RawMutex};
@@ -217,7 +218,7 @@ impl Drop for Registered {
 
 fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     check_fd(fd)?;
-    let wait = Wait::open("wait_readable/wait_writable");
+    let wait = Wait::open("wait_readable/wait_writable", WaitingOn::Fd);
     if let Err(e) = register_current(fd, readable, wait.id()) {
         wait.retire();
         return Err(e);

@@ -127,5 +127,6 @@ pub(crate) use run_queue::RunQueue;
 pub(crate) use shared::{Counters, Shared, Verdict};
 pub(crate) use switch::{check_stop, yield_now, yield_without_stop, Intent, StopSignal};
 use switch::{park, switch_out, unwind_stop};
+pub use wait::WaitingOn;
 pub(crate) use wait::{bounded_wait, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 pub(crate) use worker::run_worker;

@@ -12,6 +12,10 @@
 //! and wakes the wait only if it is still the actor's current one: a wake
 //! for a wait that ended changes nothing, so nothing is ever cancelled.
 //!
+//! Each wait says what it is on ([`WaitingOn`]), stored in the slot when it
+//! opens, so introspection can tell a parked actor waiting for a message
+//! from one waiting for a lock or a socket.
+//!
 //! A wait with a deadline re-checks what it waits for on every wake, since
 //! a cached timer may fire early (bounded (B1)); [`bounded_wait`] is that
 //! loop, written once for every timed wait.
@@ -43,6 +47,44 @@ use crate::time::bounded;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// What a parked actor waits for, as introspection reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum WaitingOn {
+    /// A message on a channel (`recv`, `recv_timeout`).
+    Message = 1,
+    /// Any of several channels or fds (`select`).
+    Select,
+    /// The reply to a call, or a oneshot's value.
+    Reply,
+    /// An actor-aware `Mutex`.
+    Lock,
+    /// An fd becoming readable or writable.
+    Fd,
+    /// Another actor's exit (`JoinHandle::join`).
+    Join,
+    /// A timer (`sleep`).
+    Timer,
+    /// A job on the blocking pool (`block_on_io`).
+    BlockingJob,
+}
+
+impl WaitingOn {
+    /// The value stored in the slot (0 is "none yet").
+    #[inline]
+    pub(crate) fn to_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// The value a slot holds, if it names one.
+    pub(crate) fn from_u8(v: u8) -> Option<WaitingOn> {
+        use WaitingOn::*;
+        [Message, Select, Reply, Lock, Fd, Join, Timer, BlockingJob]
+            .into_iter()
+            .find(|w| w.to_u8() == v)
+    }
+}
 
 /// Who to wake, for which wait: the runtime the actor runs in, and the
 /// wait's [`WaitId`]. Stored by wakers that outlive the waiter's runtime
@@ -97,18 +139,22 @@ pub(crate) struct Wait {
 }
 
 impl Wait {
-    /// Open a new wait for the running actor. `what` names the blocking
-    /// call, for the panic outside an actor.
+    /// Open a new wait of the running actor `on` something. `what` names
+    /// the blocking call, for the panic outside an actor.
     #[inline]
-    pub(crate) fn open(what: &str) -> Wait {
-        Wait::open_with(what, |_, _| ())
+    pub(crate) fn open(what: &str, on: WaitingOn) -> Wait {
+        Wait::open_with(what, on, |_, _| ())
     }
 
     /// [`open`](Self::open), then run `register` with the wait's identity
     /// and the actor's runtime (one runtime lookup for both); `register`
     /// must not block.
     #[inline(always)]
-    pub(crate) fn open_with(what: &str, register: impl FnOnce(WaitId, &Shared)) -> Wait {
+    pub(crate) fn open_with(
+        what: &str,
+        on: WaitingOn,
+        register: impl FnOnce(WaitId, &Shared),
+    ) -> Wait {
         let opened = with_worker(|w, shared| {
             let Some(pid) = w.current.get() else {
                 super::outside_actor(what)
@@ -117,6 +163,8 @@ impl Wait {
                 super::outside_actor(what)
             };
             w.wait_open.set(true); // (W2)
+            slot.waiting_on
+                .store(on.to_u8(), crate::loom::Ordering::Relaxed);
             let id = WaitId {
                 pid,
                 epoch: slot.word.begin_wait(),
@@ -252,6 +300,8 @@ pub(crate) enum Registered<T> {
 /// A primitive's side of [`bounded_wait`].
 pub(crate) trait BoundedWaiter {
     type Output;
+    /// What the wait is on, for introspection.
+    const WAITS_ON: WaitingOn;
     /// The outcome, if the wait is over; checked before every park, with
     /// no wait open.
     fn ready(&mut self) -> Option<Self::Output>;
@@ -289,7 +339,7 @@ pub(crate) fn bounded_wait<W: BoundedWaiter>(
             }
         }
         woken = true;
-        let mut wait = Wait::open(what);
+        let mut wait = Wait::open(what, W::WAITS_ON);
         match waiter.register(&wait) {
             Registered::Yes => {}
             Registered::Ready => {

@@ -4,7 +4,7 @@
 use super::word::SlotWord;
 use super::Cold;
 use super::SlotError;
-use crate::loom::{AtomicBool, AtomicU32, AtomicU64};
+use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 use crate::stack::Stack;
 use crate::sync::{LockClass, RawMutex};
 use std::cell::UnsafeCell;
@@ -36,6 +36,10 @@ pub(crate) struct Slot {
     pub(crate) word: SlotWord,
     /// Set by `request_stop`; observed by the actor at its safepoints.
     pub(crate) stop: AtomicBool,
+    /// What the actor's latest wait is on (the scheduler's `WaitingOn`, as
+    /// a byte; 0 before its first wait). Written by the actor as it opens
+    /// a wait; read by introspection while the actor is parked.
+    pub(crate) waiting_on: AtomicU8,
     /// Scheduler id + 1 this actor must resume on, or 0 (scheduler docs:
     /// pinned while unwinding). Written by the actor before it switches out.
     pub(crate) pinned: AtomicU32,
@@ -76,6 +80,7 @@ impl Slot {
         Slot {
             word: SlotWord::vacant(1),
             stop: AtomicBool::new(false),
+            waiting_on: AtomicU8::new(0),
             pinned: AtomicU32::new(0),
             parent: AtomicU64::new(0),
             runner: UnsafeCell::new(Runner {

@@ -27,6 +27,7 @@
 //! });
 //! ```
 
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 use crate::slot::Pid;
 use crate::sync::{LockClass, RawMutex};
@@ -344,6 +345,7 @@ struct LockWait<'a, T> {
 }
 
 impl<T> BoundedWaiter for LockWait<'_, T> {
+    const WAITS_ON: WaitingOn = WaitingOn::Lock;
     type Output = bool;
 
     fn ready(&mut self) -> Option<bool> {

@@ -2,6 +2,7 @@
 //! cancellation.
 
 use super::TimerId;
+use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,7 @@ pub fn sleep(duration: Duration) {
 struct Sleep;
 
 impl BoundedWaiter for Sleep {
+    const WAITS_ON: WaitingOn = WaitingOn::Timer;
     type Output = ();
     fn ready(&mut self) -> Option<()> {
         None

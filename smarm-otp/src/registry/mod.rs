@@ -69,9 +69,9 @@ mod read_side;
 mod send;
 mod tables;
 
+pub use crate::key::{AtomTableFull, ATOM_LIMIT};
 pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis};
 pub use error::{RegisterError, SendError};
-pub use crate::key::{AtomTableFull, ATOM_LIMIT};
 pub use name::Name;
 pub(crate) use send::resolve_sender;
 pub use send::{send, send_after, send_after_named, send_dyn, send_to};

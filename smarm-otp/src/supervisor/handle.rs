@@ -98,7 +98,10 @@ impl SupervisorRef {
     pub fn terminate_child(&self, child: impl Into<ChildRef>) -> Result<bool, CallError> {
         // Stopping may wait out the child's shutdown timeout.
         let request = Request::TerminateChild(child.into());
-        match self.server.call_timeout(request, DEFAULT_CALL_TIMEOUT * 2)? {
+        match self
+            .server
+            .call_timeout(request, DEFAULT_CALL_TIMEOUT * 2)?
+        {
             Response::Terminated(found) => Ok(found),
             _ => unreachable!("a supervisor answers terminate_child with whether it found one"),
         }
