@@ -91,6 +91,15 @@ impl<M> TypedKey<M> {
         Ok(TypedKey::new(intern(text)?))
     }
 
+    /// [`TypedKey::intern`] for the panicking constructors: a full table
+    /// panics, naming `caller`.
+    pub(crate) fn intern_or_panic(text: &str, caller: &str) -> Self {
+        match TypedKey::intern(text) {
+            Ok(key) => key,
+            Err(e) => panic!("{e} (in {caller})"),
+        }
+    }
+
     /// The name's text.
     #[inline]
     pub(crate) const fn text(&self) -> &'static str {

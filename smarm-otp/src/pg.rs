@@ -84,10 +84,7 @@ impl<M> Group<M> {
     /// names built at run time; [`Group::try_intern`] returns the error
     /// instead.
     pub fn intern(name: &str) -> Self {
-        match Self::try_intern(name) {
-            Ok(group) => group,
-            Err(e) => panic!("{e} (in Group::intern)"),
-        }
+        Group(TypedKey::intern_or_panic(name, "Group::intern"))
     }
 
     /// [`Group::intern`], failing instead of panicking when the atom table

@@ -38,10 +38,7 @@ impl<M> Name<M> {
     /// names built at run time; [`Name::try_intern`] returns the error
     /// instead (for names that come from outside, such as another node).
     pub fn intern(name: &str) -> Self {
-        match Self::try_intern(name) {
-            Ok(name) => name,
-            Err(e) => panic!("{e} (in Name::intern)"),
-        }
+        Name(TypedKey::intern_or_panic(name, "Name::intern"))
     }
 
     /// [`Name::intern`], failing instead of panicking when the atom table
