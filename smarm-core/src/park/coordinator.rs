@@ -216,15 +216,31 @@ impl Coordinator {
     }
 
     /// Insert-side re-arm check: wake the timekeeper if `deadline` is
-    /// earlier than the one it sleeps toward.
+    /// earlier than the one it sleeps toward; with no timekeeper, wake an
+    /// idle scheduler to become one (I5). Called after the deadline
+    /// snapshot is stored.
     pub(crate) fn timer_inserted(&self, deadline: Instant) {
         if self.deadline_nanos(deadline) < self.tk_armed.load(Ordering::SeqCst) {
             let holder = self.tk_holder.load(Ordering::SeqCst);
             if holder != NO_TIMEKEEPER {
                 // Direct: the holder must re-peek, whoever else is idle.
                 self.parkers[holder as usize].unpark();
+            } else {
+                // Nobody keeps time: the busy schedulers' due-check fires
+                // it only while they keep coming back to their loop, and
+                // one blocked in a system call does not.
+                self.wake_one_if_idle();
             }
         }
+    }
+
+    /// A timer is pending and no parked scheduler keeps time for it: a
+    /// scheduler about to park must take the role instead (I5). Part of
+    /// the park re-check, so it pairs with [`Coordinator::timer_inserted`]'s
+    /// fenced idle-mask load.
+    pub(crate) fn timer_unkept(&self) -> bool {
+        self.next_deadline.load(Ordering::Relaxed) != NO_DEADLINE
+            && self.tk_holder.load(Ordering::SeqCst) == NO_TIMEKEEPER
     }
 
     /// The timekeeper's armed deadline (nanos since origin).

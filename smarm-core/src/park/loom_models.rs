@@ -125,6 +125,40 @@ fn timekeeper_handoff() {
     });
 }
 
+/// An unkept timer is taken up (I5): a timer inserted while no scheduler
+/// keeps time either wakes the scheduler that is parking, or that
+/// scheduler's re-check sees it and claims the role. A lost wake parks it
+/// forever, which loom reports as a deadlock.
+#[test]
+fn unkept_timer_is_taken_up() {
+    loom::model(|| {
+        let due = Instant::now() + Duration::from_secs(1);
+        let c = Arc::new(Coordinator::new(1));
+        let heap_min = Arc::new(Mutex::new(None::<Instant>)); // the timers mutex stand-in
+        let idle = {
+            let (c, heap_min) = (c.clone(), heap_min.clone());
+            thread::spawn(move || loop {
+                // The idle step: claim the role for the earliest timer under
+                // the timers lock, else park with the re-check.
+                let claimed = {
+                    let g = heap_min.lock().unwrap();
+                    g.is_some_and(|d| c.try_arm_timer(0, d))
+                };
+                if claimed {
+                    return; // it keeps time now
+                }
+                let _ = c.park(0, None, || c.timer_unkept());
+            })
+        };
+        {
+            let mut g = heap_min.lock().unwrap();
+            *g = Some(due);
+            c.note_deadline(due);
+        }
+        idle.join().unwrap();
+    });
+}
+
 /// Termination: the verdict flips `done` and `wake_all`s; no consumer
 /// parks forever past it.
 #[test]

@@ -24,7 +24,8 @@
 //! - **Timekeeper**: at most one parked scheduler holds the earliest timer
 //!   deadline and parks with that timeout; the rest park with none. An
 //!   expiry wakes one scheduler, never a herd. An insert of an earlier
-//!   deadline wakes the holder to re-peek.
+//!   deadline wakes the holder to re-peek; an insert with no holder wakes
+//!   one idle scheduler to take the role.
 //! - **Busy-path due-check**: an earliest-deadline snapshot read with one
 //!   Relaxed load per scheduler loop, so timers fire even when no scheduler
 //!   ever parks (and so no timekeeper exists).
@@ -44,6 +45,13 @@
 //!   under the caller's timer serialization (the timers mutex), so an
 //!   insert of an earlier deadline either is seen by the arming scheduler's
 //!   peek or sees the armed deadline and wakes its holder.
+//! - (I5) A pending timer always has a scheduler that will fire it: a
+//!   parked timekeeper, or a busy scheduler's due-check, or (when an insert
+//!   finds no timekeeper) an idle scheduler woken to become one. A
+//!   scheduler whose park re-check sees a timer with no timekeeper does not
+//!   block: it loops and takes the role. So a busy scheduler that blocks
+//!   its thread (a system call, a std lock) cannot strand the timers while
+//!   another scheduler idles.
 //!
 //! # Memory ordering
 //!
@@ -63,7 +71,7 @@
 //!   mask's modification order.
 //!
 //! Every race is biased towards over-waking: a spurious permit costs one
-//! failed pop; a missed wake would strand an actor. The four loom models in
+//! failed pop; a missed wake would strand an actor. The loom models in
 //! `loom_models.rs` (no lost wake, chain propagation, timekeeper handoff,
 //! termination) check these claims under `--cfg loom`.
 //!

@@ -451,6 +451,7 @@ impl Shared {
             || self.queues[id].pinned.len() > 0
             || self.queues.iter().any(|q| q.local.len() > 0)
             || self.coord.deadline_due()
+            || self.coord.timer_unkept()
             || (!self.io_in_flight() && self.live.is_zero())
             || self.sweep_due(id)
     }

@@ -276,6 +276,11 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         // fire sees no stale holder.
         shared.coord.disarm_timer(w.id);
         shared.fire_due_timers(false);
+        // This scheduler is about to run work, which may block its thread:
+        // timers still pending go to an idle sibling's keeping (park (I5)).
+        if shared.coord.timer_unkept() {
+            shared.coord.wake_one_if_idle();
+        }
     } else if result == ParkResult::TimedOut {
         shared.fire_due_timers(false);
     }
