@@ -192,6 +192,9 @@ pub(crate) fn spawn_in(
         runner.stack = Some(stack);
         runner.entry = Some(f);
     }
+    // A stop requested of the previous tenant while it was finishing (after
+    // its last safepoint, before it read as Done) must not reach this one.
+    slot.stop.store(false, Ordering::Relaxed);
     slot.pinned.store(0, Ordering::Relaxed);
     slot.overruns.store(0, Ordering::Relaxed);
     slot.budget.store(0, Ordering::Relaxed);
@@ -207,4 +210,44 @@ pub(crate) fn spawn_in(
     let pid = Pid::from_parts(index, generation);
     shared.enqueue_woken(pid, slot);
     Ok(JoinHandle::new(pid, shared))
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use crate::runtime::{init, Config};
+    use crate::scheduler;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// A stop request that lands while an actor is finishing (after its
+    /// last safepoint, before it reads as Done) is left in its slot; the
+    /// slot's next tenant must not inherit it.
+    #[test]
+    fn a_stop_left_in_a_recycled_slot_does_not_reach_its_next_tenant() {
+        init(Config::exact(1).max_actors(2)).run(|| {
+            let first = super::spawn(|| {});
+            let index = first.pid().index();
+            assert!(first.join().is_ok());
+            // What such a late request leaves behind.
+            scheduler::with_current_actor("test", |_, shared| {
+                if let Some(slot) = shared.slots.get(index) {
+                    slot.stop.store(true, crate::loom::Ordering::Release);
+                }
+            });
+            let finished = Arc::new(AtomicBool::new(false));
+            let next = {
+                let finished = finished.clone();
+                super::spawn(move || {
+                    crate::yield_now(); // a safepoint: a stop would unwind here
+                    finished.store(true, Ordering::SeqCst);
+                })
+            };
+            assert_eq!(next.pid().index(), index, "the slot is reused");
+            assert!(next.join().is_ok());
+            assert!(
+                finished.load(Ordering::SeqCst),
+                "the next tenant was stopped"
+            );
+        });
+    }
 }

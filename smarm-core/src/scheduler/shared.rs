@@ -363,9 +363,9 @@ impl Shared {
         };
         {
             // Under the cold lock so a recycle cannot slip between the
-            // check and the store: finalisation clears the flag under no
-            // lock, but only after `finish`, which the generation check
-            // below does not see as live.
+            // check and the store. A store that lands while the actor is
+            // finishing (not yet Done) is left for the slot's next tenant
+            // to clear: `spawn_in` resets the flag before publishing it.
             let _cold = slot.cold.lock();
             let s = slot.word.load();
             if s.generation() != pid.generation()

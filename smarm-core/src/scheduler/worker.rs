@@ -439,7 +439,6 @@ fn finalize(
         shared.release_stack(stack);
     }
     runner.entry = None;
-    slot.stop.store(false, Ordering::Relaxed);
     shared.timers.finish_actor(&shared.coord, slot);
     slot.word.finish();
     // Every wake the exit makes (monitors, links, the joiner) happens
