@@ -44,6 +44,9 @@ static ATOMS: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
 
 /// `text`'s entry in the atom table, added if new.
 fn intern(text: &str) -> Result<&'static str, AtomTableFull> {
+    // The std lock is held across allocations: no preemption may switch the
+    // holder out (pinned) while another actor on its thread blocks on it.
+    let _np = smarm_core::NoPreempt::new();
     // A panic while holding this lock cannot leave the set inconsistent.
     let mut atoms = ATOMS
         .lock()
