@@ -2,7 +2,7 @@
 //! and the yield, and the cooperative stop observed on the way
 //! (`StopSignal`).
 
-use super::{outside_actor, preempt, with_current_actor, with_worker, worker};
+use super::{outside_actor, preempt, with_worker, worker};
 
 /// Why an actor switched back to its scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub(crate) struct StopSignal;
 /// Returns when the actor is resumed, possibly on another thread (I2).
 #[inline]
 pub(super) fn switch_out(intent: Intent) {
-    switch_out_observing(intent, false, false);
+    switch_out_observing("a switch", intent, false, false);
 }
 
 /// [`switch_out`], observing a stop request on the way (for a park: a stop
@@ -34,7 +34,12 @@ pub(super) fn switch_out(intent: Intent) {
 /// unwind with a stop now. Inlined: every frame below a parked actor's
 /// switch is part of what a resume must bring back into cache.
 #[inline]
-fn switch_out_observing(intent: Intent, observe_stop: bool, leave_bounded: bool) -> bool {
+fn switch_out_observing(
+    what: &str,
+    intent: Intent,
+    observe_stop: bool,
+    leave_bounded: bool,
+) -> bool {
     crate::sync::assert_no_locks_held();
     assert!(
         preempt::preemption_enabled(),
@@ -72,7 +77,7 @@ fn switch_out_observing(intent: Intent, observe_stop: bool, leave_bounded: bool)
     }) {
         Some(Some(Some(ptrs))) => ptrs,
         Some(Some(None)) => return true, // stopped before switching
-        _ => outside_actor("park"),
+        _ => outside_actor(what),
     };
     // SAFETY: `slot_sp` is the running actor's save cell (we are that
     // actor). `to_sp` is either this scheduler's own context, saved by its
@@ -121,10 +126,9 @@ pub(crate) fn check_stop() {
 /// Let every other runnable actor have a turn, observing a stop before
 /// and after (the public `yield_now`).
 pub(crate) fn yield_now() {
-    check_stop();
-    with_current_actor("yield_now", |_, _| ());
-    switch_out(Intent::Yield);
-    check_stop();
+    if switch_out_observing("yield_now", Intent::Yield, true, false) {
+        unwind_stop();
+    }
 }
 
 /// Yield without observing a stop (spawn backpressure: `spawn` never
@@ -139,7 +143,7 @@ pub(crate) fn yield_without_stop() {
 /// [`wait::Wait`] parks (wait (W1)).
 #[inline(always)]
 pub(super) fn park(leave_bounded: bool) {
-    if switch_out_observing(Intent::Park, true, leave_bounded) {
+    if switch_out_observing("park", Intent::Park, true, leave_bounded) {
         unwind_stop();
     }
 }
