@@ -215,3 +215,45 @@ fn unlink_prevents_propagation() {
         survivor.join().unwrap();
     });
 }
+
+/// A `Down` sink or exit callback that panics runs during another actor's
+/// finalisation, on a scheduler: its panic must go no further. The other
+/// sinks of the same exit still run, and the runtime carries on.
+#[test]
+fn a_panicking_sink_does_not_take_the_scheduler_down() {
+    for threads in THREADS {
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            run_with(threads, || {
+                let (gate_tx, gate) = channel::<()>();
+                let target = smarm::spawn(move || gate.recv().unwrap());
+                smarm::monitor_with(target.pid(), |_| panic!("sink failed on purpose"));
+                smarm_core::signal::on_exit(target.pid(), |_, _| panic!("hook failed on purpose"));
+                let (tx, rx) = channel();
+                smarm::monitor_with(target.pid(), move |down| {
+                    let _ = tx.send(down.reason);
+                });
+                let (exits_tx, exits) = channel();
+                let trapper = smarm::spawn(move || {
+                    assert!(smarm::trap_exit_with(|_| panic!(
+                        "trap sink failed on purpose"
+                    )));
+                    let partner = spawn_link(|| {});
+                    let _ = partner.join();
+                    exits_tx.send(()).unwrap();
+                });
+                gate_tx.send(()).unwrap();
+                target.join().unwrap();
+                assert_eq!(rx.recv().unwrap(), DownReason::Exit);
+                exits.recv().unwrap();
+                trapper.join().unwrap();
+                // The schedulers still run actors.
+                let after = smarm::spawn(|| smarm::sleep(Duration::from_millis(1)));
+                after.join().unwrap();
+            });
+            let _ = done_tx.send(());
+        });
+        done.recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("the runtime with {threads} schedulers failed or hung"));
+    }
+}

@@ -172,7 +172,8 @@ pub fn trap_exit(enabled: bool) -> Option<Receiver<Exit>> {
 ///
 /// `deliver` runs on a scheduler during the linked actor's finalisation
 /// (or in the caller, for a link to an actor already gone), outside every
-/// runtime lock: it must not block, and it may send.
+/// runtime lock: it must not block, and it may send. A panic in it is
+/// reported by the panic hook and goes no further.
 ///
 /// ```
 /// smarm::run(|| {
@@ -237,7 +238,7 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
         }
     });
     match action {
-        Some(Action::Send(deliver)) => deliver(Exit { from, reason }),
+        Some(Action::Send(deliver)) => super::record::contain(|| deliver(Exit { from, reason })),
         Some(Action::Stop) => shared.request_stop(to),
         Some(Action::Nothing) | None => {}
     }

@@ -105,6 +105,7 @@ impl From<&Monitor> for MonitorRef {
 /// `deliver` runs once, on a scheduler during the target's finalisation
 /// (or at once in the caller, with `NoProc`, if the target is already
 /// gone), outside every runtime lock: it must not block, and it may send.
+/// A panic in it is reported by the panic hook and goes no further.
 /// Cancelled by [`demonitor`], it is dropped uncalled.
 ///
 /// ```
@@ -146,9 +147,11 @@ fn register(
     });
     if let Some(deliver) = sink {
         // Not registered: the target is gone (outside the cold lock, I3).
-        deliver(Down {
-            pid: target,
-            reason: DownReason::NoProc,
+        super::record::contain(|| {
+            deliver(Down {
+                pid: target,
+                reason: DownReason::NoProc,
+            })
         });
     }
     MonitorRef { id, target }

@@ -10,7 +10,8 @@ use crate::slot::Pid;
 /// `false` (and `f` is dropped) if `pid` is not a live actor of the current
 /// runtime. `f` runs during the actor's finalisation, outside every runtime
 /// lock and not in an actor: it must not block, and it may send (how a
-/// process group drops a dead member at once and tells its watchers).
+/// process group drops a dead member at once and tells its watchers). A
+/// panic in `f` is reported by the panic hook and goes no further.
 ///
 /// ```
 /// smarm::run(|| {

@@ -73,12 +73,20 @@ pub(crate) fn take_signals(cold: &mut Cold) -> Option<Box<Signals>> {
 /// finalisation, outside the cold lock).
 pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals: Signals) {
     for (_, deliver) in signals.monitors {
-        deliver(Down { pid, reason });
+        contain(|| deliver(Down { pid, reason }));
     }
     for linked in signals.links {
         deliver_exit(shared, pid, reason, linked);
     }
     for hook in signals.exit_hooks {
-        hook(pid, reason);
+        contain(|| hook(pid, reason));
     }
+}
+
+/// Run a user's sink or exit callback where its panic must go no further:
+/// on a scheduler, during another actor's finalisation, an unwind would
+/// take the scheduler down. The panic hook has reported it already; the
+/// payload is dropped.
+pub(crate) fn contain(f: impl FnOnce()) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
 }
