@@ -39,7 +39,8 @@
 //! - 5, the primitives built on that protocol: channels, call replies and
 //!   select, the actor-aware `Mutex`.
 //! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends
-//!   over channels (monitors, links, exit trapping).
+//!   (monitors, links, exit trapping), through channels or the watcher's
+//!   own function.
 //! - 7, IO that parks only the actor; `sleep` and message timers.
 //! - 8, introspection of a running system.
 //! - 9, the runtime that assembles the layers, runs them, and keeps

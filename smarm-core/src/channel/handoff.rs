@@ -54,13 +54,6 @@ impl WaiterCell {
     #[inline]
     pub(super) fn to_wake(&self) -> Option<u32> {
         fence(Ordering::SeqCst);
-        self.peek()
-    }
-
-    /// The registered wait, without the fence (a completer that fenced
-    /// already, or a look that needs no ordering).
-    #[inline]
-    pub(super) fn peek(&self) -> Option<u32> {
         match self.epoch.load(Ordering::Relaxed) {
             0 => None,
             e => Some(e - 1),

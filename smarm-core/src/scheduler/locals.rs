@@ -85,9 +85,8 @@ impl RuntimeLocals {
     }
 
     /// Make and publish this runtime's `T`. `T::default()` runs before the
-    /// fill lock is taken: it may use other locals (the registry's installs
-    /// its introspection hook), and a racing fill of the same type just
-    /// drops the loser's value.
+    /// fill lock is taken: it may use other locals, and a racing fill of the
+    /// same type just drops the loser's value.
     #[cold]
     fn fill<T: Any + Send + Sync + Default>(&self) -> &T {
         let mut made = Some(Box::new(T::default()) as Box<dyn Any + Send + Sync>);

@@ -385,8 +385,9 @@ impl Shared {
         self.unpark(wait.pid, Some(wait.epoch));
     }
 
-    /// Wake `pid` whatever it waits for (a stop request).
-    pub(crate) fn unpark(&self, pid: Pid, epoch: Option<u32>) {
+    /// Wake `pid` from its wait `epoch`, or (`None`, a stop request) from
+    /// whatever it waits for.
+    fn unpark(&self, pid: Pid, epoch: Option<u32>) {
         if let Some(slot) = self.slots.get(pid.index()) {
             if slot.word.unpark_at(pid.generation(), epoch) == Unpark::Enqueue {
                 self.enqueue_woken(pid, slot);
