@@ -487,15 +487,11 @@ impl<T> BoundedWaiter for TimedRecv<'_, T> {
     }
 
     fn register(&mut self, wait: &Wait) -> Registered<Self::Output> {
-        if !self.rx.taken().is_empty() {
-            return Registered::Ready;
+        if self.rx.register_if_empty(wait.id()) {
+            Registered::Yes
+        } else {
+            Registered::Ready
         }
-        let mut g = self.rx.inner.lock();
-        if !g.queue.is_empty() || g.senders == 0 {
-            return Registered::Ready;
-        }
-        register_epoch(&mut g, wait.id());
-        Registered::Yes
     }
 
     const UNREGISTERS: bool = true;
@@ -510,10 +506,22 @@ impl<T> BoundedWaiter for TimedRecv<'_, T> {
     }
 }
 
-/// Register the running actor's wait `wait`, already open (a `select`'s
-/// arms share one; a timed receive registers after its deadline check).
-fn register_epoch<T>(g: &mut Inner<T>, wait: WaitId) {
-    scheduler::with_current_actor("select", |_, shared| g.register(wait, shared));
+impl<T> Receiver<T> {
+    /// Register the running actor's open wait `wait` on this channel, under
+    /// its lock, if there is nothing to take (I2): `false` means look again
+    /// (a message or a disconnect is there). A `select`'s arms share one
+    /// wait; a timed receive registers after its deadline check.
+    fn register_if_empty(&self, wait: WaitId) -> bool {
+        if !self.taken().is_empty() {
+            return false;
+        }
+        let mut g = self.inner.lock();
+        if !g.queue.is_empty() || g.senders == 0 {
+            return false;
+        }
+        scheduler::with_current_actor("a channel wait", |_, shared| g.register(wait, shared));
+        true
+    }
 }
 
 impl<T> super::select::sealed::Sealed for Receiver<T> {}
@@ -522,15 +530,7 @@ impl<T> super::select::sealed::Sealed for Receiver<T> {}
 /// receive that found nothing (I2).
 impl<T> super::select::Selectable for Receiver<T> {
     fn sel_register(&self, pid: crate::slot::Pid, epoch: u32) -> std::io::Result<bool> {
-        if !self.taken().is_empty() {
-            return Ok(false);
-        }
-        let mut g = self.inner.lock();
-        if !g.queue.is_empty() || g.senders == 0 {
-            return Ok(false);
-        }
-        register_epoch(&mut g, WaitId { pid, epoch });
-        Ok(true)
+        Ok(self.register_if_empty(WaitId { pid, epoch }))
     }
 
     fn sel_ready(&self) -> bool {
