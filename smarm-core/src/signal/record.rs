@@ -47,9 +47,16 @@ pub(crate) fn with_live_signals<R>(
     if s.generation() != pid.generation() || matches!(s.state(), State::Vacant | State::Done) {
         return None;
     }
-    let mut signals = take_signals(&mut cold).unwrap_or_default();
-    let r = f(&mut signals, &mut cold);
-    cold.signals = Some(Box::new(signals));
+    // Taken out (not reallocated) so `f` can have the cold data too.
+    let mut erased = cold
+        .signals
+        .take()
+        .unwrap_or_else(|| erase_signals(Box::default()));
+    let r = match (**erased).downcast_mut::<Signals>() {
+        Some(signals) => f(signals, &mut cold),
+        None => unreachable!("a slot's signal record is always a Signals"),
+    };
+    cold.signals = Some(erased);
     Some(r)
 }
 
