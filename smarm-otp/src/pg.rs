@@ -57,6 +57,7 @@
 use crate::key::{AtomTableFull, TypedKey};
 use crate::registry::SendError;
 use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::hash::BuildWordHasher;
 use smarm_core::{runtime, signal, Pid};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -143,7 +144,7 @@ pub enum GroupEvent {
 
 #[derive(Default)]
 struct Groups {
-    groups: Mutex<HashMap<(&'static str, TypeId), Members>>,
+    groups: Mutex<HashMap<(&'static str, TypeId), Members, BuildWordHasher>>,
 }
 
 fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R) -> R {
