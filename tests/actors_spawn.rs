@@ -237,4 +237,10 @@ fn invalid_config_is_an_error_naming_the_limit() {
     assert!(err.to_string().contains("got 65"), "{err}");
     assert!(runtime::Runtime::new(Config::default().stack_size(1024)).is_err());
     assert!(runtime::Runtime::new(Config::default().max_actors(0)).is_err());
+    let err = runtime::Runtime::new(
+        Config::default().blocked_after(Some(std::time::Duration::from_micros(10))),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("blocked_after"), "{err}");
+    assert!(runtime::Runtime::new(Config::default().blocked_after(None)).is_ok());
 }

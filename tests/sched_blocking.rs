@@ -1,5 +1,7 @@
 //! An actor that blocks its scheduler's thread (a std lock, a blocking
-//! system call) does not stop the other schedulers from serving timers.
+//! system call) does not stop the other schedulers: timers keep firing, the
+//! actor it woke last runs elsewhere (the system monitor moves it), and a
+//! snapshot names the blocked scheduler and actor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;
@@ -123,4 +125,80 @@ fn a_heartbeat_keeps_beating_beside_a_blocked_scheduler() {
         4,
         heartbeat_beside_a_blocked_scheduler,
     );
+}
+
+/// The blocker wakes the root just before blocking, so the root waits in
+/// the blocked scheduler's next slot, where no other scheduler looks: the
+/// system monitor must move it. The root then sees the blocked scheduler in
+/// a snapshot, and its heartbeat keeps time.
+fn woken_just_before_its_scheduler_blocks() {
+    let blocking = Arc::new(AtomicBool::new(true));
+    let (started_tx, started) = smarm::channel::<()>();
+    let blocker = {
+        let blocking = blocking.clone();
+        smarm::spawn(move || {
+            started_tx.send(()).unwrap(); // the root lands in our next slot
+            std::thread::sleep(Duration::from_secs(2));
+            blocking.store(false, Ordering::SeqCst);
+        })
+    };
+    started.recv().unwrap();
+    assert!(
+        blocking.load(Ordering::SeqCst),
+        "the root ran only after the blocker's 2 s call returned"
+    );
+    // The monitor reports the blocked scheduler and its actor.
+    let give_up = Instant::now() + Duration::from_secs(1);
+    let blocked = loop {
+        let snap = smarm::snapshot();
+        if let Some(s) = snap.schedulers.iter().find(|s| s.blocked_in.is_some()) {
+            break *s;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "no scheduler reported blocked: {snap}"
+        );
+        smarm::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(blocked.blocked_in, Some(blocker.pid()));
+    assert!(
+        blocked.blocked_for >= Duration::from_millis(10),
+        "{blocked:?}"
+    );
+    assert!(
+        blocked.moved_off >= 1,
+        "the root was moved off: {blocked:?}"
+    );
+    let text = smarm::snapshot().to_string();
+    assert!(text.contains("BLOCKED"), "{text}");
+    // Timers keep firing meanwhile.
+    let t0 = Instant::now();
+    smarm::sleep(Duration::from_millis(10));
+    assert!(
+        blocking.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(1),
+        "a 10 ms sleep took {:?} beside the blocked scheduler",
+        t0.elapsed()
+    );
+    blocker.join().unwrap();
+    // Unblocked: the record clears once the scheduler resumes anything.
+    let give_up = Instant::now() + Duration::from_secs(5);
+    while smarm::snapshot()
+        .schedulers
+        .iter()
+        .any(|s| s.blocked_in.is_some())
+    {
+        assert!(Instant::now() < give_up, "the blocked record never cleared");
+        smarm::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn an_actor_woken_just_before_its_scheduler_blocks_runs_elsewhere() {
+    for threads in [2, 4] {
+        within(
+            Duration::from_secs(60),
+            threads,
+            woken_just_before_its_scheduler_blocks,
+        );
+    }
 }

@@ -27,6 +27,7 @@ pub struct Config {
     pub(crate) max_actors: usize,
     pub(crate) stack_size: usize,
     pub(crate) timeslice: std::time::Duration,
+    pub(crate) blocked_after: Option<std::time::Duration>,
 }
 
 impl Default for Config {
@@ -43,6 +44,7 @@ impl Default for Config {
             max_actors: 1 << 20,
             stack_size: 256 * 1024,
             timeslice: std::time::Duration::from_millis(1),
+            blocked_after: Some(std::time::Duration::from_millis(10)),
         }
     }
 }
@@ -82,6 +84,17 @@ impl Config {
         self
     }
 
+    /// How long a scheduler may stay inside one actor's run (a blocking
+    /// system call, a std lock, a loop with no safepoint) before the system
+    /// monitor treats it as blocked: it moves the actor that scheduler was
+    /// to run next to the others, wakes an idle one to take its queue, and
+    /// reports the blocked scheduler in [`snapshot`](crate::snapshot).
+    /// Default 10 ms; `None` runs no monitor thread.
+    pub fn blocked_after(mut self, after: Option<std::time::Duration>) -> Self {
+        self.blocked_after = after;
+        self
+    }
+
     /// The configured scheduler thread count.
     pub fn thread_count(&self) -> usize {
         self.threads
@@ -97,6 +110,11 @@ impl Config {
         }
         if self.stack_size < MIN_STACK_SIZE || self.stack_size > (1 << 30) {
             return Err(ConfigError::StackSize(self.stack_size));
+        }
+        if let Some(after) = self.blocked_after {
+            if after < std::time::Duration::from_millis(1) {
+                return Err(ConfigError::BlockedAfter(after));
+            }
         }
         Ok(())
     }
@@ -114,4 +132,9 @@ pub enum ConfigError {
     /// The stack size is below 16 KiB or above 1 GiB.
     #[error("smarm: stack_size must be between 16 KiB and 1 GiB, got {0} bytes")]
     StackSize(usize),
+    /// `blocked_after` is below 1 ms (the monitor would poll too often).
+    #[error(
+        "smarm: blocked_after must be at least 1 ms (or None to turn the monitor off), got {0:?}"
+    )]
+    BlockedAfter(std::time::Duration),
 }

@@ -28,14 +28,15 @@
 //! ```
 //!
 //! - 0, foundations: the sync facade, `Config`, the context switch, memory
-//!   mappings, stacks,
-//!   futexes, the internal locks and the preemption gate.
+//!   mappings, stacks, futexes, the asymmetric fence, the internal locks
+//!   and the preemption gate.
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper).
 //! - 3, the timer heap, a runtime's `Timers` around it, and the per-actor
 //!   wait timer.
-//! - 4, the schedulers: run queues, next slot, stealing, preemption, and
-//!   the one wait protocol every blocking call goes through.
+//! - 4, the schedulers: run queues, next slot, stealing, preemption, the
+//!   system monitor that keeps a blocked scheduler's work moving, and the
+//!   one wait protocol every blocking call goes through.
 //! - 5, the primitives built on that protocol: channels, call replies and
 //!   select, the actor-aware `Mutex`.
 //! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends

@@ -36,11 +36,29 @@ impl fmt::Display for RuntimeSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} actors", self.actors.len())?;
         for s in &self.schedulers {
-            writeln!(
+            write!(
                 f,
                 "scheduler {}: {} resumes, {} parks ({} woken), {} steals",
                 s.id, s.actors_run, s.parks, s.wakes, s.steals
             )?;
+            if let Some(pid) = s.blocked_in {
+                let names = self
+                    .actors
+                    .iter()
+                    .find(|a| a.pid == pid)
+                    .map_or(String::new(), |a| {
+                        if a.names.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" [{}]", a.names.join(", "))
+                        }
+                    });
+                write!(f, ", BLOCKED for {:?} in {pid}{names}", s.blocked_for)?;
+            }
+            if s.moved_off > 0 {
+                write!(f, ", {} moved off", s.moved_off)?;
+            }
+            writeln!(f)?;
         }
         for a in &self.actors {
             line(f, a)?;

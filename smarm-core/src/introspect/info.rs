@@ -86,6 +86,15 @@ pub struct SchedulerStats {
     pub wakes: u64,
     /// Successful steals from other schedulers.
     pub steals: u64,
+    /// The actor it has been stuck in (a blocking system call, a std lock,
+    /// a loop with no safepoint) for longer than `Config::blocked_after`,
+    /// as the system monitor last saw it; `None` if it is not blocked.
+    pub blocked_in: Option<Pid>,
+    /// How long it had been in that actor when the snapshot was taken
+    /// (zero if not blocked).
+    pub blocked_for: std::time::Duration,
+    /// Actors the system monitor moved off it while it was blocked.
+    pub moved_off: u64,
 }
 
 /// One node of the spawn forest.

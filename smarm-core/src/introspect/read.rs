@@ -27,12 +27,21 @@ pub fn snapshot() -> RuntimeSnapshot {
         let schedulers = shared
             .scheduler_counters()
             .enumerate()
-            .map(|(id, c)| SchedulerStats {
-                id,
-                actors_run: c.actors_run.load(Ordering::Relaxed),
-                parks: c.parks.load(Ordering::Relaxed),
-                wakes: c.wakes.load(Ordering::Relaxed),
-                steals: c.steals.load(Ordering::Relaxed),
+            .map(|(id, (c, b))| {
+                let blocked = b.blocked();
+                let now = shared.coord.now_nanos();
+                SchedulerStats {
+                    id,
+                    actors_run: c.actors_run.load(Ordering::Relaxed),
+                    parks: c.parks.load(Ordering::Relaxed),
+                    wakes: c.wakes.load(Ordering::Relaxed),
+                    steals: c.steals.load(Ordering::Relaxed),
+                    blocked_in: blocked.map(|(pid, _)| pid),
+                    blocked_for: blocked.map_or(std::time::Duration::ZERO, |(_, since)| {
+                        std::time::Duration::from_nanos(now.saturating_sub(since))
+                    }),
+                    moved_off: b.moved(),
+                }
             })
             .collect::<Vec<_>>();
         (actors, schedulers)

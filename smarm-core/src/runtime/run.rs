@@ -131,9 +131,35 @@ impl Runtime {
                 Err(e) => start_error = Some(e),
             }
         }
+        let monitor_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let monitor = shared.config().blocked_after.map(|after| {
+            let (shared, done) = (shared.clone(), monitor_done.clone());
+            std::thread::Builder::new()
+                .name("smarm-sysmon".to_string())
+                .spawn(move || {
+                    crate::scheduler::sysmon::monitor(&shared, after, || {
+                        done.load(std::sync::atomic::Ordering::Acquire)
+                    })
+                })
+        });
+        let monitor = match monitor {
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => {
+                start_error = Some(e);
+                None
+            }
+            None => None,
+        };
         crate::scheduler::run_worker(shared, 0);
         let mut scheduler_panic = None;
         for t in joinable {
+            if let Err(p) = t.join() {
+                scheduler_panic = Some(p);
+            }
+        }
+        monitor_done.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = monitor {
+            t.thread().unpark();
             if let Err(p) = t.join() {
                 scheduler_panic = Some(p);
             }

@@ -10,6 +10,9 @@ use std::cell::Cell;
 pub(crate) struct Worker {
     pub(crate) id: usize,
     pub(crate) shared: *const Shared,
+    /// This scheduler's own entry of `shared.queues`, reached without an
+    /// index on the wake and pop paths.
+    pub(super) own: *const super::shared::SchedulerQueues,
     /// The scheduler context's saved stack pointer while an actor runs.
     pub(super) sched_sp: Cell<*mut u8>,
     /// The actor running on this thread, if any.
@@ -17,8 +20,6 @@ pub(crate) struct Worker {
     pub(super) intent: Cell<Intent>,
     /// How the finished actor's closure ended (caught at its base frame).
     pub(super) exit_result: Cell<Option<std::thread::Result<()>>>,
-    /// The LIFO next slot (I3).
-    pub(crate) next: Cell<Option<Pid>>,
     pub(super) lifo_streak: Cell<u32>,
     pub(super) tick: Cell<u32>,
     /// Resumes so far; a safepoint that sees a new value starts a slice.
@@ -26,17 +27,27 @@ pub(crate) struct Worker {
     /// The resume the current timeslice belongs to, and its start tick.
     pub(crate) slice_resume: Cell<u64>,
     pub(crate) slice_start: Cell<u64>,
-    /// Open `with_worker` spans (preempt (I1)).
-    pub(crate) busy: Cell<u32>,
     /// The running actor has a `Wait` open (not yet parked on or
     /// retired): no preemption (preempt (I2), wait (W2)).
     pub(crate) wait_open: Cell<bool>,
+    /// Open `with_worker` spans (preempt (I1)).
+    pub(crate) busy: Cell<u32>,
     /// An actor that parked by switching straight to the next-slot actor;
     /// its park is committed by that actor once it runs (`settle_handoff`).
     pub(super) handed_off: Cell<Option<Pid>>,
     /// Stacks cached by this scheduler, so spawn and finalisation rarely
     /// take the pool lock.
     pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
+}
+
+impl Worker {
+    /// This scheduler's queues, next slot and counters.
+    #[inline(always)]
+    pub(crate) fn own(&self) -> &super::shared::SchedulerQueues {
+        // SAFETY: `own` points into `shared.queues`, which lives in the Arc
+        // that run_worker holds for as long as this Worker exists.
+        unsafe { &*self.own }
+    }
 }
 
 /// Stacks a scheduler fetches from the pool at once.

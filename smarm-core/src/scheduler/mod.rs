@@ -94,7 +94,10 @@
 //!   an inlined thread-local access lets the compiler reuse an address
 //!   computed before the switch, on the wrong thread.
 //! - (I3) The next slot and the pinned queue hold actors only this
-//!   scheduler may run; every other queued actor is reachable by all.
+//!   scheduler may run; every other queued actor is reachable by all. The
+//!   one exception: the system monitor ([`sysmon`]) moves the next-slot
+//!   actor of a scheduler blocked inside one actor's run to the injector
+//!   (next slot (N1), (N2)).
 //!
 //! # Safety
 //!
@@ -106,11 +109,13 @@ pub(crate) mod clock;
 mod current;
 mod live;
 mod locals;
+mod next_slot;
 pub(crate) mod preempt;
 mod reclaim;
 mod run_queue;
 mod shared;
 mod switch;
+pub(crate) mod sysmon;
 pub(crate) mod wait;
 mod worker;
 

@@ -2,6 +2,8 @@
 //! enqueue and wake paths through it. Layers above keep per-runtime state
 //! of their own in its [`RuntimeLocals`] instead of fields here.
 
+use super::next_slot::NextSlot;
+use super::sysmon::BlockedRecord;
 use super::{with_worker, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
 use super::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::config::Config;
@@ -34,6 +36,11 @@ pub(crate) struct SchedulerQueues {
     pub(crate) pinned: RunQueue,
     /// Counters written only by this scheduler's thread.
     pub(crate) stats: Counters,
+    /// The LIFO next slot: this scheduler's, but the system monitor may
+    /// take its occupant while the scheduler is blocked (scheduler (I3)).
+    pub(crate) next: NextSlot,
+    /// What the system monitor has seen of this scheduler.
+    pub(crate) blocked: BlockedRecord,
 }
 
 /// A scheduler's activity counters (single writer: its own thread), on
@@ -43,6 +50,9 @@ pub(crate) struct SchedulerQueues {
 #[repr(align(128))]
 pub(crate) struct Counters {
     pub(crate) actors_run: AtomicU64,
+    /// Pid bits of the actor running now; 0 between actors (the system
+    /// monitor's view of a scheduler stuck in one actor).
+    pub(crate) running: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) wakes: AtomicU64,
     pub(crate) steals: AtomicU64,
@@ -111,6 +121,8 @@ impl Shared {
                     local: RunQueue::new(),
                     pinned: RunQueue::new(),
                     stats: Counters::default(),
+                    next: NextSlot::new(),
+                    blocked: BlockedRecord::default(),
                 })
                 .collect(),
             injector: RunQueue::new(),
@@ -195,6 +207,22 @@ impl Shared {
         with_worker(|w, shared| std::ptr::eq(shared, self).then(|| f(w))).flatten()
     }
 
+    /// The queues of *this* runtime's scheduler running on this thread, if
+    /// any, without opening a `with_worker` span: for a step that does not
+    /// switch and allocates only under a queue lock (which holds off
+    /// preemption itself, sync (I3)).
+    #[inline]
+    fn local_queues<R>(&self, f: impl FnOnce(&SchedulerQueues) -> R) -> Option<R> {
+        let w = super::current_worker();
+        if w.is_null() {
+            return None;
+        }
+        // SAFETY: as in `with_worker`: a non-null CURRENT is this thread's
+        // live Worker; `f` neither switches nor keeps the reference.
+        let w = unsafe { &*w };
+        std::ptr::eq(w.shared, self).then(|| f(w.own()))
+    }
+
     // ----- the narrow interface of the layers above -----
 
     /// This runtime's configuration.
@@ -213,8 +241,10 @@ impl Shared {
     }
 
     /// Each scheduler's activity counters, in id order.
-    pub(crate) fn scheduler_counters(&self) -> impl Iterator<Item = &Counters> {
-        self.queues.iter().map(|q| &q.stats)
+    pub(crate) fn scheduler_counters(
+        &self,
+    ) -> impl Iterator<Item = (&Counters, &super::sysmon::BlockedRecord)> {
+        self.queues.iter().map(|q| (&q.stats, &q.blocked))
     }
 
     /// Arm a timer running `f` on a scheduler at `deadline`, for `owner`.
@@ -315,22 +345,31 @@ impl Shared {
         if self.route_pinned(pid, slot) {
             return;
         }
-        let displaced = self.local_worker(|w| (w.id, w.next.replace(Some(pid))));
-        match displaced {
-            Some((_, None)) => {
-                // Only this scheduler can run it, next: no wake, and its
-                // stack can start coming into cache now.
+        // The next slot's own protocol keeps it consistent; this needs no
+        // `with_worker` span (nothing here allocates outside a queue lock).
+        let placed = self.local_queues(|own| {
+            own.next.replace(pid, || {
+                // Nothing ahead of it: no wake, and its stack can start
+                // coming into cache now.
                 slot.prefetch_context();
-            }
-            Some((id, Some(prev))) => {
-                self.queues[id].local.push_front(prev);
-                self.coord.wake_one_if_idle();
-            }
+            })
+        });
+        match placed {
+            Some(None) => {}
+            Some(Some(prev)) => self.displaced(prev),
             None => {
                 self.injector.push_back(pid);
                 self.coord.wake_one_if_idle();
             }
         }
+    }
+
+    /// The next slot's previous occupant goes to the front of this
+    /// scheduler's local queue, where others can steal it.
+    #[cold]
+    fn displaced(&self, prev: Pid) {
+        let _ = self.local_queues(|own| own.local.push_front(prev));
+        self.coord.wake_one_if_idle();
     }
 
     /// Queue an actor that yielded (or whose park found a wake already

@@ -49,11 +49,11 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     let worker = Worker {
         id,
         shared: Arc::as_ptr(shared),
+        own: &shared.queues[id],
         sched_sp: Cell::new(std::ptr::null_mut()),
         current: Cell::new(None),
         intent: Cell::new(Intent::Exit),
         exit_result: Cell::new(None),
-        next: Cell::new(None),
         lifo_streak: Cell::new(0),
         tick: Cell::new(0),
         resumes: Cell::new(0),
@@ -111,7 +111,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
 fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -> Option<Pid> {
     let tick = w.tick.get().wrapping_add(1);
     w.tick.set(tick);
-    let queues = &shared.queues[w.id];
+    let queues = w.own();
     // Pinned actors (preempted, or unwinding) wait their turn behind other
     // work, but are taken first now and then so they cannot starve.
     if tick.is_multiple_of(FAIRNESS_TICK) {
@@ -119,12 +119,13 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
             return Some(pid);
         }
     }
+    let next = queues.next.take();
     if w.lifo_streak.get() < LIFO_STREAK {
-        if let Some(pid) = w.next.take() {
+        if let Some(pid) = next {
             w.lifo_streak.set(w.lifo_streak.get() + 1);
             return Some(pid);
         }
-    } else if let Some(pid) = w.next.take() {
+    } else if let Some(pid) = next {
         // Streak spent: the next-slot actor yields its turn to the queue.
         queues.local.push_back(pid);
     }
@@ -292,7 +293,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     let Some(slot) = shared.slots.get(pid.index()) else {
         return;
     };
-    begin_run(shared, w, pid, slot);
+    begin_run(w, pid, slot);
     // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
     // null `sp` is a first resume: the entry frame goes at the top of the
     // actor's own fresh stack. Otherwise `sp` was saved by its last switch
@@ -328,6 +329,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         return;
     };
     crate::stack::set_running_pid(0);
+    w.own().stats.running.store(0, Ordering::Relaxed);
     match w.intent.get() {
         Intent::Yield | Intent::Preempt => {
             slot.word.requeue();
@@ -347,7 +349,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
 
 /// Mark `pid` running on this scheduler, just before switching to it.
 #[inline]
-fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
+fn begin_run(w: &Worker, pid: Pid, slot: &Slot) {
     debug_assert_eq!(
         slot.word.load().generation(),
         pid.generation(),
@@ -355,9 +357,13 @@ fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
     );
     slot.word.start_running();
     w.current.set(Some(pid));
+    w.own()
+        .stats
+        .running
+        .store(pid.to_bits(), Ordering::Relaxed);
     w.wait_open.set(false);
     w.resumes.set(w.resumes.get().wrapping_add(1));
-    Counters::bump(&shared.queues[w.id].stats.actors_run);
+    Counters::bump(&w.own().stats.actors_run);
     crate::stack::set_running_pid(pid.to_bits());
 }
 
@@ -385,15 +391,15 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     {
         return None;
     }
-    let pid = w.next.get()?;
-    let slot = shared.slots.get(pid.index())?;
-    // SAFETY: `pid` is in this scheduler's next slot, so this scheduler
-    // owns its runner cells (slot (I2)); nothing else reads them now.
-    let sp = unsafe { slot.runner() }.sp;
-    if sp.is_null() {
-        return None; // a first run starts from the loop
-    }
-    w.next.set(None);
+    let (pid, (slot, sp)) = w.own().next.take_if(|pid| {
+        let slot = shared.slots.get(pid.index())?;
+        // SAFETY: `pid` is in this scheduler's next slot and we are inside
+        // its owner operation (next slot (N1)), so this scheduler owns its
+        // runner cells (slot (I2)); nothing else reads them now.
+        let sp = unsafe { slot.runner() }.sp;
+        // A first run starts from the loop.
+        (!sp.is_null()).then_some((slot, sp))
+    })?;
     w.tick.set(tick);
     w.lifo_streak.set(w.lifo_streak.get() + 1);
     // Between two actors, as at the top of the loop.
@@ -401,7 +407,7 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     if shared.queues[w.id].local.len() > 0 || shared.injector.len() > 0 {
         shared.coord.wake_one_if_idle();
     }
-    begin_run(shared, w, pid, slot);
+    begin_run(w, pid, slot);
     Some(sp)
 }
 

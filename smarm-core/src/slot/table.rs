@@ -118,10 +118,12 @@ impl Slot {
     /// scheduler's next slot.
     #[inline]
     pub(crate) fn prefetch_context(&self) {
-        // SAFETY: the actor is Queued in the caller's next slot, so nothing
-        // writes its runner cells until this thread resumes it (slot (I1),
-        // (I2)); reading `sp` is a plain read of a value written before its
-        // park was committed (ordered by the word's AcqRel CAS).
+        // SAFETY: the actor is Queued in the caller's next slot and the
+        // caller is inside that slot's owner operation (the system monitor
+        // cannot move it meanwhile), so nothing writes its runner cells
+        // until this thread resumes it (slot (I1), (I2)); reading `sp` is a
+        // plain read of a value written before its park was committed
+        // (ordered by the word's AcqRel CAS).
         let sp = unsafe { (*self.runner.get()).sp };
         if sp.is_null() {
             return; // not started yet: no saved context

@@ -28,6 +28,7 @@
 #[cfg(all(target_os = "linux", not(loom)))]
 pub(crate) mod futex;
 mod lock_class;
+pub(crate) mod membarrier;
 pub mod mutex;
 pub(crate) mod no_preempt;
 mod raw_mutex;
