@@ -299,13 +299,20 @@ pub fn await_reply<T>(
 ) -> Result<T, ReplyError> {
     let (owner, for_sender, deadline) =
         scheduler::with_current_actor("await_reply", |me, shared| {
-            let cell = shared.slots.get(me.index()).and_then(|slot| {
-                slot.reply
-                    .get_or_init(|| Box::new(Arc::new(ReplyCell::new(shared))))
-                    .as_ref()
-                    .clone()
-                    .downcast::<ReplyCell>()
-                    .ok() // always a ReplyCell: only this line makes one
+            let cell = shared.slots.get(me.index()).map(|slot| {
+                let erased = slot
+                    .reply
+                    .get_or_init(|| Box::new(Arc::new(ReplyCell::new(shared))));
+                let ptr = Arc::as_ptr(erased).cast::<ReplyCell>();
+                // SAFETY: only the line above fills `slot.reply`, always
+                // with an `Arc<ReplyCell>` (erased so the slot layer need
+                // not name the type), so `ptr` is that Arc's data pointer.
+                // The count taken here is the sender's, released when it
+                // drops (a clone without the type check's virtual call).
+                unsafe {
+                    Arc::increment_strong_count(ptr);
+                    Arc::from_raw(ptr)
+                }
             });
             (me, cell, shared.coord.deadline_after(timeout))
         });

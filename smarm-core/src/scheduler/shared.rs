@@ -66,6 +66,14 @@ impl Counters {
     }
 }
 
+/// The next slot's previous occupant goes to the front of the local
+/// queue, where others can steal it. Out of line: the wake's fast path is
+/// an empty next slot.
+#[inline(never)]
+fn push_displaced(own: &SchedulerQueues, prev: Pid) {
+    own.local.push_front(prev);
+}
+
 /// What an idle scheduler should do (runtime (I2), (I3)).
 pub(crate) enum Verdict {
     /// No actor is alive and no IO is in flight: leave the loop.
@@ -348,28 +356,23 @@ impl Shared {
         // The next slot's own protocol keeps it consistent; this needs no
         // `with_worker` span (nothing here allocates outside a queue lock).
         let placed = self.local_queues(|own| {
-            own.next.replace(pid, || {
+            let prev = own.next.replace(pid, || {
                 // Nothing ahead of it: no wake, and its stack can start
                 // coming into cache now.
                 slot.prefetch_context();
-            })
+            });
+            prev.map(|prev| push_displaced(own, prev)).is_some()
         });
         match placed {
-            Some(None) => {}
-            Some(Some(prev)) => self.displaced(prev),
+            Some(false) => {}
+            Some(true) => {
+                self.coord.wake_one_if_idle();
+            }
             None => {
                 self.injector.push_back(pid);
                 self.coord.wake_one_if_idle();
             }
         }
-    }
-
-    /// The next slot's previous occupant goes to the front of this
-    /// scheduler's local queue, where others can steal it.
-    #[cold]
-    fn displaced(&self, prev: Pid) {
-        let _ = self.local_queues(|own| own.local.push_front(prev));
-        self.coord.wake_one_if_idle();
     }
 
     /// Queue an actor that yielded (or whose park found a wake already
