@@ -30,9 +30,9 @@ pub use smarm_core::{
 };
 pub use smarm_core::{
     channel, is_alive, request_stop, run, select, select_timeout, self_pid, sleep, spawn,
-    spawn_under, try_select, try_select_timeout, try_spawn, yield_now, JoinError, JoinHandle,
-    LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable,
-    SendError, Sender, SpawnError,
+    spawn_under, try_select, try_select_timeout, try_spawn, yield_now, Builder, JoinError,
+    JoinHandle, LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError,
+    Selectable, SendError, Sender, SpawnError,
 };
 pub use smarm_core::{
     demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
@@ -42,6 +42,7 @@ pub use smarm_core::{
 /// Runtime construction and configuration: [`init`](runtime::init),
 /// [`Config`](runtime::Config), [`Runtime`](runtime::Runtime).
 pub mod runtime {
+    pub use smarm_core::config::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
     pub use smarm_core::runtime::{init, run, Config, ConfigError, Runtime};
 }
 

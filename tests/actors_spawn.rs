@@ -244,3 +244,150 @@ fn invalid_config_is_an_error_naming_the_limit() {
     assert!(err.to_string().contains("blocked_after"), "{err}");
     assert!(runtime::Runtime::new(Config::default().blocked_after(None)).is_ok());
 }
+
+/// Touch a `N`-byte local array, so the frame really is that large.
+#[inline(never)]
+fn big_frame<const N: usize>() -> usize {
+    let mut buf = [0u8; N];
+    for (i, b) in buf.iter_mut().enumerate().step_by(4096) {
+        *b = i as u8 | 1;
+    }
+    std::hint::black_box(&mut buf);
+    buf.iter().filter(|&&b| b != 0).count()
+}
+
+#[test]
+fn an_actor_with_a_one_mib_frame_runs_with_the_default_config() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let n = smarm::spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256));
+            n.join().unwrap();
+        });
+    }
+    // And with `smarm::run`'s own defaults.
+    smarm::run(|| {
+        smarm::spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256))
+            .join()
+            .unwrap()
+    });
+}
+
+#[test]
+fn builder_stack_size_gives_one_actor_a_larger_stack_than_the_runtimes() {
+    // The runtime's stacks are too small for a 1 MiB frame; one actor's is not.
+    runtime::init(Config::exact(2).stack_size(64 * 1024)).run(|| {
+        let big = smarm::Builder::new()
+            .stack_size(4 << 20)
+            .spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256))
+            .unwrap();
+        big.join().unwrap();
+        // Stacks of both sizes are recycled into their own pools.
+        for _ in 0..3 {
+            let handles: Vec<_> = (0..200)
+                .map(|i| {
+                    let b = smarm::Builder::new();
+                    let b = if i % 2 == 0 { b.stack_size(4 << 20) } else { b };
+                    b.spawn(|| {
+                        smarm::yield_now();
+                    })
+                    .unwrap()
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+        }
+    });
+}
+
+#[test]
+#[should_panic(expected = "smarm::Builder::stack_size: 4096 bytes is outside")]
+fn builder_stack_size_out_of_range_panics_naming_the_call() {
+    let _ = smarm::Builder::new().stack_size(4096);
+}
+
+#[test]
+fn builder_label_is_shown_by_introspection_and_is_not_a_name() {
+    run_with(2, || {
+        let (tx, rx) = smarm::channel::<()>();
+        let worker = smarm::Builder::new()
+            .name("parser")
+            .spawn(move || rx.recv().unwrap())
+            .unwrap();
+        let info = smarm::actor_info(worker.pid()).unwrap();
+        assert_eq!(info.label.as_deref(), Some("parser"));
+        assert!(info.names.is_empty(), "a label does not register a name");
+        let table = smarm::snapshot().to_string();
+        assert!(
+            table.contains(&format!("{} \"parser\"", worker.pid())),
+            "{table}"
+        );
+        tx.send(()).unwrap();
+        worker.join().unwrap();
+        // An unlabelled actor in the same slot shows no label.
+        let next = smarm::spawn(|| smarm::sleep(Duration::from_millis(5)));
+        assert_eq!(smarm::actor_info(next.pid()).unwrap().label, None);
+        next.join().unwrap();
+    });
+}
+
+#[test]
+fn builder_spawn_monitor_sees_the_real_reason_of_an_immediate_exit() {
+    for threads in THREADS {
+        run_with(threads, || {
+            for _ in 0..100 {
+                let (child, m) = smarm::Builder::new()
+                    .spawn_monitor(|| panic!("at once"))
+                    .unwrap();
+                let down = m.rx.recv().unwrap();
+                assert_eq!(
+                    (down.pid, down.reason),
+                    (child.pid(), smarm::DownReason::Panic)
+                );
+                assert!(m.rx.recv().is_err(), "exactly one Down");
+                assert!(child.join().is_err());
+            }
+        });
+    }
+}
+
+#[test]
+fn builder_link_and_parent_are_in_place_before_the_actor_runs() {
+    run_with(2, || {
+        let exits = smarm::trap_exit(true).unwrap();
+        let adopter = smarm::spawn(|| smarm::sleep(Duration::from_secs(60)));
+        // Linked before it runs: even an actor that fails at once is seen.
+        let quick = smarm::Builder::new()
+            .link()
+            .spawn(|| panic!("linked from the start"))
+            .unwrap();
+        let exit = exits.recv().unwrap();
+        assert_eq!(
+            (exit.from, exit.reason),
+            (quick.pid(), smarm::DownReason::Panic)
+        );
+        assert!(quick.join().is_err());
+        // The parent is the one given; the link is still to the caller.
+        let (go_tx, go_rx) = smarm::channel::<()>();
+        let child = smarm::Builder::new()
+            .link()
+            .parent(adopter.pid())
+            .spawn(move || {
+                go_rx.recv().unwrap();
+                panic!("after the check");
+            })
+            .unwrap();
+        let info = smarm::actor_info(child.pid()).unwrap();
+        assert_eq!((info.supervisor, info.links), (adopter.pid(), 1));
+        go_tx.send(()).unwrap();
+        let exit = exits.recv().unwrap();
+        assert_eq!(
+            (exit.from, exit.reason),
+            (child.pid(), smarm::DownReason::Panic)
+        );
+        smarm::trap_exit(false);
+        smarm::request_stop(adopter.pid());
+        adopter.join().unwrap();
+        assert!(child.join().is_err());
+    });
+}

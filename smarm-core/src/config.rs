@@ -10,6 +10,17 @@ pub const MAX_ACTORS_LIMIT: usize = 1 << 26;
 /// Smallest stack an actor may be given (the entry frames and a panic need
 /// room of their own).
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
+/// Largest stack an actor may be given.
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+/// The default actor stack: 1 MiB plus 60 KiB, so that code written for a
+/// thread (a 1 MiB local array, recursion a few thousand frames deep)
+/// runs in an actor, with the guard page making each stack's reservation
+/// 1 MiB + 64 KiB. It is virtual: an actor pays for the pages it touches
+/// (usually one) and, its stack spaced that far from its neighbours, about
+/// half a 4 KiB page-table page while it lives (2 MiB stacks, a
+/// `std::thread`'s default, would cost a whole one each: measured on the
+/// timers workload, 12% more time to start 100,000 actors cold).
+pub const DEFAULT_STACK_SIZE: usize = (1 << 20) + (60 << 10);
 
 /// Runtime configuration, passed to [`init`](crate::runtime::init).
 ///
@@ -31,9 +42,9 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// One scheduler thread per available core, 1,048,576 actors, 256 KiB
-    /// stacks (virtual: an actor pays only for the pages it touches), 1 ms
-    /// timeslices.
+    /// One scheduler thread per available core, 1,048,576 actors, stacks
+    /// of 1 MiB + 60 KiB ([`DEFAULT_STACK_SIZE`]: virtual, an actor pays
+    /// only for the pages it touches), 1 ms timeslices.
     fn default() -> Self {
         let threads = std::thread::available_parallelism()
             .map(|n| n.get())
@@ -42,7 +53,7 @@ impl Default for Config {
         Config {
             threads,
             max_actors: 1 << 20,
-            stack_size: 256 * 1024,
+            stack_size: DEFAULT_STACK_SIZE,
             timeslice: std::time::Duration::from_millis(1),
             blocked_after: Some(std::time::Duration::from_millis(10)),
         }
@@ -69,7 +80,11 @@ impl Config {
     }
 
     /// Usable stack size of every actor, in bytes (rounded up to whole
-    /// pages; at least 16 KiB). A guard page below it catches overflow.
+    /// pages; 16 KiB to 1 GiB; [`DEFAULT_STACK_SIZE`] unless set). A guard
+    /// page below it catches overflow. One actor can ask for another size
+    /// with [`Builder::stack_size`](crate::actor::Builder::stack_size).
+    /// A population of small actors spends less on page tables with
+    /// smaller stacks: 256 KiB stacks share one page-table page per eight.
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self
@@ -108,7 +123,7 @@ impl Config {
         if !(1..=MAX_ACTORS_LIMIT).contains(&self.max_actors) {
             return Err(ConfigError::MaxActors(self.max_actors));
         }
-        if self.stack_size < MIN_STACK_SIZE || self.stack_size > (1 << 30) {
+        if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&self.stack_size) {
             return Err(ConfigError::StackSize(self.stack_size));
         }
         if let Some(after) = self.blocked_after {

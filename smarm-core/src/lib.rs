@@ -68,7 +68,7 @@ pub mod time; //          sleep, message timers, the timer heap
 
 pub use actor::{
     is_alive, request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable,
-    JoinError, JoinHandle, Pid, SpawnError,
+    Builder, JoinError, JoinHandle, Pid, SpawnError,
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,

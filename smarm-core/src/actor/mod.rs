@@ -29,6 +29,7 @@
 //!   unwinding, and never while an internal lock is held (safepoints are
 //!   outside every critical section).
 
+mod builder;
 mod error;
 mod exit;
 mod join;
@@ -37,10 +38,11 @@ mod spawn;
 
 pub(crate) use crate::slot::Outcome;
 pub use crate::slot::{Addressable, Pid};
+pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
 
-pub(crate) use spawn::{alive_in, spawn_in};
+pub(crate) use spawn::{alive_in, spawn_in, SpawnOpts};
 pub use spawn::{is_alive, request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now};

@@ -39,7 +39,7 @@ pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 /// error instead of a panic.
 pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
     let handle = with_current_actor("try_spawn", |me, shared| {
-        spawn_in(shared, Some(me), Box::new(f), None)
+        spawn_in(shared, Box::new(f), SpawnOpts::child_of(Some(me)))
     })?;
     spawn_backpressure();
     Ok(handle)
@@ -49,7 +49,7 @@ pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnE
 /// without blocking yields to them, so they run (and free their stacks)
 /// before it spawns more: the live set stays bounded by scheduling, not by
 /// memory. Not a stop safepoint: `spawn` never unwinds.
-fn spawn_backpressure() {
+pub(crate) fn spawn_backpressure() {
     let backlog = scheduler::with_worker(|w, shared| shared.local_backlog(w.id));
     if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) {
         scheduler::yield_without_stop();
@@ -71,7 +71,7 @@ const SPAWN_BACKLOG: usize = 256;
 pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let parent = parent.erase();
     match with_current_actor("spawn_under", |_, shared| {
-        spawn_in(shared, Some(parent), Box::new(f), None)
+        spawn_in(shared, Box::new(f), SpawnOpts::child_of(Some(parent)))
     }) {
         Ok(h) => {
             spawn_backpressure();
@@ -159,15 +159,49 @@ pub fn request_stop<A>(pid: Pid<A>) {
     with_current_actor("request_stop", |_, shared| shared.request_stop(pid));
 }
 
-/// Create an actor in `shared` (the spawner is `parent`): stack, slot,
-/// entry frame, live count, enqueue.
+/// How a new actor starts, beyond its closure.
+#[derive(Default)]
+pub(crate) struct SpawnOpts {
+    /// Who spawned it (`None` for a run's root).
+    pub(crate) parent: Option<Pid>,
+    /// Links and monitors in place before it can run.
+    pub(crate) signals: Option<Box<crate::signal::Signals>>,
+    /// A stack size of its own, instead of the runtime's.
+    pub(crate) stack_size: Option<usize>,
+    /// Its label, shown by introspection.
+    pub(crate) label: Option<String>,
+}
+
+impl SpawnOpts {
+    /// A plain child of `parent`.
+    pub(crate) fn child_of(parent: Option<Pid>) -> Self {
+        SpawnOpts {
+            parent,
+            ..SpawnOpts::default()
+        }
+    }
+}
+
+/// Create an actor in `shared`: stack, slot, entry frame, live count,
+/// enqueue.
 pub(crate) fn spawn_in(
     shared: &Shared,
-    parent: Option<Pid>,
     f: Entry,
-    signals: Option<Box<crate::signal::Signals>>,
+    opts: SpawnOpts,
 ) -> Result<JoinHandle, SpawnError> {
-    let stack = shared.take_stack()?;
+    let SpawnOpts {
+        parent,
+        mut signals,
+        stack_size,
+        label,
+    } = opts;
+    if let Some(label) = label {
+        signals.get_or_insert_default().label = Some(label);
+    }
+    let stack = match stack_size {
+        None => shared.take_stack()?,
+        Some(size) => shared.take_stack_sized(size)?,
+    };
     let index = match shared.slots.alloc() {
         Ok(i) => i,
         Err(e) => {
@@ -202,7 +236,7 @@ pub(crate) fn spawn_in(
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
     if let Some(signals) = signals {
-        // spawn_link: linked before it can run
+        // Linked, monitored and labelled before it can run.
         slot.cold.lock().signals = Some(crate::signal::erase_signals(signals));
     }
     shared.count_spawn();

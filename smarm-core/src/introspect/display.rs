@@ -3,12 +3,21 @@
 use super::{ActorInfo, RuntimeSnapshot, RuntimeTree, TreeNode};
 use std::fmt;
 
+/// An actor's label and registered names, as they follow its pid:
+/// ` "label" [name, ...]`, each part only if it has one.
+fn known_as(a: &ActorInfo) -> String {
+    let mut s = String::new();
+    if let Some(label) = &a.label {
+        s.push_str(&format!(" {label:?}"));
+    }
+    if !a.names.is_empty() {
+        s.push_str(&format!(" [{}]", a.names.join(", ")));
+    }
+    s
+}
+
 fn line(f: &mut fmt::Formatter<'_>, a: &ActorInfo) -> fmt::Result {
-    let names = if a.names.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", a.names.join(", "))
-    };
+    let names = known_as(a);
     let waiting_on = a.waiting_on.map_or(String::new(), |w| format!(" on {w:?}"));
     write!(
         f,
@@ -46,13 +55,7 @@ impl fmt::Display for RuntimeSnapshot {
                     .actors
                     .iter()
                     .find(|a| a.pid == pid)
-                    .map_or(String::new(), |a| {
-                        if a.names.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" [{}]", a.names.join(", "))
-                        }
-                    });
+                    .map_or(String::new(), known_as);
                 write!(f, ", BLOCKED for {:?} in {pid}{names}", s.blocked_for)?;
             }
             if s.moved_off > 0 {

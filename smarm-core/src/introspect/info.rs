@@ -30,6 +30,8 @@ pub enum ActorState {
 pub struct ActorInfo {
     /// The actor.
     pub pid: Pid,
+    /// The label it was spawned with ([`Builder::name`](crate::Builder::name)).
+    pub label: Option<String>,
     /// Names it is registered under (from the registry's hook).
     pub names: Vec<&'static str>,
     /// What it is doing.

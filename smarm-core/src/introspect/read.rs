@@ -141,7 +141,7 @@ fn read(
         State::Done => ActorState::Done,
     };
     let pid = Pid::from_parts(index, word.generation());
-    let (trap_exit, monitors, links, joiners) = {
+    let (trap_exit, monitors, links, joiners, label) = {
         let cold = slot.cold.lock();
         if slot.word.load().generation() != pid.generation() {
             return None; // recycled meanwhile (I1)
@@ -155,6 +155,7 @@ fn read(
                 cold.joiner
                     .is_some_and(|j| is_waiting(shared, j.pid, j.epoch)),
             ),
+            sig.and_then(|s| s.label.clone()),
         )
     };
     let supervisor = match slot.parent.load(Ordering::Relaxed) {
@@ -168,6 +169,7 @@ fn read(
     };
     Some(ActorInfo {
         pid,
+        label,
         names: Vec::new(),
         state,
         waiting_on,

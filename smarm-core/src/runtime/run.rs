@@ -1,14 +1,11 @@
 //! [`Runtime`]: assembling the schedulers' shared state, running the
 //! root actor on them, and the end of a run.
 
-use crate::actor::{spawn_in, Outcome};
+use crate::actor::{spawn_in, Outcome, SpawnOpts};
 use crate::config::{Config, ConfigError};
 use crate::scheduler::Shared;
 use crate::slot::Pid;
-use crate::stack::StackPool;
 use std::sync::Arc;
-use std::sync::Arc as StdArc;
-use std::sync::Mutex as StdMutex;
 
 /// A configured runtime: call [`run`](Runtime::run) to start it.
 ///
@@ -58,26 +55,12 @@ pub fn run<F: FnOnce() + Send + 'static>(f: F) {
     init(Config::default()).run(f)
 }
 
-/// Process-wide stack pools, one per stack size.
-static POOLS: StdMutex<Vec<StdArc<StackPool>>> = StdMutex::new(Vec::new());
-
-fn pool_for(stack_size: usize) -> StdArc<StackPool> {
-    let mut pools = crate::sync::lock_std(&POOLS);
-    let probe = StackPool::new(stack_size);
-    if let Some(p) = pools.iter().find(|p| p.stack_size() == probe.stack_size()) {
-        return p.clone();
-    }
-    let pool = StdArc::new(probe);
-    pools.push(pool.clone());
-    pool
-}
-
 impl Runtime {
     /// Build a runtime, or say which limit `config` breaks.
     pub fn new(config: Config) -> Result<Runtime, ConfigError> {
         config.validate()?;
         crate::stack::install_overflow_handler();
-        let stacks = pool_for(config.stack_size);
+        let stacks = crate::stack::pool_for(config.stack_size);
         Ok(Runtime {
             shared: Arc::new(Shared::new(config, stacks, crate::actor::exit_hook)),
         })
@@ -107,7 +90,7 @@ impl Runtime {
         if !shared.begin_run() {
             panic!("smarm: Runtime::run called while this runtime is already running");
         }
-        let root = match spawn_in(shared, None, Box::new(f), None) {
+        let root = match spawn_in(shared, Box::new(f), SpawnOpts::default()) {
             Ok(handle) => handle,
             Err(e) => {
                 shared.end_run();

@@ -171,9 +171,24 @@ impl Shared {
         }
     }
 
+    /// A stack of `size` usable bytes for an actor spawned with a size of
+    /// its own: from the runtime's pool if that is the size, else from the
+    /// process's pool of that size.
+    pub(crate) fn take_stack_sized(&self, size: usize) -> Result<Stack, StackError> {
+        if crate::stack::round_to_pages(size) == self.stacks.stack_size() {
+            return self.take_stack();
+        }
+        crate::stack::pool_for(size).take()
+    }
+
     /// Return a finished actor's stack to this scheduler's cache (spilling
-    /// a batch to the pool when it is full), or to the pool.
+    /// a batch to the pool when it is full), or to the pool; a stack of
+    /// another size than the runtime's goes back to its own pool.
     pub(crate) fn release_stack(&self, stack: Stack) {
+        if stack.size() != self.stacks.stack_size() {
+            crate::stack::pool_for(stack.size()).give_back(stack);
+            return;
+        }
         let mut stack = Some(stack);
         self.local_worker(|w| {
             let mut cache = w.stack_cache.borrow_mut();

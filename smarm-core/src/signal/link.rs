@@ -2,7 +2,7 @@
 
 use super::record::ExitSink;
 use super::{with_live_signals, DownReason, Signals};
-use crate::actor::{spawn_in, JoinHandle, SpawnError};
+use crate::actor::{spawn_in, JoinHandle, SpawnError, SpawnOpts};
 use crate::channel::{channel, Receiver};
 use crate::scheduler;
 use crate::scheduler::Shared;
@@ -122,7 +122,11 @@ pub fn spawn_link(f: impl FnOnce() + Send + 'static) -> JoinHandle {
                 links: vec![me],
                 ..Signals::default()
             };
-            let handle = spawn_in(shared, Some(me), Box::new(f), Some(Box::new(links)))?;
+            let opts = SpawnOpts {
+                signals: Some(Box::new(links)),
+                ..SpawnOpts::child_of(Some(me))
+            };
+            let handle = spawn_in(shared, Box::new(f), opts)?;
             let child = handle.pid();
             let _ = with_live_signals(shared, me, |sig, _| sig.links.push(child));
             Ok(handle)

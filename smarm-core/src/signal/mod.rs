@@ -37,6 +37,7 @@ mod record;
 
 pub use crate::slot::DownReason;
 pub use link::{link, spawn_link, trap_exit, trap_exit_with, unlink, Exit, Killed};
+pub(crate) use monitor::prearranged as prearranged_monitor;
 pub use monitor::{demonitor, monitor, monitor_with, Down, Monitor, MonitorId, MonitorRef};
 pub use on_exit::on_exit;
 

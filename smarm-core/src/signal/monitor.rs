@@ -22,6 +22,7 @@ use super::record::DownSink;
 use super::with_live_signals;
 use crate::channel::{channel, Receiver};
 use crate::scheduler;
+use crate::scheduler::Shared;
 use crate::slot::{DownReason, Pid};
 
 /// The message a monitor delivers: `pid` went down for `reason`.
@@ -76,6 +77,18 @@ pub fn monitor<A>(target: Pid<A>) -> Monitor {
         let _ = tx.send(down);
     });
     Monitor { id, target, rx }
+}
+
+/// A channel monitor for an actor about to be spawned (see
+/// `Builder::spawn_monitor`): the entry its signal record starts with, and
+/// the receiving end. The `Monitor` is completed once the pid is known.
+pub(crate) fn prearranged(shared: &Shared) -> ((MonitorId, DownSink), Receiver<Down>) {
+    let (tx, rx) = channel::<Down>();
+    let id = MonitorId(shared.next_monitor_id());
+    let sink: DownSink = Box::new(move |down| {
+        let _ = tx.send(down);
+    });
+    ((id, sink), rx)
 }
 
 /// One monitor registration, however its `Down` is delivered: what

@@ -1,6 +1,6 @@
 //! An actor's signal record ([`Signals`]: its monitors, links, exit
-//! trapping and exit callbacks), how the slot holds it, and the signals
-//! its exit sends.
+//! trapping and exit callbacks, and its label), how the slot holds it, and
+//! the signals its exit sends.
 
 use super::{deliver_exit, Down, DownReason, Exit, MonitorId};
 use crate::scheduler::Shared;
@@ -8,7 +8,9 @@ use crate::slot::word::State;
 use crate::slot::Cold;
 use crate::slot::Pid;
 
-/// What a slot records about who watches and links to its actor.
+/// What a slot records about who watches and links to its actor, and the
+/// actor's label: the slot's one record of rarely-set facts, allocated
+/// only for an actor that has one.
 #[derive(Default)]
 pub(crate) struct Signals {
     pub(crate) monitors: Vec<(MonitorId, DownSink)>,
@@ -19,6 +21,9 @@ pub(crate) struct Signals {
     pub(crate) kill_reason: Option<DownReason>,
     /// Callbacks registered through [`on_exit`].
     pub(crate) exit_hooks: Vec<ExitHook>,
+    /// The label it was spawned with (`Builder::name`), for introspection
+    /// and reports.
+    pub(crate) label: Option<String>,
 }
 
 /// A callback run on a scheduler when an actor exits (see [`on_exit`]).

@@ -3,8 +3,11 @@
 //!
 //! # Design
 //!
-//! A stack is `size` usable bytes (default 256 KiB, virtual: an actor pays
-//! only for the pages it touches) above a 4 KiB guard page. Stacks are
+//! A stack is `size` usable bytes (default 1 MiB + 60 KiB, virtual: an
+//! actor pays only for the pages it touches, plus its share of the
+//! page-table pages that map them, one per 2 MiB of address space) above a
+//! 4 KiB guard page. Stacks of
+//! each size come from a pool of their own ([`pool_for`]). Stacks are
 //! carved from chunks of 64 mapped with one `mmap`
 //! (`MAP_NORESERVE`), so spawning normally costs a pop from the pool's free
 //! list, not a syscall.
@@ -46,6 +49,31 @@ mod pool;
 pub(crate) use overflow::{ensure_altstack, install_overflow_handler, set_running_pid};
 pub(crate) use pool::StackPool;
 
+use std::sync::{Arc, Mutex};
+
+/// The stack pools of the process, one per stack size: runtimes with the
+/// same `Config::stack_size`, and spawns that ask for a size of their own,
+/// share them (chunks are never unmapped, (I1), so pools live as long as
+/// the process).
+static POOLS: Mutex<Vec<Arc<StackPool>>> = Mutex::new(Vec::new());
+
+/// The pool of stacks of `size` usable bytes (rounded up to pages).
+pub(crate) fn pool_for(size: usize) -> Arc<StackPool> {
+    let size = round_to_pages(size);
+    let mut pools = crate::sync::lock_std(&POOLS);
+    if let Some(p) = pools.iter().find(|p| p.stack_size() == size) {
+        return p.clone();
+    }
+    let pool = Arc::new(StackPool::new(size));
+    pools.push(pool.clone());
+    pool
+}
+
+/// `bytes` rounded up to whole pages.
+pub(crate) fn round_to_pages(bytes: usize) -> usize {
+    bytes.div_ceil(PAGE_SIZE) * PAGE_SIZE
+}
+
 /// Size of the guard page below every stack.
 pub(crate) const GUARD_SIZE: usize = 4096;
 /// Page size assumed for rounding stack sizes.
@@ -67,6 +95,11 @@ impl Stack {
     /// The highest address (exclusive): where the stack starts growing down.
     pub(crate) fn top(&self) -> *mut u8 {
         self.base.wrapping_add(self.size)
+    }
+
+    /// Usable bytes: which pool the stack goes back to.
+    pub(crate) fn size(&self) -> usize {
+        self.size
     }
 }
 

@@ -1,7 +1,7 @@
 //! The stack pool: chunked `mmap`, guard installation, the mapping budget.
 
 use super::StackError;
-use super::{overflow, Stack, GUARD_SIZE, PAGE_SIZE};
+use super::{overflow, Stack, GUARD_SIZE};
 use crate::mapping::Commit;
 use crate::sync::{LockClass, RawMutex};
 
@@ -46,7 +46,7 @@ unsafe impl Sync for StackPool {}
 impl StackPool {
     /// A pool of stacks of `size` usable bytes (rounded up to pages).
     pub(crate) fn new(size: usize) -> Self {
-        let size = size.div_ceil(PAGE_SIZE) * PAGE_SIZE;
+        let size = super::round_to_pages(size);
         StackPool {
             size,
             state: RawMutex::new(
