@@ -215,7 +215,9 @@ fn links_monitors_and_trapping_are_counted() {
 fn scheduler_stats_count_resumes_parks_and_steals() {
     run_with(2, || {
         let before = snapshot().schedulers;
-        assert_eq!(before.len(), 2);
+        // Two schedulers, and the spares provided for, none running.
+        assert_eq!(before.iter().filter(|s| !s.spare).count(), 2);
+        assert!(before.iter().all(|s| s.active != s.spare));
         // Work for both schedulers, with idle gaps so they park.
         for _ in 0..20 {
             let hs: Vec<_> = (0..50).map(|_| smarm::spawn(smarm::yield_now)).collect();

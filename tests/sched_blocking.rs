@@ -1,7 +1,9 @@
 //! An actor that blocks its scheduler's thread (a std lock, a blocking
 //! system call) does not stop the other schedulers: timers keep firing, the
 //! actor it woke last runs elsewhere (the system monitor moves it), and a
-//! snapshot names the blocked scheduler and actor.
+//! snapshot names the blocked scheduler and actor. When every scheduler is
+//! blocked, a spare scheduler thread keeps timers and wakes served, and
+//! leaves once it is not needed.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;
@@ -60,8 +62,8 @@ fn std_mutex_held_across_a_sleep() {
 }
 
 #[test]
-fn a_std_mutex_held_across_a_sleep_completes_with_two_and_four_schedulers() {
-    for threads in [2, 4] {
+fn a_std_mutex_held_across_a_sleep_completes_with_one_two_and_four_schedulers() {
+    for threads in [1, 2, 4] {
         for _ in 0..10 {
             within(
                 Duration::from_secs(30),
@@ -120,11 +122,87 @@ fn heartbeat_beside_a_blocked_scheduler() {
 
 #[test]
 fn a_heartbeat_keeps_beating_beside_a_blocked_scheduler() {
-    within(
-        Duration::from_secs(60),
-        4,
-        heartbeat_beside_a_blocked_scheduler,
-    );
+    // With one scheduler, the heartbeat runs on a spare.
+    for threads in [4, 1] {
+        within(
+            Duration::from_secs(60),
+            threads,
+            heartbeat_beside_a_blocked_scheduler,
+        );
+    }
+}
+
+/// The one scheduler blocks for 300 ms; meanwhile a sleeper's timer must
+/// fire, on a spare, which the snapshot reports; once the scheduler is
+/// back and the spare idles, the spare leaves.
+fn a_spare_serves_while_the_only_scheduler_is_blocked() {
+    let (tx, rx) = smarm::channel::<smarm::RuntimeSnapshot>();
+    let sleeper = smarm::spawn(move || {
+        smarm::sleep(Duration::from_millis(100));
+        tx.send(smarm::snapshot()).unwrap();
+    });
+    let blocker = smarm::spawn(|| std::thread::sleep(Duration::from_millis(300)));
+    let during = rx.recv().unwrap();
+    let spare = during
+        .schedulers
+        .iter()
+        .find(|s| s.spare && s.active)
+        .unwrap_or_else(|| panic!("no running spare while the scheduler blocked:\n{during}"));
+    assert!(spare.spare_starts >= 1, "{during}");
+    let regular = &during.schedulers[0];
+    assert!(!regular.spare && regular.active);
+    assert_eq!(regular.blocked_in, Some(blocker.pid()), "{during}");
+    assert!(during.to_string().contains("spare running"), "{during}");
+    sleeper.join().unwrap();
+    blocker.join().unwrap();
+    // Back to one scheduler: the spare leaves once it has nothing to do.
+    let t0 = Instant::now();
+    while smarm::snapshot()
+        .schedulers
+        .iter()
+        .any(|s| s.spare && s.active)
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the spare stayed:\n{}",
+            smarm::snapshot()
+        );
+        smarm::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_spare_serves_timers_while_the_only_scheduler_is_blocked_then_leaves() {
+    for _ in 0..3 {
+        within(
+            Duration::from_secs(60),
+            1,
+            a_spare_serves_while_the_only_scheduler_is_blocked,
+        );
+    }
+}
+
+#[test]
+fn spare_threads_zero_starts_no_spare() {
+    use smarm::runtime::{self, Config};
+    runtime::init(Config::exact(1).spare_threads(0)).run(|| {
+        let blocker = smarm::spawn(|| std::thread::sleep(Duration::from_millis(100)));
+        blocker.join().unwrap();
+        let snap = smarm::snapshot();
+        assert!(snap.schedulers.iter().all(|s| !s.spare), "{snap}");
+        assert_eq!(snap.schedulers.len(), 1);
+    });
+    // And the default provides for two.
+    runtime::init(Config::exact(1)).run(|| {
+        assert_eq!(
+            smarm::snapshot()
+                .schedulers
+                .iter()
+                .filter(|s| s.spare)
+                .count(),
+            2
+        );
+    });
 }
 
 /// The blocker wakes the root just before blocking, so the root waits in

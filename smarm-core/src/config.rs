@@ -7,6 +7,9 @@ pub const MAX_THREADS: usize = 64;
 /// Most actors one runtime may hold at once: a pid's index is 32 bits and
 /// the slot table is segmented in 4,096-slot pages.
 pub const MAX_ACTORS_LIMIT: usize = 1 << 26;
+/// Spare scheduler threads a runtime may start by default (see
+/// [`Config::spare_threads`]).
+pub const DEFAULT_SPARE_THREADS: usize = 2;
 /// Smallest stack an actor may be given (the entry frames and a panic need
 /// room of their own).
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
@@ -39,6 +42,7 @@ pub struct Config {
     pub(crate) stack_size: usize,
     pub(crate) timeslice: std::time::Duration,
     pub(crate) blocked_after: Option<std::time::Duration>,
+    pub(crate) spare_threads: usize,
 }
 
 impl Default for Config {
@@ -56,6 +60,7 @@ impl Default for Config {
             stack_size: DEFAULT_STACK_SIZE,
             timeslice: std::time::Duration::from_millis(1),
             blocked_after: Some(std::time::Duration::from_millis(10)),
+            spare_threads: DEFAULT_SPARE_THREADS,
         }
     }
 }
@@ -110,9 +115,33 @@ impl Config {
         self
     }
 
+    /// Most spare scheduler threads the system monitor may start, one at a
+    /// time, while every scheduler is blocked (default 2; 0 turns them
+    /// off). A spare runs actors like any scheduler (timers that fall due,
+    /// IO wakes, the work the blocked schedulers left) and stops once it
+    /// finds nothing to do while some scheduler is no longer blocked. With
+    /// them, even a one-scheduler runtime whose thread is stuck in a
+    /// blocking call keeps serving timers and IO. Spares need the monitor
+    /// ([`blocked_after`](Config::blocked_after) not `None`); threads plus
+    /// spares are capped at 64 (fewer spares are started if need be).
+    pub fn spare_threads(mut self, spares: usize) -> Self {
+        self.spare_threads = spares;
+        self
+    }
+
     /// The configured scheduler thread count.
     pub fn thread_count(&self) -> usize {
         self.threads
+    }
+
+    /// Spare schedulers this configuration provides for: the configured
+    /// count within the 64-scheduler cap, none without the monitor.
+    pub(crate) fn spares(&self) -> usize {
+        if self.blocked_after.is_none() {
+            return 0;
+        }
+        self.spare_threads
+            .min(MAX_THREADS.saturating_sub(self.threads))
     }
 
     /// Check every limit; [`init`](crate::runtime::init) calls this.

@@ -45,6 +45,10 @@ impl fmt::Display for RuntimeSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{} actors", self.actors.len())?;
         for s in &self.schedulers {
+            if s.spare {
+                let now = if s.active { "running" } else { "stopped" };
+                write!(f, "spare {now}, started {} times; ", s.spare_starts)?;
+            }
             write!(
                 f,
                 "scheduler {}: {} resumes, {} parks ({} woken), {} steals",

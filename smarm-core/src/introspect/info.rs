@@ -97,6 +97,14 @@ pub struct SchedulerStats {
     pub blocked_for: std::time::Duration,
     /// Actors the system monitor moved off it while it was blocked.
     pub moved_off: u64,
+    /// A spare: a scheduler the system monitor starts only while every
+    /// other is blocked ([`Config::spare_threads`](crate::runtime::Config::spare_threads)).
+    pub spare: bool,
+    /// Whether its thread is running (always, for a scheduler that is not
+    /// a spare).
+    pub active: bool,
+    /// Times a spare's thread was started (0 for the others).
+    pub spare_starts: u64,
 }
 
 /// One node of the spawn forest.

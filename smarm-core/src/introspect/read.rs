@@ -41,6 +41,9 @@ pub fn snapshot() -> RuntimeSnapshot {
                         std::time::Duration::from_nanos(now.saturating_sub(since))
                     }),
                     moved_off: b.moved(),
+                    spare: shared.is_spare(id),
+                    active: shared.is_present(id),
+                    spare_starts: b.starts(),
                 }
             })
             .collect::<Vec<_>>();

@@ -74,6 +74,15 @@ fn push_displaced(own: &SchedulerQueues, prev: Pid) {
     own.local.push_front(prev);
 }
 
+/// The mask of schedulers `0..n`.
+pub(super) fn low_bits(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
 /// What an idle scheduler should do (runtime (I2), (I3)).
 pub(crate) enum Verdict {
     /// No actor is alive and no IO is in flight: leave the loop.
@@ -92,7 +101,12 @@ pub(crate) struct Shared {
     /// `config.timeslice` in timeslice-clock ticks.
     pub(super) slice_ticks: u64,
     pub(crate) slots: SlotTable,
+    /// One per scheduler: the `config.threads` regular ones, then the
+    /// spares the system monitor may start (`sysmon` (M3)).
     pub(super) queues: Box<[SchedulerQueues]>,
+    /// Schedulers whose thread is running: every regular one, and the
+    /// spares from their start by the monitor to their thread's exit.
+    pub(super) present: AtomicU64,
     pub(super) injector: RunQueue,
     pub(crate) coord: Coordinator,
     pub(super) timers: Timers,
@@ -120,7 +134,8 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(config: Config, stacks: StdArc<StackPool>, exit_hook: ExitHook) -> Self {
-        let threads = config.threads;
+        let regular = config.threads;
+        let threads = regular + config.spares();
         let id = NEXT_RUNTIME_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Shared {
             slots: SlotTable::new(config.max_actors),
@@ -133,6 +148,7 @@ impl Shared {
                     blocked: BlockedRecord::default(),
                 })
                 .collect(),
+            present: AtomicU64::new(low_bits(regular)),
             injector: RunQueue::new(),
             coord: Coordinator::new(threads),
             timers: Timers::new(id),
@@ -522,12 +538,8 @@ impl Shared {
         if !self.root_exited.load(Ordering::Acquire) || self.root_swept.load(Ordering::Acquire) {
             return false;
         }
-        let all = if self.queues.len() == 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.queues.len()) - 1
-        };
-        (self.coord.idle_mask() | (1u64 << id)) == all
+        let present = self.present.load(Ordering::Acquire);
+        (self.coord.idle_mask() | (1u64 << id)) & present == present
             && self.injector.len() == 0
             && self
                 .queues

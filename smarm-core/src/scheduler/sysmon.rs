@@ -18,9 +18,20 @@
 //! - records the blocked actor and since when, for
 //!   [`snapshot`](crate::snapshot).
 //!
-//! Timers need nothing from it: an idle scheduler keeps them (park (I5)).
-//! Actors pinned to the blocked scheduler still wait for it, and with a
-//! single scheduler nothing else can run the moved work.
+//! Timers need nothing from it while some scheduler is idle: an idle
+//! scheduler keeps them (park (I5)). Actors pinned to the blocked
+//! scheduler still wait for it.
+//!
+//! When *every* running scheduler is blocked (one scheduler stuck in a
+//! blocking call; an actor holding a std lock across a `smarm::sleep`
+//! while the others wait on that lock), nothing would fire the timer or
+//! take the IO wake that unblocks them. The monitor then starts a *spare*
+//! scheduler thread, up to `Config::spare_threads`: a spare has its own id
+//! past the regular schedulers (queues, parker, reclaimer and live-count
+//! shard were made for it at start), runs the ordinary worker loop, and
+//! leaves when it goes idle while some regular scheduler is not blocked
+//! and no actor is pinned to it. A spare that blocks in turn may be
+//! followed by another.
 //!
 //! # Invariants
 //!
@@ -29,10 +40,18 @@
 //!   actors or touches their state.
 //! - (M2) A scheduler's blocked record is written only by the monitor, and
 //!   cleared once the scheduler resumes anything.
+//! - (M3) A spare's bit in `Shared::present` is set by the monitor before
+//!   its thread starts and cleared by that thread as its last act, after
+//!   its queues are empty, it is offline to the reclaimer, and no actor is
+//!   pinned to it. While the bit is clear no wake targets the spare (its
+//!   idle bit is clear too) and nothing enqueues to it, and the monitor
+//!   joins the old thread before starting one on the same id. The
+//!   termination verdict counts only present schedulers.
 
 use super::Shared;
 use crate::loom::{AtomicU64, Ordering};
 use crate::slot::Pid;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What the monitor has seen of one scheduler (written by the monitor,
@@ -43,8 +62,12 @@ pub(crate) struct BlockedRecord {
     actor: AtomicU64,
     /// Since when it has been running that actor (coordinator nanos).
     since: AtomicU64,
+    /// The scheduler's resume count when it was found blocked.
+    resumes: AtomicU64,
     /// Actors moved off this scheduler by the monitor.
     moved: AtomicU64,
+    /// Times a thread was started for this scheduler (spares only).
+    starts: AtomicU64,
 }
 
 impl BlockedRecord {
@@ -61,6 +84,59 @@ impl BlockedRecord {
     pub(crate) fn moved(&self) -> u64 {
         self.moved.load(Ordering::Relaxed)
     }
+
+    /// Times a spare thread was started for this scheduler.
+    pub(crate) fn starts(&self) -> u64 {
+        self.starts.load(Ordering::Relaxed)
+    }
+}
+
+impl Shared {
+    /// Whether scheduler `id` is a spare (started only while every
+    /// scheduler is blocked).
+    pub(crate) fn is_spare(&self, id: usize) -> bool {
+        id >= self.config().threads
+    }
+
+    /// Whether scheduler `id`'s thread is running (always, for a regular
+    /// one).
+    pub(crate) fn is_present(&self, id: usize) -> bool {
+        self.present.load(Ordering::Acquire) & (1u64 << id) != 0
+    }
+
+    /// Whether scheduler `id` is, right now, still inside the actor run
+    /// the monitor last found it blocked in.
+    fn still_blocked(&self, id: usize) -> bool {
+        let q = &self.queues[id];
+        let actor = q.blocked.actor.load(Ordering::Relaxed);
+        actor != 0
+            && q.stats.running.load(Ordering::Relaxed) == actor
+            && q.stats.actors_run.load(Ordering::Relaxed)
+                == q.blocked.resumes.load(Ordering::Relaxed)
+    }
+
+    /// An idle spare may leave once some regular scheduler is not blocked
+    /// (it will keep timers and take wakes) and no actor is pinned to the
+    /// spare: one that parked while unwinding on it must resume on it
+    /// (M3). Actors pin to a scheduler only while running on it, so an
+    /// idle spare sees every pin it made.
+    pub(crate) fn spare_may_leave(&self, id: usize) -> bool {
+        let regular = self.config().threads;
+        if (0..regular).all(|r| self.still_blocked(r)) {
+            return false;
+        }
+        let pin = id as u32 + 1;
+        !(0..self.slots.high_water() as u32).any(|i| {
+            self.slots
+                .get(i)
+                .is_some_and(|s| s.pinned.load(Ordering::Relaxed) == pin)
+        })
+    }
+
+    /// The spare thread of scheduler `id` is leaving: its last act (M3).
+    pub(crate) fn spare_left(&self, id: usize) {
+        self.present.fetch_and(!(1u64 << id), Ordering::AcqRel);
+    }
 }
 
 /// The monitor's last reading of one scheduler.
@@ -75,10 +151,12 @@ struct Seen {
 /// Run the monitor until `stop` says the runtime is done; `stop` is
 /// checked at every tick, and the runtime unparks this thread to end it
 /// promptly.
-pub(crate) fn monitor(shared: &Shared, threshold: Duration, stop: impl Fn() -> bool) {
+pub(crate) fn monitor(shared: &Arc<Shared>, threshold: Duration, stop: impl Fn() -> bool) {
     let tick = threshold / 2;
     let threshold = threshold.as_nanos() as u64;
     let mut seen = vec![Seen::default(); shared.queues.len()];
+    let mut spares: Vec<Option<std::thread::JoinHandle<()>>> =
+        (0..shared.queues.len()).map(|_| None).collect();
     while !stop() {
         std::thread::park_timeout(tick);
         let now = shared.coord.now_nanos();
@@ -98,6 +176,7 @@ pub(crate) fn monitor(shared: &Shared, threshold: Duration, stop: impl Fn() -> b
                 continue;
             }
             q.blocked.since.store(seen.since, Ordering::Relaxed);
+            q.blocked.resumes.store(resumes, Ordering::Relaxed);
             q.blocked.actor.store(running, Ordering::Relaxed);
             let moved = q.next.steal();
             if let Some(pid) = moved {
@@ -108,5 +187,44 @@ pub(crate) fn monitor(shared: &Shared, threshold: Duration, stop: impl Fn() -> b
                 shared.coord.wake_one_if_idle();
             }
         }
+        let everyone_blocked = (0..shared.queues.len())
+            .filter(|&id| shared.is_present(id))
+            .all(|id| shared.queues[id].blocked.actor.load(Ordering::Relaxed) != 0);
+        if everyone_blocked {
+            start_spare(shared, &mut spares);
+        }
+    }
+    for spare in spares.into_iter().flatten() {
+        // A spare leaves at the end of the run like any scheduler.
+        let _ = spare.join();
+    }
+}
+
+/// Start a thread for the first spare scheduler not running, if any is
+/// left (M3).
+fn start_spare(shared: &Arc<Shared>, spares: &mut [Option<std::thread::JoinHandle<()>>]) {
+    let Some(id) =
+        (shared.config().threads..shared.queues.len()).find(|&id| !shared.is_present(id))
+    else {
+        return;
+    };
+    if let Some(old) = spares[id].take() {
+        let _ = old.join(); // it cleared its bit as its last act
+    }
+    shared.present.fetch_or(1u64 << id, Ordering::AcqRel);
+    let s = shared.clone();
+    match std::thread::Builder::new()
+        .name(format!("smarm-spare-{id}"))
+        .spawn(move || super::worker::run_worker(&s, id))
+    {
+        Ok(handle) => {
+            shared.queues[id]
+                .blocked
+                .starts
+                .fetch_add(1, Ordering::Relaxed);
+            spares[id] = Some(handle);
+        }
+        // No thread to be had: the runtime goes on as without spares.
+        Err(_) => shared.spare_left(id),
     }
 }

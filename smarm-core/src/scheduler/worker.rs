@@ -35,6 +35,9 @@ const STEAL_AT_ONCE: usize = 4;
 /// the backlog is being served, not stuck (see `idle`).
 const SERVED_BRISKLY: usize = 16;
 
+/// How often a parked spare scheduler looks whether it may leave.
+const SPARE_LOOK: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// Every this many pops, a busy scheduler checks for due timers.
 const DUE_CHECK_TICK: u32 = 8;
 
@@ -106,6 +109,9 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     shared
         .stacks
         .give_back_batch(worker.stack_cache.borrow_mut().drain(..));
+    if shared.is_spare(id) {
+        shared.spare_left(id);
+    }
 }
 
 fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -> Option<Pid> {
@@ -248,6 +254,10 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         }
         gap = (gap * 2).min(LOOK_GAP_LAST);
     }
+    // A spare leaves once it is not needed (sysmon (M3)).
+    if shared.is_spare(w.id) && shared.spare_may_leave(w.id) {
+        return Idle::Done;
+    }
     // Timekeeper: at most one idle scheduler parks toward the earliest
     // deadline; peek and arm under the timers lock (park (I4)).
     let tk_deadline = {
@@ -259,9 +269,16 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         shared.reclaim.reclaim();
     }
     shared.reclaim.offline(w.id);
+    // A spare that must stay looks again soon whether it may leave.
+    let deadline = if shared.is_spare(w.id) {
+        let look = std::time::Instant::now() + SPARE_LOOK;
+        Some(tk_deadline.map_or(look, |d| d.min(look)))
+    } else {
+        tk_deadline
+    };
     let result = shared
         .coord
-        .park(w.id, tk_deadline, || shared.work_visible(w.id));
+        .park(w.id, deadline, || shared.work_visible(w.id));
     shared.reclaim.online(w.id);
     let stats = &shared.queues[w.id].stats;
     match result {
