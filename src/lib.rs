@@ -29,14 +29,14 @@ pub use smarm_core::{
     SchedulerStats, TreeNode, WaitingOn,
 };
 pub use smarm_core::{
-    channel, is_alive, request_stop, run, select, select_timeout, self_pid, sleep, spawn,
-    spawn_under, try_select, try_select_timeout, try_spawn, yield_now, Builder, JoinError,
+    channel, exit_with, is_alive, request_stop, run, select, select_timeout, self_pid, sleep,
+    spawn, spawn_under, try_select, try_select_timeout, try_spawn, yield_now, Builder, JoinError,
     JoinHandle, LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError,
     Selectable, SendError, Sender, SpawnError,
 };
 pub use smarm_core::{
     demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
-    Addressable, Down, DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef,
+    Addressable, Down, DownReason, Exit, ExitReason, Killed, Monitor, MonitorId, MonitorRef,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),

@@ -19,9 +19,13 @@ struct Outcome {
 /// One scheduler thread; a sleeper waking every 1 ms beside a spinner that
 /// runs for `spin_for`, calling `check!()` in its loop or not.
 fn sleeper_beside_spinner(use_check: bool, spin_for: Duration) -> Outcome {
+    sleeper_beside_spinner_on(Config::exact(1), use_check, spin_for)
+}
+
+fn sleeper_beside_spinner_on(config: Config, use_check: bool, spin_for: Duration) -> Outcome {
     let out = Arc::new(Mutex::new(None));
     let o = out.clone();
-    runtime::init(Config::exact(1)).run(move || {
+    runtime::init(config).run(move || {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let spinner = smarm::spawn(move || {
@@ -77,13 +81,30 @@ fn a_check_loop_does_not_starve_a_sleeper_on_one_thread() {
 }
 
 /// Scheduling is cooperative: a loop with no blocking call and no
-/// `check!()` keeps its thread until it ends.
+/// `check!()` keeps its thread until it ends; without spare schedulers,
+/// nothing else runs meanwhile on a one-scheduler runtime.
 #[test]
-fn without_a_safepoint_a_spinner_keeps_its_thread() {
-    let o = sleeper_beside_spinner(false, Duration::from_millis(100));
+fn without_a_safepoint_or_a_spare_a_spinner_keeps_its_thread() {
+    let config = Config::exact(1).spare_threads(0);
+    let o = sleeper_beside_spinner_on(config, false, Duration::from_millis(100));
     assert!(
         o.worst >= Duration::from_millis(50),
         "the sleeper ran during the spin ({:?})",
+        o.worst
+    );
+}
+
+/// The spinner still keeps its thread (it is never preempted), but the
+/// system monitor finds that scheduler blocked and a spare runs the
+/// sleeper: it keeps its beat within the monitor's threshold, not the
+/// 10 s spin.
+#[test]
+fn without_a_safepoint_a_spinner_keeps_its_thread_and_a_spare_runs_the_rest() {
+    let o = sleeper_beside_spinner(false, Duration::from_secs(10));
+    assert_eq!(o.spinner_overruns, 0, "nothing preempts a loop without check!()");
+    assert!(
+        o.worst < Duration::from_secs(1),
+        "the sleeper was {:?} late with a spare to run on",
         o.worst
     );
 }

@@ -4,7 +4,7 @@
 
 use super::Outcome;
 use crate::scheduler::{Shared, StopSignal};
-use crate::slot::{Pid, Slot};
+use crate::slot::{DownReason, Pid, Slot};
 
 /// Finish the exit of `pid` (its slot already `Done`, its stack released),
 /// whose closure ended with `result`. Every wake made here happens before
@@ -13,18 +13,24 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
     let outcome = match result {
         Ok(()) => Outcome::Exit,
         Err(payload) if payload.is::<StopSignal>() => Outcome::Stopped,
-        Err(payload) => Outcome::Panic(payload),
+        Err(payload) => match payload.downcast::<super::ExitWith>() {
+            Ok(exit) => Outcome::Ended(DownReason::Custom(exit.0)),
+            Err(payload) => Outcome::Panic(payload),
+        },
     };
     let (joiner, recycle, dropped, signals, reason) = {
         let mut cold = slot.cold.lock();
         let joiner = cold.joiner.take();
         let signals = crate::signal::take_signals(&mut cold);
         // A stop caused by a linked actor's exit is that exit's reason.
-        let outcome = match (outcome, signals.as_ref().and_then(|s| s.kill_reason)) {
-            (Outcome::Stopped, Some(reason)) => Outcome::Killed(reason),
+        let outcome = match (
+            outcome,
+            signals.as_ref().and_then(|s| s.kill_reason.clone()),
+        ) {
+            (Outcome::Stopped, Some(reason)) => Outcome::Ended(reason),
             (outcome, _) => outcome,
         };
-        let reason = crate::signal::DownReason::of(&outcome);
+        let reason = DownReason::of(&outcome);
         if cold.handle_alive {
             cold.outcome = Some(outcome);
             (joiner, false, None, signals, reason)

@@ -152,7 +152,7 @@ fn to_result(outcome: Outcome) -> Result<(), JoinError> {
     match outcome {
         Outcome::Exit | Outcome::Stopped => Ok(()),
         Outcome::Panic(payload) => Err(JoinError { payload }),
-        Outcome::Killed(reason) => Err(JoinError {
+        Outcome::Ended(reason) => Err(JoinError {
             payload: Box::new(crate::signal::Killed { reason }),
         }),
     }

@@ -37,12 +37,14 @@ mod outcome;
 mod spawn;
 
 pub(crate) use crate::slot::Outcome;
-pub use crate::slot::{Addressable, Pid};
+pub use crate::slot::{Addressable, ExitReason, Pid};
 pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
 
-pub(crate) use spawn::{alive_in, spawn_in, SpawnOpts};
-pub use spawn::{is_alive, request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now};
+pub(crate) use spawn::{alive_in, spawn_in, ExitWith, SpawnOpts};
+pub use spawn::{
+    exit_with, is_alive, request_stop, self_pid, spawn, spawn_under, try_spawn, yield_now,
+};

@@ -4,9 +4,12 @@ use std::any::Any;
 use std::fmt;
 use thiserror::Error;
 
-/// The actor panicked. Returned by [`JoinHandle::join`](crate::JoinHandle::join);
-/// `payload` is exactly what the panic carried, as with
-/// [`std::thread::JoinHandle::join`].
+/// The actor panicked, or ended for another abnormal reason. Returned by
+/// [`JoinHandle::join`](crate::JoinHandle::join). For a panic, `payload`
+/// is exactly what the panic carried, as with
+/// [`std::thread::JoinHandle::join`]; for any other end (killed by a link,
+/// a stack overflow, [`exit_with`](crate::exit_with)) it is a
+/// [`Killed`](crate::Killed) naming the [`reason`](JoinError::reason).
 ///
 /// ```
 /// smarm::run(|| {
@@ -17,10 +20,38 @@ use thiserror::Error;
 /// });
 /// ```
 #[derive(Error)]
-#[error("the actor panicked: {}", panic_message(.payload.as_ref()))]
+#[error("{}", describe(.payload.as_ref()))]
 pub struct JoinError {
     /// The panic payload (usually a `&'static str` or a `String`).
     pub payload: Box<dyn Any + Send>,
+}
+
+impl JoinError {
+    /// Why the actor went down: [`DownReason::Panic`](crate::DownReason::Panic)
+    /// for a panic, else the reason it ended with.
+    ///
+    /// ```
+    /// smarm::run(|| {
+    ///     let h = smarm::spawn(|| smarm::exit_with("done early"));
+    ///     let err = h.join().unwrap_err();
+    ///     assert_eq!(err.reason(), smarm::DownReason::Custom("done early".into()));
+    ///     assert_eq!(err.to_string(), "the actor exited: done early");
+    /// });
+    /// ```
+    pub fn reason(&self) -> crate::DownReason {
+        match self.payload.downcast_ref::<crate::signal::Killed>() {
+            Some(k) => k.reason.clone(),
+            None => crate::DownReason::Panic,
+        }
+    }
+}
+
+/// "the actor panicked: <message>", or what ended it.
+fn describe(payload: &(dyn Any + Send)) -> String {
+    match payload.downcast_ref::<crate::signal::Killed>() {
+        Some(k) => k.to_string(),
+        None => format!("the actor panicked: {}", panic_message(payload)),
+    }
 }
 
 impl fmt::Debug for JoinError {

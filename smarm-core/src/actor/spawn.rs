@@ -7,6 +7,7 @@ use crate::loom::Ordering;
 use crate::scheduler::Shared;
 use crate::scheduler::{self, with_current_actor};
 use crate::slot::table::Entry;
+use crate::slot::ExitReason;
 use crate::slot::Pid;
 
 /// Start a new actor running `f` and return its [`JoinHandle`].
@@ -157,6 +158,36 @@ pub(crate) fn alive_in(shared: &Shared, pid: Pid) -> bool {
 pub fn request_stop<A>(pid: Pid<A>) {
     let pid = pid.erase();
     with_current_actor("request_stop", |_, shared| shared.request_stop(pid));
+}
+
+/// The unwind payload of [`exit_with`].
+pub(crate) struct ExitWith(pub(crate) ExitReason);
+
+/// End the calling actor with `reason`, as Erlang's `exit(Reason)` does:
+/// it unwinds from here, running its destructors, and its monitors, links
+/// and joiner see [`DownReason::Custom`](crate::DownReason::Custom). The
+/// exit is abnormal: linked actors that do not trap exits are stopped.
+///
+/// ```
+/// use smarm::{DownReason, ExitReason};
+///
+/// smarm::run(|| {
+///     let exits = smarm::trap_exit(true).unwrap();
+///     let child = smarm::spawn_link(|| smarm::exit_with(format!("lost lease {}", 7)));
+///     let exit = exits.recv().unwrap();
+///     assert_eq!(exit.reason, DownReason::Custom(ExitReason::new("lost lease 7")));
+///     let err = child.join().unwrap_err();
+///     assert_eq!(err.to_string(), "the actor exited: lost lease 7");
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor. Like `panic!`, it must not be called by a destructor
+/// while the actor is already unwinding (the process would abort).
+pub fn exit_with(reason: impl Into<ExitReason>) -> ! {
+    with_current_actor("exit_with", |_, _| ());
+    std::panic::resume_unwind(Box::new(ExitWith(reason.into())))
 }
 
 /// How a new actor starts, beyond its closure.

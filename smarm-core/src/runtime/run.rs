@@ -157,7 +157,7 @@ impl Runtime {
         }
         match root.take_outcome_now() {
             Some(Outcome::Panic(payload)) => std::panic::resume_unwind(payload),
-            Some(Outcome::Killed(reason)) => {
+            Some(Outcome::Ended(reason)) => {
                 std::panic::resume_unwind(Box::new(crate::signal::Killed { reason }))
             }
             Some(Outcome::Exit | Outcome::Stopped) | None => {}

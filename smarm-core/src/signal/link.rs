@@ -11,7 +11,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 /// The message a trapping actor receives when a linked actor exits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exit {
     /// The linked actor that exited.
     pub from: Pid,
@@ -19,12 +19,14 @@ pub struct Exit {
     pub reason: DownReason,
 }
 
-/// The `JoinError` payload of an actor stopped by a linked actor's exit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+/// The `JoinError` payload of an actor that neither returned nor panicked
+/// nor was stopped: killed by a linked actor's exit, overflowed its stack,
+/// or ended with a reason of its own ([`exit_with`](crate::exit_with)).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("the actor {reason}")]
 pub struct Killed {
-    /// Why it was stopped ([`DownReason::Killed`], or `NoProc` for a link
-    /// to an actor that was already gone).
+    /// Why it ended ([`DownReason::Killed`], `NoProc` for a link to an
+    /// actor that was already gone, `StackOverflow`, or `Custom`).
     pub reason: DownReason,
 }
 
@@ -231,7 +233,7 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
         } else if reason.is_abnormal() {
             if sig.kill_reason.is_none() {
                 sig.kill_reason = Some(if reason == DownReason::NoProc {
-                    reason
+                    DownReason::NoProc
                 } else {
                     DownReason::Killed { by: from }
                 });

@@ -26,7 +26,7 @@ use crate::scheduler::Shared;
 use crate::slot::{DownReason, Pid};
 
 /// The message a monitor delivers: `pid` went down for `reason`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Down {
     /// The monitored actor.
     pub pid: Pid,

@@ -85,12 +85,14 @@ pub(crate) fn take_signals(cold: &mut Cold) -> Option<Box<Signals>> {
 /// finalisation, outside the cold lock).
 pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals: Signals) {
     for (_, deliver) in signals.monitors {
+        let reason = reason.clone();
         contain(|| deliver(Down { pid, reason }));
     }
     for linked in signals.links {
-        deliver_exit(shared, pid, reason, linked);
+        deliver_exit(shared, pid, reason.clone(), linked);
     }
     for hook in signals.exit_hooks {
+        let reason = reason.clone();
         contain(|| hook(pid, reason));
     }
 }

@@ -14,12 +14,34 @@ pub(crate) enum Outcome {
     Panic(Box<dyn Any + Send>),
     /// It unwound because of [`request_stop`](crate::request_stop).
     Stopped,
-    /// It was stopped by an exit signal from a linked actor.
-    Killed(DownReason),
+    /// It ended for another reason: an exit signal from a linked actor, a
+    /// stack overflow, or a reason of its own
+    /// ([`exit_with`](crate::exit_with)).
+    Ended(DownReason),
 }
 
-/// Why an actor went down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Why an actor went down: what its monitors' [`Down`](crate::Down) and
+/// its links' [`Exit`](crate::Exit) messages say.
+///
+/// New reasons may be added (as Erlang's exit reasons are open-ended), so
+/// a `match` on it needs a wildcard arm. A reason the program gives, or one
+/// carried from another node, is a [`Custom`](DownReason::Custom) reason.
+///
+/// ```
+/// use smarm::{DownReason, ExitReason};
+///
+/// smarm::run(|| {
+///     let (child, m) = smarm::Builder::new()
+///         .spawn_monitor(|| smarm::exit_with("config file missing"))
+///         .unwrap();
+///     let reason = m.rx.recv().unwrap().reason;
+///     assert_eq!(reason, DownReason::Custom(ExitReason::new("config file missing")));
+///     assert!(reason.is_abnormal());
+///     assert!(child.join().is_err());
+/// });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum DownReason {
     /// It returned normally.
     Exit,
@@ -35,6 +57,54 @@ pub enum DownReason {
         /// The linked actor whose exit stopped it.
         by: Pid,
     },
+    /// It overflowed its stack. The process aborts instead where the
+    /// overflow could not be contained (see the guide's chapter on
+    /// failures).
+    StackOverflow,
+    /// It ended with a reason of its own, given to
+    /// [`exit_with`](crate::exit_with) (or carried from another node).
+    Custom(ExitReason),
+}
+
+/// A reason an actor gave for its end ([`exit_with`](crate::exit_with)):
+/// text, cheap to clone, compared by content.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ExitReason(std::sync::Arc<String>);
+
+impl ExitReason {
+    /// A reason saying `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        ExitReason(std::sync::Arc::new(text.into()))
+    }
+
+    /// The reason's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for ExitReason {
+    fn from(text: &str) -> Self {
+        ExitReason::new(text)
+    }
+}
+
+impl From<String> for ExitReason {
+    fn from(text: String) -> Self {
+        ExitReason::new(text)
+    }
+}
+
+impl std::fmt::Debug for ExitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl std::fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl DownReason {
@@ -43,14 +113,14 @@ impl DownReason {
             Outcome::Exit => DownReason::Exit,
             Outcome::Panic(_) => DownReason::Panic,
             Outcome::Stopped => DownReason::Stopped,
-            Outcome::Killed(reason) => *reason,
+            Outcome::Ended(reason) => reason.clone(),
         }
     }
 
     /// Whether this exit stops linked actors that do not trap exits (every
     /// reason but a normal exit, as in Erlang).
-    pub fn is_abnormal(self) -> bool {
-        self != DownReason::Exit
+    pub fn is_abnormal(&self) -> bool {
+        *self != DownReason::Exit
     }
 }
 
@@ -62,6 +132,8 @@ impl std::fmt::Display for DownReason {
             DownReason::Stopped => write!(f, "was stopped"),
             DownReason::NoProc => write!(f, "did not exist"),
             DownReason::Killed { by } => write!(f, "was killed by the exit of linked actor {by}"),
+            DownReason::StackOverflow => write!(f, "overflowed its stack"),
+            DownReason::Custom(reason) => write!(f, "exited: {reason}"),
         }
     }
 }

@@ -73,8 +73,8 @@ pub(crate) mod word;
 mod loom_models;
 
 pub(crate) use cold::Cold;
-pub use exit::DownReason;
 pub(crate) use exit::Outcome;
+pub use exit::{DownReason, ExitReason};
 pub use pid::{Addressable, Pid};
 pub(crate) use table::{Slot, SlotTable};
 pub(crate) use wait_id::WaitId;

@@ -284,8 +284,9 @@ impl Supervisor {
 }
 
 /// Whether an exit is a failure (a transient child restarts after one):
-/// a panic, or a kill by a linked actor's failure; not a normal exit or a
-/// stop.
+/// every reason but a normal exit or a stop (Erlang's `normal` and
+/// `shutdown`): a panic, a kill by a linked actor's failure, a stack
+/// overflow, a reason of the child's own.
 fn is_failure(reason: DownReason) -> bool {
-    matches!(reason, DownReason::Panic | DownReason::Killed { .. })
+    !matches!(reason, DownReason::Exit | DownReason::Stopped)
 }
