@@ -24,7 +24,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 13] = [
+const WORKLOADS: [&str; 15] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -38,6 +38,8 @@ const WORKLOADS: [&str; 13] = [
     "call",
     "call_derived",
     "call_served",
+    "spawn_1m",
+    "memory_return",
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
@@ -105,6 +107,8 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
         "call_served" => call_served_workload,
         "timers" => timers_workload,
         "memory" => memory_workload,
+        "spawn_1m" => spawn_1m_workload,
+        "memory_return" => memory_return_workload,
         other => {
             eprintln!("unknown workload {other}; known: {WORKLOADS:?}");
             return ExitCode::FAILURE;
@@ -117,17 +121,40 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
         Err(_) if name == "pingpong1" => 1,
         Err(_) => 2,
     };
-    runtime::init(Config::exact(threads)).run(move || *r.lock().unwrap() = Some(body()));
+    let mut config = Config::exact(threads);
+    if let Ok(bytes) = std::env::var("SMARM_BENCH_STACK") {
+        config = config.stack_size(
+            bytes
+                .parse()
+                .expect("SMARM_BENCH_STACK: a stack size in bytes"),
+        );
+    }
+    runtime::init(config).run(move || *r.lock().unwrap() = Some(body()));
     let (value, unit) = result
         .lock()
         .unwrap()
         .take()
         .expect("workload produced no value");
+    if let Some(root_done) = *ROOT_DONE.lock().unwrap() {
+        extra("run_return", root_done.elapsed().as_secs_f64() * 1e3, "ms");
+    }
     println!("RESULT peer={peer} workload={name} value={value:.1} unit={unit}");
     if let Some(kib) = proc_status_kib("VmHWM") {
         println!("EXTRA peer={peer} workload={name} metric=peak_rss value={kib} unit=KiB");
     }
     ExitCode::SUCCESS
+}
+
+/// When the root actor of a workload that times `run`'s return finished.
+static ROOT_DONE: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Print one `EXTRA` figure of the running workload.
+fn extra(metric: &str, value: f64, unit: &str) {
+    let workload = std::env::var(CHILD_ENV).unwrap_or_default();
+    println!(
+        "EXTRA peer={} workload={workload} metric={metric} value={value:.1} unit={unit}",
+        PEER.get().unwrap_or(&"smarm")
+    );
 }
 
 /// A field of /proc/self/status in KiB (VmRSS, VmHWM, VmPTE).
@@ -441,10 +468,10 @@ fn memory_workload() -> (f64, &'static str) {
     let pte_after = proc_status_kib("VmPTE").unwrap();
     // Page tables are not in RSS; stacks spaced far apart cost one
     // page-table page per few parked actors, so report them beside it.
-    println!(
-        "EXTRA peer={} workload=memory metric=page_tables value={:.1} unit=bytes/proc",
-        PEER.get().unwrap_or(&"smarm"),
-        ((pte_after - pte_before) * 1024) as f64 / MEMORY_N as f64
+    extra(
+        "page_tables",
+        ((pte_after - pte_before) * 1024) as f64 / MEMORY_N as f64,
+        "bytes/proc",
     );
     for tx in &mailboxes {
         tx.send(1).unwrap();
@@ -456,4 +483,169 @@ fn memory_workload() -> (f64, &'static str) {
         ((after - before) * 1024) as f64 / MEMORY_N as f64,
         "bytes/proc",
     )
+}
+
+const SPAWN_1M: usize = 1_000_000;
+const SPAWN_1M_FIFTH: usize = SPAWN_1M / 5;
+
+/// A million actors spawned and left parked (each waits on a channel of
+/// its own), then released and joined, twice: how spawn cost grows with
+/// the population (the first fifth against the last; the second round
+/// reuses the first's memory, so it shows smarm's own cost without the
+/// kernel's first-touch faults), and how long `run` takes to return once
+/// they are gone. The value is the first round's spawning time.
+fn spawn_1m_workload() -> (f64, &'static str) {
+    let sys0 = sys_time_ms();
+    let (spawned, fifths) = spawn_parked_round("");
+    extra("spawn_sys_time", sys_time_ms() - sys0, "ms");
+    let (_, again) = spawn_parked_round("round2_");
+    extra("round2_last_over_first", again[4] / again[0], "x");
+    extra("last_over_first", fifths[4] / fifths[0], "x");
+    *ROOT_DONE.lock().unwrap() = Some(Instant::now());
+    (spawned, "ms")
+}
+
+/// One round of `spawn_1m`: spawn, report, release, join. Returns the
+/// spawning time and each fifth's, in ms.
+fn spawn_parked_round(prefix: &str) -> (f64, Vec<f64>) {
+    let t0 = Instant::now();
+    let mut fifths = Vec::with_capacity(5);
+    let mut parked = Vec::with_capacity(SPAWN_1M);
+    let mut mark = t0;
+    for i in 0..SPAWN_1M {
+        let (tx, rx) = channel::<()>();
+        let h = smarm::spawn(move || {
+            let _ = rx.recv();
+        });
+        parked.push((tx, h));
+        if (i + 1) % SPAWN_1M_FIFTH == 0 {
+            let now = Instant::now();
+            fifths.push(now.duration_since(mark).as_secs_f64() * 1e3);
+            mark = now;
+        }
+    }
+    let spawned = t0.elapsed().as_secs_f64() * 1e3;
+    extra(&format!("{prefix}first_200k"), fifths[0], "ms");
+    extra(&format!("{prefix}last_200k"), fifths[4], "ms");
+    if let Some(kib) = proc_status_kib("VmRSS") {
+        extra(&format!("{prefix}rss_parked"), kib as f64 / 1024.0, "MiB");
+    }
+    if let Some(kib) = proc_status_kib("VmPTE") {
+        extra(
+            &format!("{prefix}page_tables_parked"),
+            kib as f64 / 1024.0,
+            "MiB",
+        );
+    }
+    let t1 = Instant::now();
+    for (tx, _) in &parked {
+        tx.send(()).unwrap();
+    }
+    for (_, h) in parked {
+        h.join().unwrap();
+    }
+    extra(
+        &format!("{prefix}release_and_join"),
+        t1.elapsed().as_secs_f64() * 1e3,
+        "ms",
+    );
+    (spawned, fifths)
+}
+
+/// System CPU time of the process so far, in ms.
+fn sys_time_ms() -> f64 {
+    // SAFETY: getrusage writes only into `usage`.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_SELF is always valid.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_stime.tv_sec as f64 * 1e3 + usage.ru_stime.tv_usec as f64 / 1e3
+}
+
+/// RSS once it has settled: after the stack scavenger's delay (250 ms of
+/// stacks above the warm set), read every 100 ms until two readings are
+/// within 1% (it returns pages over a few ticks), at most 10 s.
+fn settled_rss_mib() -> f64 {
+    smarm::sleep(Duration::from_millis(600));
+    let mut last = proc_status_kib("VmRSS").unwrap();
+    for _ in 0..100 {
+        smarm::sleep(Duration::from_millis(100));
+        let now = proc_status_kib("VmRSS").unwrap();
+        if now.abs_diff(last) * 100 <= last {
+            return now as f64 / 1024.0;
+        }
+        last = now;
+    }
+    last as f64 / 1024.0
+}
+
+/// Spawn `n` actors that each touch `touch` bytes of stack and park, then
+/// release and join them all.
+fn touch_park_join(n: usize, touch: usize) {
+    let parked: Vec<_> = (0..n)
+        .map(|_| {
+            let (tx, rx) = channel::<()>();
+            let h = smarm::spawn(move || {
+                touch_stack(touch);
+                let _ = rx.recv();
+            });
+            (tx, h)
+        })
+        .collect();
+    for (tx, _) in &parked {
+        tx.send(()).unwrap();
+    }
+    for (_, h) in parked {
+        h.join().unwrap();
+    }
+}
+
+/// Use `bytes` of stack (64 KiB frames, each page written).
+fn touch_stack(bytes: usize) {
+    #[inline(never)]
+    fn frame(left: usize) {
+        let mut buf = [0u8; 64 * 1024];
+        for b in buf.iter_mut().step_by(4096) {
+            *b = 1;
+        }
+        std::hint::black_box(&mut buf);
+        if left > buf.len() {
+            frame(left - buf.len());
+        }
+    }
+    if bytes > 0 {
+        frame(bytes);
+    }
+}
+
+/// Memory that comes back: RSS after a warm-up (1,000 actors that touched
+/// 64 KiB of stack each), then after 10,000 such actors alive at once,
+/// then after 1,000,000 spawned-parked-joined actors, each once the
+/// scavenger has run; then both rounds again. Stacks come back; the slot
+/// table's segments (192 bytes per actor at the peak) and what the
+/// allocator keeps of its heap stay, and are reused by the second rounds.
+/// The value is the final RSS over the RSS after the first rounds.
+fn memory_return_workload() -> (f64, &'static str) {
+    touch_park_join(1_000, 64 * 1024);
+    extra("rss_warm", settled_rss_mib(), "MiB");
+    let mut after_first = 0.0;
+    for round in ["first", "second"] {
+        touch_park_join(10_000, 64 * 1024);
+        extra(
+            &format!("rss_after_10k_64k_{round}"),
+            settled_rss_mib(),
+            "MiB",
+        );
+        touch_park_join(SPAWN_1M, 0);
+        let rss = settled_rss_mib();
+        extra(&format!("rss_after_1m_{round}"), rss, "MiB");
+        if round == "first" {
+            after_first = rss;
+        } else {
+            if let Some(kib) = proc_status_kib("VmPTE") {
+                extra("page_tables_end", kib as f64 / 1024.0, "MiB");
+            }
+            return (rss / after_first, "x first rounds");
+        }
+    }
+    unreachable!("two rounds")
 }

@@ -101,7 +101,10 @@ fn without_a_safepoint_or_a_spare_a_spinner_keeps_its_thread() {
 #[test]
 fn without_a_safepoint_a_spinner_keeps_its_thread_and_a_spare_runs_the_rest() {
     let o = sleeper_beside_spinner(false, Duration::from_secs(10));
-    assert_eq!(o.spinner_overruns, 0, "nothing preempts a loop without check!()");
+    assert_eq!(
+        o.spinner_overruns, 0,
+        "nothing preempts a loop without check!()"
+    );
     assert!(
         o.worst < Duration::from_secs(1),
         "the sleeper was {:?} late with a spare to run on",

@@ -370,7 +370,7 @@ impl Shared {
 
     /// End a run: give idle stack pages back and allow the next run.
     pub(crate) fn end_run(&self) {
-        self.stacks.trim();
+        crate::stack::trim_pools();
         self.set_root(None);
         self.running.store(false, Ordering::Release);
     }

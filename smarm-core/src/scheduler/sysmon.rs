@@ -18,6 +18,9 @@
 //! - records the blocked actor and since when, for
 //!   [`snapshot`](crate::snapshot).
 //!
+//! Each tick also runs the stack scavenger (stack (I3)), which returns the
+//! pages of stacks that have stayed free beyond the pools' warm sets.
+//!
 //! Timers need nothing from it while some scheduler is idle: an idle
 //! scheduler keeps them (park (I5)). Actors pinned to the blocked
 //! scheduler still wait for it.
@@ -159,6 +162,7 @@ pub(crate) fn monitor(shared: &Arc<Shared>, threshold: Duration, stop: impl Fn()
         (0..shared.queues.len()).map(|_| None).collect();
     while !stop() {
         std::thread::park_timeout(tick);
+        crate::stack::scavenge();
         let now = shared.coord.now_nanos();
         for (q, seen) in shared.queues.iter().zip(seen.iter_mut()) {
             let resumes = q.stats.actors_run.load(Ordering::Relaxed);

@@ -32,9 +32,17 @@
 //!   overflow handler stays valid for the life of the process.
 //! - (I2) A stack is owned by at most one actor, from the pool's `take` to
 //!   its `give_back` after the actor's last switch away from it.
-//! - (I3) Free stacks beyond the pool's warm set have their pages returned
-//!   to the kernel (`MADV_DONTNEED`) when a runtime finishes; the guards
-//!   survive that (guard markers are kept by `MADV_DONTNEED`).
+//! - (I3) A pool keeps at most `WARM_STACKS` (256) free stacks resident
+//!   for long: once more have been free for 250 ms, the scavenger (run on
+//!   each tick of a runtime's system monitor) returns the pages of the
+//!   oldest to the kernel with `MADV_DONTNEED`, a few thousand per tick,
+//!   and a finished run returns all of them beyond the warm set at once.
+//!   Not `MADV_FREE`: its pages count in RSS until the kernel needs them.
+//!   Not unmapping: (I1). The guards survive (`MADV_DONTNEED` keeps guard
+//!   markers), and so do the page-table pages (the markers live in them).
+//!   So what an idle runtime keeps resident for stacks is bounded by the
+//!   warm sets: 256 stacks per pool and 64 cached per scheduler, each as
+//!   deep as its actor once used it.
 //!
 //! # Safety
 //!
@@ -67,6 +75,28 @@ pub(crate) fn pool_for(size: usize) -> Arc<StackPool> {
     let pool = Arc::new(StackPool::new(size));
     pools.push(pool.clone());
     pool
+}
+
+/// Every pool, for a pass over all of them.
+fn all_pools() -> Vec<Arc<StackPool>> {
+    crate::sync::lock_std(&POOLS).clone()
+}
+
+/// One scavenger pass over every pool (I3): called on each tick of a
+/// runtime's system monitor.
+pub(crate) fn scavenge() {
+    let now = std::time::Instant::now();
+    for pool in all_pools() {
+        pool.scavenge(now);
+    }
+}
+
+/// Return the pages of every pool's free stacks beyond its warm set (I3):
+/// called when a run ends.
+pub(crate) fn trim_pools() {
+    for pool in all_pools() {
+        pool.trim();
+    }
 }
 
 /// `bytes` rounded up to whole pages.

@@ -7,8 +7,17 @@ use crate::sync::{LockClass, RawMutex};
 
 /// Stacks carved from one `mmap`.
 const STACKS_PER_CHUNK: usize = 64;
-/// Free stacks kept resident when a runtime finishes (I3).
-const WARM_STACKS: usize = 256;
+/// Free stacks kept resident (their pages not returned) for reuse: the
+/// high-water mark of (I3). Beyond it the scavenger returns the pages of
+/// the oldest free stacks, and a finished run returns them at once.
+pub(crate) const WARM_STACKS: usize = 256;
+/// How long the free stacks must have stayed above the high-water mark
+/// before the scavenger returns pages: a burst that frees stacks and takes
+/// them again soon keeps them warm.
+const SCAVENGE_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+/// Most stacks one scavenger pass returns (a pass is a few milliseconds of
+/// `madvise` at most, off the schedulers' path).
+const SCAVENGE_BATCH: usize = 4096;
 /// `madvise` advice that installs guard markers (Linux 6.13+).
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 /// Mappings left to the rest of the process when budgeting ours.
@@ -23,7 +32,13 @@ enum GuardKind {
 }
 
 struct PoolState {
-    free: Vec<*mut u8>,
+    /// Free stacks whose pages may be resident, oldest first (`take` pops
+    /// the newest: the warmest cache).
+    free: std::collections::VecDeque<*mut u8>,
+    /// Free stacks whose pages were returned to the kernel (I3).
+    clean: Vec<*mut u8>,
+    /// Since when `free` has held more than `WARM_STACKS` stacks.
+    above_since: Option<std::time::Instant>,
     guard: Option<GuardKind>,
     /// Mappings this pool created (an upper bound of what it costs).
     maps_used: usize,
@@ -52,7 +67,9 @@ impl StackPool {
             state: RawMutex::new(
                 LockClass::Pool,
                 PoolState {
-                    free: Vec::new(),
+                    free: std::collections::VecDeque::new(),
+                    clean: Vec::new(),
+                    above_since: None,
                     guard: None,
                     maps_used: 0,
                 },
@@ -69,14 +86,14 @@ impl StackPool {
     /// Take a stack, mapping a new chunk if the free list is empty.
     pub(crate) fn take(&self) -> Result<Stack, StackError> {
         let mut state = self.state.lock();
-        if let Some(base) = state.free.pop() {
+        if let Some(base) = state.free.pop_back().or_else(|| state.clean.pop()) {
             return Ok(Stack {
                 base,
                 size: self.size,
             });
         }
         self.grow(&mut state)?;
-        match state.free.pop() {
+        match state.clean.pop() {
             Some(base) => Ok(Stack {
                 base,
                 size: self.size,
@@ -90,17 +107,25 @@ impl StackPool {
     /// Return a stack no actor runs on any more (I2).
     pub(crate) fn give_back(&self, stack: Stack) {
         debug_assert_eq!(stack.size, self.size);
-        self.state.lock().free.push(stack.base);
+        self.state.lock().free.push_back(stack.base);
     }
 
     /// Move up to `n` stacks into `out` under one lock hold (a scheduler's
     /// cache refill), mapping a chunk if the pool is empty.
     pub(crate) fn take_batch(&self, n: usize, out: &mut Vec<Stack>) -> Result<(), StackError> {
         let mut state = self.state.lock();
-        if state.free.is_empty() {
+        if state.free.is_empty() && state.clean.is_empty() {
             self.grow(&mut state)?;
         }
-        let keep = state.free.len().saturating_sub(n);
+        // Clean stacks first: the cache hands out its last entries first,
+        // and those should be the warm ones.
+        let from_free = n.min(state.free.len());
+        let keep = state.clean.len().saturating_sub(n - from_free);
+        out.extend(state.clean.drain(keep..).map(|base| Stack {
+            base,
+            size: self.size,
+        }));
+        let keep = state.free.len() - from_free;
         out.extend(state.free.drain(keep..).map(|base| Stack {
             base,
             size: self.size,
@@ -114,22 +139,75 @@ impl StackPool {
         state.free.extend(stacks.map(|s| s.base));
     }
 
-    /// Return the pages of free stacks beyond the warm set to the kernel
-    /// (I3). Called when a runtime finishes.
-    pub(crate) fn trim(&self) {
-        let state = self.state.lock();
-        let n = state.free.len();
-        if n <= WARM_STACKS {
-            return;
+    /// The scavenger's pass (the system monitor's tick): once the free
+    /// stacks have stayed above the high-water mark for `SCAVENGE_AFTER`,
+    /// return the pages of up to `SCAVENGE_BATCH` of the oldest (I3).
+    /// Returns how many it returned.
+    pub(crate) fn scavenge(&self, now: std::time::Instant) -> usize {
+        let mut state = self.state.lock();
+        if state.free.len() <= WARM_STACKS {
+            state.above_since = None;
+            return 0;
         }
-        // The oldest entries are at the front (take pops from the back).
-        for &base in &state.free[..n - WARM_STACKS] {
-            // SAFETY: `base..base+size` is a free stack of ours (I2): no
-            // actor runs on it, so discarding its contents is unobservable.
+        let since = *state.above_since.get_or_insert(now);
+        if now.duration_since(since) < SCAVENGE_AFTER {
+            return 0;
+        }
+        let n = (state.free.len() - WARM_STACKS).min(SCAVENGE_BATCH);
+        drop(state);
+        self.return_oldest(n)
+    }
+
+    /// Return the pages of free stacks beyond the warm set to the kernel
+    /// at once (I3). Called when a runtime finishes.
+    pub(crate) fn trim(&self) {
+        let excess = self.state.lock().free.len().saturating_sub(WARM_STACKS);
+        self.return_oldest(excess);
+    }
+
+    /// Take up to `n` of the oldest free stacks out of the pool, return
+    /// their pages outside the lock (a spawn meanwhile is not held up by
+    /// the system calls), and file them as clean.
+    fn return_oldest(&self, n: usize) -> usize {
+        let mut batch: Vec<*mut u8> = {
+            let mut state = self.state.lock();
+            let n = n.min(state.free.len());
+            state.free.drain(..n).collect()
+        };
+        // Stacks next to each other in a chunk go back in one call: the
+        // range between them is their guard pages, which keep their
+        // markers through MADV_DONTNEED (I3). A million stacks of a
+        // finished run are then some 16,000 calls, not a million.
+        batch.sort_unstable();
+        let stride = self.size + GUARD_SIZE;
+        let mut i = 0;
+        while i < batch.len() {
+            let start = batch[i];
+            let mut end = start.wrapping_add(self.size);
+            i += 1;
+            while i < batch.len() && batch[i] == end.wrapping_add(GUARD_SIZE) {
+                end = batch[i].wrapping_add(self.size);
+                i += 1;
+            }
+            debug_assert!((end as usize - start as usize + GUARD_SIZE).is_multiple_of(stride));
+            // SAFETY: `start..end` covers free stacks of ours that we took
+            // out of the pool (I2), each a stride after the last (in one
+            // chunk, or across two chunks the kernel placed back to back),
+            // and the guard pages between them, which are ours too. No
+            // actor runs on these stacks and no one else can take them, so
+            // discarding their contents is unobservable; the guards are
+            // kept (I3).
             unsafe {
-                libc::madvise(base.cast(), self.size, libc::MADV_DONTNEED);
+                libc::madvise(
+                    start.cast(),
+                    end as usize - start as usize,
+                    libc::MADV_DONTNEED,
+                );
             }
         }
+        let returned = batch.len();
+        self.state.lock().clean.extend(batch);
+        returned
     }
 
     fn grow(&self, state: &mut PoolState) -> Result<(), StackError> {
@@ -201,9 +279,12 @@ impl StackPool {
             1
         };
         overflow::register_chunk(chunk as usize, len, stride);
-        // Push in reverse so the lowest stack is handed out first.
+        // Fresh stacks are clean (nothing touched yet); pushed in reverse
+        // so the lowest is handed out first.
         for i in (0..STACKS_PER_CHUNK).rev() {
-            state.free.push(chunk.wrapping_add(i * stride + GUARD_SIZE));
+            state
+                .clean
+                .push(chunk.wrapping_add(i * stride + GUARD_SIZE));
         }
         Ok(())
     }
@@ -262,4 +343,92 @@ fn read_max_map_count() -> usize {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(65_530)
+}
+
+#[cfg(all(test, not(loom)))]
+#[allow(clippy::unwrap_used)] // a failed step should fail loudly here
+mod tests {
+    use super::{StackPool, SCAVENGE_AFTER, WARM_STACKS};
+    use std::time::{Duration, Instant};
+
+    /// Whether the page at `addr` is resident.
+    fn resident(addr: *mut u8) -> bool {
+        let mut vec = 0u8;
+        let page = (addr as usize) & !4095;
+        // SAFETY: mincore only reads the page tables of a range we mapped
+        // and writes one byte into `vec`.
+        let rc = unsafe { libc::mincore(page as *mut libc::c_void, 4096, &mut vec) };
+        assert_eq!(rc, 0, "mincore");
+        vec & 1 == 1
+    }
+
+    /// Take `n` stacks, write 7 near each top, give them all back (oldest
+    /// first); returns the written addresses.
+    fn use_and_free(pool: &StackPool, n: usize) -> Vec<*mut u8> {
+        let stacks: Vec<_> = (0..n).map(|_| pool.take().unwrap()).collect();
+        let tops: Vec<*mut u8> = stacks.iter().map(|s| s.top().wrapping_sub(64)).collect();
+        for &t in &tops {
+            // SAFETY: inside a stack we own.
+            unsafe { t.write_volatile(7) };
+        }
+        for s in stacks {
+            pool.give_back(s);
+        }
+        tops
+    }
+
+    /// Free stacks above the warm set keep their pages until they have
+    /// stayed free for SCAVENGE_AFTER; then the scavenger returns the
+    /// oldest ones' pages, keeps the warm set resident, and the returned
+    /// stacks work again when taken.
+    #[test]
+    fn the_scavenger_returns_the_pages_of_the_oldest_free_stacks_after_a_delay() {
+        let pool = StackPool::new(16 * 1024);
+        let n = WARM_STACKS + 100;
+        let tops = use_and_free(&pool, n);
+        let t0 = Instant::now();
+        assert_eq!(pool.scavenge(t0), 0, "starts the clock only");
+        assert_eq!(pool.scavenge(t0 + SCAVENGE_AFTER / 2), 0, "too soon");
+        assert!(tops.iter().all(|&t| resident(t)));
+        assert_eq!(
+            pool.scavenge(t0 + SCAVENGE_AFTER + Duration::from_millis(1)),
+            100
+        );
+        // The first 100 given back are the oldest.
+        assert!(tops[..100].iter().all(|&t| !resident(t)), "returned");
+        assert!(
+            tops[100..].iter().all(|&t| resident(t)),
+            "the warm set stays"
+        );
+        assert_eq!(
+            pool.scavenge(Instant::now() + SCAVENGE_AFTER * 2),
+            0,
+            "at the mark"
+        );
+        // Returned stacks are zero-filled and usable; the warm ones come first.
+        let again: Vec<_> = (0..n).map(|_| pool.take().unwrap()).collect();
+        for s in &again {
+            let t = s.top().wrapping_sub(64);
+            // SAFETY: inside a stack we own.
+            let v = unsafe { t.read_volatile() };
+            assert!(v == 7 || v == 0);
+            // SAFETY: as above.
+            unsafe { t.write_volatile(1) };
+        }
+        for s in again {
+            pool.give_back(s);
+        }
+    }
+
+    /// A finished run's trim returns everything beyond the warm set at
+    /// once, coalescing neighbours into one call, and leaves no stack's
+    /// data behind in the returned ones.
+    #[test]
+    fn trim_returns_every_free_stack_beyond_the_warm_set() {
+        let pool = StackPool::new(16 * 1024);
+        let tops = use_and_free(&pool, WARM_STACKS + 3 * 64);
+        pool.trim();
+        let returned = tops.iter().filter(|&&t| !resident(t)).count();
+        assert_eq!(returned, 3 * 64);
+    }
 }

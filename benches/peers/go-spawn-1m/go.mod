@@ -1,0 +1,3 @@
+module smarm/gospawn1m
+
+go 1.19
