@@ -43,6 +43,7 @@ pub struct Config {
     pub(crate) timeslice: std::time::Duration,
     pub(crate) blocked_after: Option<std::time::Duration>,
     pub(crate) spare_threads: usize,
+    pub(crate) contain_stack_overflow: bool,
 }
 
 impl Default for Config {
@@ -61,6 +62,7 @@ impl Default for Config {
             timeslice: std::time::Duration::from_millis(1),
             blocked_after: Some(std::time::Duration::from_millis(10)),
             spare_threads: DEFAULT_SPARE_THREADS,
+            contain_stack_overflow: true,
         }
     }
 }
@@ -126,6 +128,19 @@ impl Config {
     /// spares are capped at 64 (fewer spares are started if need be).
     pub fn spare_threads(mut self, spares: usize) -> Self {
         self.spare_threads = spares;
+        self
+    }
+
+    /// Whether an actor that overflows its stack is ended alone, its links
+    /// and monitors told `DownReason::StackOverflow` (the default), where
+    /// that is sound: in the actor's own code, outside every runtime call,
+    /// lock and `NoPreempt` section. Elsewhere, or with this off, the
+    /// process aborts with a message naming the actor. Turn it off when the
+    /// program's global allocator is compiled into it (a jemalloc or
+    /// mimalloc crate): an overflow inside such an allocator cannot be told
+    /// from one in the program's own code.
+    pub fn contain_stack_overflow(mut self, contain: bool) -> Self {
+        self.contain_stack_overflow = contain;
         self
     }
 

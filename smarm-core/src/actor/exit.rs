@@ -3,6 +3,7 @@
 //! recycling of its slot.
 
 use super::Outcome;
+use crate::scheduler::overflow::Overflowed;
 use crate::scheduler::{Shared, StopSignal};
 use crate::slot::{DownReason, Pid, Slot};
 
@@ -13,6 +14,7 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
     let outcome = match result {
         Ok(()) => Outcome::Exit,
         Err(payload) if payload.is::<StopSignal>() => Outcome::Stopped,
+        Err(payload) if payload.is::<Overflowed>() => Outcome::Ended(DownReason::StackOverflow),
         Err(payload) => match payload.downcast::<super::ExitWith>() {
             Ok(exit) => Outcome::Ended(DownReason::Custom(exit.0)),
             Err(payload) => Outcome::Panic(payload),

@@ -23,6 +23,7 @@
 
 use super::handoff::WaiterCell;
 use crate::loom::{AtomicU32, Ordering};
+use crate::scheduler::Section;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::{Pid, WaitId};
@@ -156,6 +157,8 @@ impl<T: Send> OneshotSender<T> {
         let Some(slot) = self.slot.take() else {
             return Err(value);
         };
+        // Completing and waking must not be cut in two by an overflow.
+        let _section = Section::enter();
         // SAFETY: the state is still EMPTY (only this sender leaves it, and
         // the receiver only reads after FULL), so nobody reads the slot
         // while we write it (O1).
@@ -182,6 +185,7 @@ impl<T: Send> OneshotSender<T> {
 impl<T> Drop for OneshotSender<T> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
+            let _section = Section::enter();
             if let Ok(waiter) = slot.complete(CLOSED) {
                 wake(&slot, waiter);
             }

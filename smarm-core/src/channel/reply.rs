@@ -41,6 +41,7 @@
 
 use super::handoff::WaiterCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering};
+use crate::scheduler::Section;
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
@@ -202,6 +203,8 @@ impl<T> ReplySender<T> {
         let Some(cell) = self.cell.take() else {
             return Err(value);
         };
+        // From the claim to the publish: not to be cut in two (R1).
+        let _section = Section::enter();
         if !cell.claim(self.tag) {
             return Err(value);
         }
@@ -226,6 +229,7 @@ impl<T> ReplySender<T> {
 impl<T> Drop for ReplySender<T> {
     fn drop(&mut self) {
         if let Some(cell) = self.cell.take() {
+            let _section = Section::enter();
             if cell.claim(self.tag) {
                 settle(&cell, self.tag, CLOSED);
             }
@@ -297,8 +301,11 @@ pub fn await_reply<T>(
     deliver: impl FnOnce(ReplySender<T>),
     timeout: Duration,
 ) -> Result<T, ReplyError> {
-    let (owner, for_sender, deadline) =
-        scheduler::with_current_actor("await_reply", |me, shared| {
+    // The slot's cell stays open until the call is finished or dropped: an
+    // actor ended in between would leave it open for the slot's next
+    // tenant, so the whole call is a section.
+    let ((owner, for_sender, deadline), _section) =
+        scheduler::with_current_actor_in_section("await_reply", |me, shared| {
             let cell = shared.slots.get(me.index()).map(|slot| {
                 let erased = slot
                     .reply

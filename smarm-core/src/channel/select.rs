@@ -126,9 +126,13 @@ pub fn try_select_timeout(
 
 fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<Option<usize>> {
     assert!(!arms.is_empty(), "smarm: select needs at least one arm");
+    let eager = arms.iter().any(|a| a.sel_eager_cleanup());
+    // An fd registration is counted until removed: with one, the select is
+    // a section (an actor ended mid-way would leave it counted forever).
+    let _section = eager.then(scheduler::Section::enter);
     let mut waiter = Select {
         arms,
-        eager: arms.iter().any(|a| a.sel_eager_cleanup()),
+        eager,
         deadline,
         registered_once: false,
     };

@@ -32,7 +32,7 @@
 #[cfg(target_arch = "x86_64")]
 mod x86_64;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86_64::{init_stack, switch};
+pub(crate) use x86_64::{init_stack, resume, switch};
 
 #[cfg(not(target_arch = "x86_64"))]
 compile_error!("smarm's context switch is implemented for x86_64 only");

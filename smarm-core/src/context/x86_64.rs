@@ -37,6 +37,28 @@ pub(crate) unsafe extern "C" fn switch(save: *mut *mut u8, load: *mut u8) {
     )
 }
 
+/// Resume the context whose stack pointer is `load` without saving the
+/// current one: the second half of [`switch`]. The stack-overflow handler
+/// returns into it, with `load` in rdi, to leave an actor's exhausted stack
+/// for good.
+///
+/// # Safety
+///
+/// As `switch`'s `load`; the current context is abandoned.
+#[unsafe(naked)]
+pub(crate) unsafe extern "C" fn resume(load: *mut u8) -> ! {
+    naked_asm!(
+        "mov rsp, rdi",
+        "pop r15",
+        "pop r14",
+        "pop r13",
+        "pop r12",
+        "pop rbx",
+        "pop rbp",
+        "ret",
+    )
+}
+
 /// First code run on a fresh stack: call `entry(arg)` from r13/r12 with the
 /// stack 16-byte aligned. `entry` never returns; `ud2` traps if it does.
 #[unsafe(naked)]

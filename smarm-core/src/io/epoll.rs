@@ -218,6 +218,9 @@ impl Drop for Registered {
 
 fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     check_fd(fd)?;
+    // From registering to being woken: a section (an actor ended in between
+    // would leave its registration counted forever).
+    let _section = crate::scheduler::Section::enter();
     let wait = Wait::open("wait_readable/wait_writable", WaitingOn::Fd);
     if let Err(e) = register_current(fd, readable, wait.id()) {
         wait.retire();

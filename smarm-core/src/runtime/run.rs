@@ -59,7 +59,7 @@ impl Runtime {
     /// Build a runtime, or say which limit `config` breaks.
     pub fn new(config: Config) -> Result<Runtime, ConfigError> {
         config.validate()?;
-        crate::stack::install_overflow_handler();
+        crate::stack::install_overflow_handler(crate::scheduler::overflow::recover);
         let stacks = crate::stack::pool_for(config.stack_size);
         Ok(Runtime {
             shared: Arc::new(Shared::new(config, stacks, crate::actor::exit_hook)),

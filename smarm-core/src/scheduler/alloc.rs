@@ -52,30 +52,43 @@ impl<A> PreemptingAlloc<A> {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for PreemptingAlloc<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let p = unsafe { self.inner.alloc(layout) };
+        let p = {
+            // The inner allocator may hold its own lock: a section.
+            let _inner = super::Section::enter();
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { self.inner.alloc(layout) }
+        };
         super::preempt::alloc_safepoint();
         p
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let _inner = super::Section::enter();
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.dealloc(ptr, layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let p = unsafe { self.inner.alloc_zeroed(layout) };
+        let p = {
+            // The inner allocator may hold its own lock: a section.
+            let _inner = super::Section::enter();
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { self.inner.alloc_zeroed(layout) }
+        };
         super::preempt::alloc_safepoint();
         p
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded with the caller's guarantees.
-        let p = unsafe { self.inner.realloc(ptr, layout, new_size) };
+        let p = {
+            // The inner allocator may hold its own lock: a section.
+            let _inner = super::Section::enter();
+            // SAFETY: forwarded with the caller's guarantees.
+            unsafe { self.inner.realloc(ptr, layout, new_size) }
+        };
         super::preempt::alloc_safepoint();
         p
     }

@@ -32,6 +32,10 @@ pub(crate) struct Worker {
     pub(crate) wait_open: Cell<bool>,
     /// Open `with_worker` spans (preempt (I1)).
     pub(crate) busy: Cell<u32>,
+    /// Runtime sections the running actor is inside (`Section`): its own
+    /// count, saved by its switch out and restored when it resumes; set to
+    /// 0 by the scheduler when an actor switches back to it.
+    pub(crate) sections: Cell<u32>,
     /// An actor that parked by switching straight to the next-slot actor;
     /// its park is committed by that actor once it runs (`settle_handoff`).
     pub(super) handed_off: Cell<Option<Pid>>,
@@ -57,6 +61,48 @@ pub(crate) const STACK_CACHE_MAX: usize = 2 * STACK_BATCH;
 
 std::thread_local! {
     pub(super) static CURRENT: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
+}
+
+/// An open runtime section of the running actor: while one is open, a
+/// stack overflow aborts the process instead of ending only the actor
+/// (`overflow.rs`). The count lives on the worker running the actor
+/// (`Worker::sections`) and moves with the actor across switches. Closes on
+/// drop, on whichever scheduler the actor has moved to. Off a scheduler
+/// thread it counts nothing.
+pub(crate) struct Section(());
+
+impl Section {
+    /// Open a section on the current scheduler, if any.
+    #[inline]
+    pub(crate) fn enter() -> Self {
+        add_sections(current_worker(), 1);
+        Section(())
+    }
+
+    /// Open a section on `w`, the current scheduler, already at hand.
+    #[inline]
+    pub(crate) fn enter_on(w: &Worker) -> Self {
+        w.sections.set(w.sections.get() + 1);
+        Section(())
+    }
+}
+
+impl Drop for Section {
+    #[inline]
+    fn drop(&mut self) {
+        add_sections(current_worker(), u32::MAX); // minus one
+    }
+}
+
+/// Add `delta` to the section count of `w` (this thread's worker, or null).
+#[inline]
+fn add_sections(w: *const Worker, delta: u32) {
+    if !w.is_null() {
+        // SAFETY: a non-null CURRENT is this thread's live Worker (I1);
+        // `sections` is a Cell read and written on its own thread.
+        let sections = unsafe { &(*w).sections };
+        sections.set(sections.get().wrapping_add(delta));
+    }
 }
 
 /// The scheduler running on this thread, or null. Never inlined, so the
@@ -116,10 +162,27 @@ pub(crate) fn worker_busy() -> bool {
 /// how to fix the call.
 #[inline]
 pub(crate) fn with_current_actor<R>(what: &str, f: impl FnOnce(Pid, &Shared) -> R) -> R {
-    match with_worker(|w, shared| w.current.get().map(|pid| (pid, shared as *const Shared))) {
-        Some(Some((pid, shared))) => {
+    with_current_actor_in_section(what, f).0
+}
+
+/// [`with_current_actor`], handing back its runtime section (`Section`)
+/// for the caller to keep open past `f`, over a runtime call that goes on
+/// after it.
+#[inline]
+pub(crate) fn with_current_actor_in_section<R>(
+    what: &str,
+    f: impl FnOnce(Pid, &Shared) -> R,
+) -> (R, Section) {
+    // A runtime call: an overflow inside it must not end only the actor
+    // (overflow.rs).
+    match with_worker(|w, shared| {
+        w.current
+            .get()
+            .map(|pid| (pid, shared as *const Shared, Section::enter_on(w)))
+    }) {
+        Some(Some((pid, shared, section))) => {
             // SAFETY: as in `with_worker`: the runtime outlives the actor.
-            f(pid, unsafe { &*shared })
+            (f(pid, unsafe { &*shared }), section)
         }
         _ => outside_actor(what),
     }

@@ -15,6 +15,9 @@ pub(crate) enum Intent {
     Preempt,
     /// The actor finished; how, is in `Worker::exit_result`.
     Exit,
+    /// The actor overflowed its stack and is ended where it stands (set by
+    /// the overflow handler, `overflow.rs`).
+    Overflow,
 }
 
 /// The unwind payload of a cooperative stop, raised at a safepoint by
@@ -46,7 +49,7 @@ fn switch_out_observing(
         "smarm: a blocking call while a NoPreempt guard is open on this thread: \
          drop the guard (and any runtime lock) before blocking"
     );
-    let (slot_sp, to_sp) = match with_worker(|w, shared| {
+    let (slot_sp, to_sp, sections) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
         let slot = shared.slots.get(pid.index())?;
         let unwinding = std::thread::panicking();
@@ -69,11 +72,15 @@ fn switch_out_observing(
         if intent == Intent::Park && pin == 0 {
             if let Some(next_sp) = worker::direct_target(w, shared) {
                 w.handed_off.set(Some(pid));
-                return Some(Some((slot.sp_ptr(), next_sp)));
+                return Some(Some((slot.sp_ptr(), next_sp, w.sections.get())));
             }
         }
         w.intent.set(intent);
-        Some(Some((slot.sp_ptr(), w.sched_sp.get())))
+        // The section count belongs to this actor: it is restored where
+        // the actor resumes. It stays on this worker until the context we
+        // switch to sets its own, so a fault in the switch's own pushes
+        // still sees it.
+        Some(Some((slot.sp_ptr(), w.sched_sp.get(), w.sections.get())))
     }) {
         Some(Some(Some(ptrs))) => ptrs,
         Some(Some(None)) => return true, // stopped before switching
@@ -89,6 +96,7 @@ fn switch_out_observing(
     // a bounded wait (time bounded (B2)), and see whether a stop came while
     // we were away.
     with_worker(|w, shared| {
+        w.sections.set(sections);
         worker::settle_handoff(w, shared);
         if !observe_stop && !leave_bounded {
             return false; // a yield or a preemption: nothing more to do

@@ -63,6 +63,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         slice_resume: Cell::new(u64::MAX),
         slice_start: Cell::new(0),
         busy: Cell::new(0),
+        sections: Cell::new(0),
         wait_open: Cell::new(false),
         handed_off: Cell::new(None),
         stack_cache: std::cell::RefCell::new(Vec::new()),
@@ -336,9 +337,11 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             Ordering::Relaxed,
         );
     }
-    // Back on the scheduler stack. The actor that switched back may not be
-    // `pid`: parks hand over directly to the next-slot actor (see
+    // Back on the scheduler stack, which holds no section (the actor's
+    // count went with it). The actor that switched back may not be `pid`:
+    // parks hand over directly to the next-slot actor (see
     // `direct_target`), so act on whoever runs now.
+    w.sections.set(0);
     let Some(pid) = w.current.take() else {
         return;
     };
@@ -360,6 +363,10 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         Intent::Exit => {
             let result = w.exit_result.take().unwrap_or(Ok(()));
             finalize(shared, w.id, pid, slot, result);
+        }
+        Intent::Overflow => {
+            w.intent.set(Intent::Exit);
+            super::overflow::finalize_overflowed(shared, w.id, pid, slot);
         }
     }
 }
@@ -447,7 +454,7 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
 /// joiner, monitors and links, recycling the slot: `Shared::exit_hook`),
 /// and only then count it out of `live_actors` (the termination verdict's
 /// soundness rests on this order, runtime (I2)).
-fn finalize(
+pub(super) fn finalize(
     shared: &Shared,
     worker_id: usize,
     pid: Pid,
@@ -488,6 +495,9 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
     let slot = unsafe { &*arg.cast::<Slot>() };
     // SAFETY: this actor is running, so it owns its runner cells (slot (I2)).
     let entry = unsafe { slot.runner() }.entry.take();
+    // A new actor holds no section; the worker may still show the count of
+    // the context that switched here (current.rs).
+    super::with_worker(|w, _| w.sections.set(0));
     let result = match entry {
         Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
         None => Ok(()),

@@ -112,6 +112,21 @@ impl Slot {
         unsafe { &mut *self.runner.get() }
     }
 
+    /// The guard page below this actor's stack, as an address range, if it
+    /// has a stack.
+    ///
+    /// # Safety
+    ///
+    /// Only on the thread running this actor (it owns the runner cells,
+    /// slot (I2)), while no `&mut Runner` from [`runner`](Slot::runner) is
+    /// live: the stack-overflow handler, interrupting the actor's own code.
+    pub(crate) unsafe fn stack_guard(&self) -> Option<std::ops::Range<usize>> {
+        // SAFETY: per the contract, nothing writes the runner cells now; a
+        // shared read through the cell's pointer.
+        let stack = unsafe { &(*self.runner.get()).stack };
+        stack.as_ref().map(Stack::guard)
+    }
+
     /// Hint the CPU to load the top of this actor's saved context (its
     /// register frame and the frames above it), ahead of a resume on this
     /// thread. Called by the waker that just made it Queued into its own

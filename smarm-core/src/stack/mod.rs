@@ -23,15 +23,22 @@
 //! a [`SpawnError`](crate::SpawnError) naming the limit, never a crash.
 //!
 //! A fault inside a guard page is reported by `overflow.rs` as a stack
-//! overflow in the actor that was running, then the process aborts (as
-//! Rust does for a thread's stack overflow).
+//! overflow in the actor that was running. Where the scheduler layer
+//! finds it sound (`scheduler/overflow.rs` argues when: in the actor's own
+//! code, outside every runtime call, lock and `NoPreempt` section, not in
+//! a shared library), only that actor ends, without unwinding, and its
+//! stack is leaked; otherwise the process aborts, as Rust does for a
+//! thread's stack overflow.
 //!
 //! # Invariants
 //!
 //! - (I1) Chunks are never unmapped, so a guard address recorded for the
 //!   overflow handler stays valid for the life of the process.
 //! - (I2) A stack is owned by at most one actor, from the pool's `take` to
-//!   its `give_back` after the actor's last switch away from it.
+//!   its `give_back` after the actor's last switch away from it. The stack
+//!   of an actor ended by an overflow is never given back: values on it may
+//!   still be pointed to (pinned futures, scoped borrows), so it is never
+//!   reused, discarded or unmapped.
 //! - (I3) A pool keeps at most `WARM_STACKS` (256) free stacks resident
 //!   for long: once more have been free for 250 ms, the scavenger (run on
 //!   each tick of a runtime's system monitor) returns the pages of the
@@ -125,6 +132,12 @@ impl Stack {
     /// The highest address (exclusive): where the stack starts growing down.
     pub(crate) fn top(&self) -> *mut u8 {
         self.base.wrapping_add(self.size)
+    }
+
+    /// The guard page below the stack, as an address range.
+    pub(crate) fn guard(&self) -> std::ops::Range<usize> {
+        let base = self.base as usize;
+        base - GUARD_SIZE..base
     }
 
     /// Usable bytes: which pool the stack goes back to.

@@ -1,9 +1,16 @@
-//! Stack-overflow reporting: a `SIGSEGV`/`SIGBUS` handler on an alternate
-//! signal stack that recognises our guard pages and names the actor.
+//! Stack-overflow handling: a `SIGSEGV`/`SIGBUS` handler on an alternate
+//! signal stack that recognises our guard pages, names the actor, and
+//! either ends that actor alone or aborts (see the module docs of `stack`
+//! for when each happens and why it is sound).
 //!
-//! The handler is async-signal-safe: it reads atomics and a `const`
-//! thread-local, formats into a stack buffer and calls `write(2)` and
-//! `abort(3)`. A fault that is not in one of our guard pages is handed to
+//! The handler is async-signal-safe: it reads atomics and `const`
+//! thread-locals, calls the scheduler's recovery hook (which reads and
+//! writes only its own thread's cells), formats into a stack buffer and
+//! calls `write(2)` and `abort(3)`. To end the actor it rewrites the
+//! interrupted context so that returning from the handler (`sigreturn`,
+//! which also restores the signal mask and leaves the alternate stack)
+//! resumes the scheduler's saved context instead of the faulting
+//! instruction. A fault that is not in one of our guard pages is handed to
 //! the previously installed handler (Rust's own thread-stack handler, or
 //! the default action) by restoring it and returning, which re-runs the
 //! faulting instruction.
@@ -68,13 +75,74 @@ fn in_guard_page(addr: usize) -> bool {
     })
 }
 
+/// The scheduler's answer to "may the actor that overflowed on this thread
+/// be ended here?": the stack pointer to resume (its scheduler's saved
+/// context, the actor's end already recorded), or `None` to abort. Given
+/// the fault address. Must be async-signal-safe.
+pub(crate) type RecoverHook = fn(fault_addr: usize) -> Option<*mut u8>;
+
+/// The installed `RecoverHook` (as a function address), or 0.
+static RECOVER: AtomicUsize = AtomicUsize::new(0);
+
+/// The executable's own code: up to 8 executable segments of the main
+/// program, as (start, end) address pairs. An overflow whose faulting
+/// instruction lies elsewhere (the C library's allocator or stdio, another
+/// shared library) may have left that library's state half-updated, so it
+/// aborts.
+const MAX_TEXT: usize = 8;
+#[allow(clippy::declare_interior_mutable_const)] // only used to build the array
+const NO_RANGE: (AtomicUsize, AtomicUsize) = (AtomicUsize::new(0), AtomicUsize::new(0));
+static TEXT: [(AtomicUsize, AtomicUsize); MAX_TEXT] = [NO_RANGE; MAX_TEXT];
+
+/// Record the main program's executable segments in `TEXT`.
+fn record_program_text() {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `dl_iterate_phdr` passes a valid info for each object;
+        // `data` is the counter we passed in.
+        let (info, n) = unsafe { (&*info, &mut *data.cast::<usize>()) };
+        // The main program comes first, under an empty name.
+        // SAFETY: `dlpi_phdr` points to `dlpi_phnum` program headers.
+        let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+        for ph in phdrs {
+            if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 && *n < MAX_TEXT {
+                let start = info.dlpi_addr as usize + ph.p_vaddr as usize;
+                TEXT[*n].0.store(start, Ordering::Relaxed);
+                TEXT[*n]
+                    .1
+                    .store(start + ph.p_memsz as usize, Ordering::Relaxed);
+                *n += 1;
+            }
+        }
+        1 // stop after the main program
+    }
+    let mut n = 0usize;
+    // SAFETY: `each` matches the callback type and only touches `TEXT` and
+    // the counter it is handed.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&raw mut n).cast()) };
+}
+
+/// Whether `pc` lies in the main program's own code.
+fn in_program_text(pc: usize) -> bool {
+    TEXT.iter().any(|(start, end)| {
+        let (start, end) = (start.load(Ordering::Relaxed), end.load(Ordering::Relaxed));
+        pc >= start && pc < end
+    })
+}
+
 static INSTALL: Once = Once::new();
 static mut PREV_SEGV: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
 static mut PREV_BUS: std::mem::MaybeUninit<libc::sigaction> = std::mem::MaybeUninit::zeroed();
 
-/// Install the handler for the process (once), keeping the previous ones.
-pub(crate) fn install_overflow_handler() {
+/// Install the handler for the process (once), keeping the previous ones;
+/// `recover` decides whether an overflowing actor can be ended alone.
+pub(crate) fn install_overflow_handler(recover: RecoverHook) {
     INSTALL.call_once(|| {
+        record_program_text();
+        RECOVER.store(recover as usize, Ordering::Release);
         // SAFETY: (1) `sa` is fully initialised before use; (2) the PREV
         // statics are written here, inside `call_once`, before the handler
         // that reads them can run (it is installed by this same call);
@@ -90,12 +158,27 @@ pub(crate) fn install_overflow_handler() {
     });
 }
 
-extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
     if in_guard_page(addr) {
         let pid = RUNNING.with(|r| r.get());
-        report_overflow(pid);
+        // SAFETY: for SA_SIGINFO handlers `ctx` is the interrupted
+        // context, a `ucontext_t` the handler may read and rewrite.
+        let uc = unsafe { &mut *ctx.cast::<libc::ucontext_t>() };
+        let pc = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as usize;
+        if let Some(resume_sp) = recoverable(addr, pc) {
+            report_overflow(pid, true);
+            // Return into `context::resume(resume_sp)`: the scheduler's
+            // saved context, on its own stack. The actor's stack is left
+            // as it is, never to be run, reused or unmapped (I1).
+            uc.uc_mcontext.gregs[libc::REG_RIP as usize] =
+                crate::context::resume as *const () as usize as i64;
+            uc.uc_mcontext.gregs[libc::REG_RDI as usize] = resume_sp as usize as i64;
+            uc.uc_mcontext.gregs[libc::REG_RSP as usize] = resume_sp as usize as i64;
+            return;
+        }
+        report_overflow(pid, false);
         // SAFETY: abort is async-signal-safe and does not return.
         unsafe { libc::abort() };
     }
@@ -113,10 +196,26 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, _ctx: *mut l
     }
 }
 
-/// Write "smarm: stack overflow in actor <0.I.G>" to stderr without
-/// allocating.
-fn report_overflow(pid: u64) {
-    let mut buf = [0u8; 160];
+/// The scheduler's resume point if the overflow at `addr`, by the
+/// instruction at `pc`, may end only its actor.
+fn recoverable(addr: usize, pc: usize) -> Option<*mut u8> {
+    if !in_program_text(pc) {
+        return None;
+    }
+    let hook = RECOVER.load(Ordering::Acquire);
+    if hook == 0 {
+        return None;
+    }
+    // SAFETY: a non-zero RECOVER was stored from a `RecoverHook` by
+    // `install_overflow_handler`.
+    let hook: RecoverHook = unsafe { std::mem::transmute::<usize, RecoverHook>(hook) };
+    hook(addr)
+}
+
+/// Write "smarm: stack overflow in actor <0.I.G>" and what happens next to
+/// stderr without allocating.
+fn report_overflow(pid: u64, contained: bool) {
+    let mut buf = [0u8; 256];
     let mut n = 0;
     let mut put = |bytes: &[u8]| {
         for &b in bytes {
@@ -130,7 +229,11 @@ fn report_overflow(pid: u64) {
     put(decimal(pid >> 32).as_bytes_trimmed());
     put(b".");
     put(decimal(pid & 0xffff_ffff).as_bytes_trimmed());
-    put(b">; raise runtime::Config::stack_size or reduce recursion. Aborting.\n");
+    if contained {
+        put(b">; ending it (its stack is leaked). Raise runtime::Config::stack_size or Builder::stack_size, or reduce recursion.\n");
+    } else {
+        put(b">; raise runtime::Config::stack_size or reduce recursion. It could not be ended alone here (see the guide's Actors chapter): aborting.\n");
+    }
     // SAFETY: `buf[..n]` is initialised memory we own; write(2) is
     // async-signal-safe.
     unsafe {

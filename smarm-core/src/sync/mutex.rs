@@ -201,6 +201,9 @@ impl<T> Mutex<T> {
     ///
     /// If the caller already holds this lock.
     pub fn lock_timeout(&self, timeout: Duration) -> Result<MutexGuard<'_, T>, LockTimeout> {
+        // From queueing for the lock to releasing it: a section (an
+        // overflow of the holder aborts rather than keep the lock forever).
+        let section = scheduler::Section::enter();
         let actor = scheduler::with_worker(|w, _| w.current.get()).flatten();
         let me = match actor {
             Some(pid) => Owner::Actor(pid),
@@ -210,7 +213,7 @@ impl<T> Mutex<T> {
             let mut st = self.core.state.lock();
             if st.owner.is_none() {
                 st.owner = Some(me);
-                return Ok(self.guard());
+                return Ok(self.guard(section));
             }
             if st.owner == Some(me) {
                 drop(st);
@@ -219,8 +222,8 @@ impl<T> Mutex<T> {
         }
         let deadline = Instant::now().checked_add(timeout);
         match actor {
-            Some(pid) => self.wait_as_actor(pid, deadline, timeout),
-            None => self.wait_as_thread(me, deadline, timeout),
+            Some(pid) => self.wait_as_actor(pid, deadline, timeout, section),
+            None => self.wait_as_thread(me, deadline, timeout, section),
         }
     }
 
@@ -229,12 +232,13 @@ impl<T> Mutex<T> {
         let me = scheduler::with_worker(|w, _| w.current.get())
             .flatten()
             .map_or(Owner::Thread(std::thread::current().id()), Owner::Actor);
+        let section = scheduler::Section::enter();
         let mut st = self.core.state.lock();
         if st.owner.is_some() {
             return None;
         }
         st.owner = Some(me);
-        Some(self.guard())
+        Some(self.guard(section))
     }
 
     /// Number of waiters queued for the lock (for introspection).
@@ -242,10 +246,11 @@ impl<T> Mutex<T> {
         self.core.state.lock().waiters.len()
     }
 
-    fn guard(&self) -> MutexGuard<'_, T> {
+    fn guard(&self, section: scheduler::Section) -> MutexGuard<'_, T> {
         MutexGuard {
             mutex: self,
             _not_send: PhantomData,
+            _section: section,
         }
     }
 
@@ -254,6 +259,7 @@ impl<T> Mutex<T> {
         pid: Pid,
         deadline: Option<Instant>,
         timeout: Duration,
+        section: scheduler::Section,
     ) -> Result<MutexGuard<'_, T>, LockTimeout> {
         let me = Owner::Actor(pid);
         let mut waiter = LockWait {
@@ -271,7 +277,7 @@ impl<T> Mutex<T> {
             false,
         );
         if granted {
-            Ok(self.guard()) // granted (even if the deadline passed too)
+            Ok(self.guard(section)) // granted (even if the deadline passed too)
         } else {
             Err(LockTimeout { waited: timeout })
         }
@@ -282,6 +288,7 @@ impl<T> Mutex<T> {
         me: Owner,
         deadline: Option<Instant>,
         timeout: Duration,
+        section: scheduler::Section,
     ) -> Result<MutexGuard<'_, T>, LockTimeout> {
         let Owner::Thread(id) = me else {
             unreachable!("a thread waiter has a thread owner")
@@ -297,7 +304,7 @@ impl<T> Mutex<T> {
             }
             let mut st = self.core.state.lock();
             if st.owner == Some(me) {
-                return Ok(self.guard());
+                return Ok(self.guard(section));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 st.waiters.retain(|w| w.owner() != me);
@@ -424,6 +431,9 @@ pub struct MutexGuard<'a, T> {
     mutex: &'a Mutex<T>,
     /// Like std's guard, not `Send`: it stays with the actor that locked.
     _not_send: PhantomData<*const ()>,
+    /// While the lock is held, a stack overflow of its holder aborts
+    /// instead of ending the holder alone with the lock held forever.
+    _section: scheduler::Section,
 }
 
 impl<T> Deref for MutexGuard<'_, T> {
