@@ -198,48 +198,52 @@ fn assert_aborted_naming_the_actor(status: std::process::ExitStatus, stdout: &st
     assert!(stderr.contains("aborting"), "{stderr}");
 }
 
-fn abort_case(config: Config, body: fn()) {
-    runtime::init(config).run(move || {
-        let h = smarm::spawn(body);
-        println!("CHILD_PID={}", h.pid());
-        let _ = h.join();
-    });
-    unreachable!("the overflow aborts the process");
+/// Run `body` in an actor of a runtime with `config`, in a child process,
+/// and check that its overflow aborted the process naming the actor.
+fn assert_overflow_aborts(test: &str, config: Config, body: fn()) {
+    let Some((status, stdout, stderr)) = in_child(test, move || {
+        runtime::init(config).run(move || {
+            let h = smarm::spawn(body);
+            println!("CHILD_PID={}", h.pid());
+            let _ = h.join();
+        });
+        unreachable!("the overflow aborts the process");
+    }) else {
+        return;
+    };
+    assert_aborted_naming_the_actor(status, &stdout, &stderr);
 }
 
 #[test]
 fn an_overflow_inside_a_no_preempt_section_aborts() {
-    let name = "an_overflow_inside_a_no_preempt_section_aborts";
-    if let Some((status, stdout, stderr)) = in_child(name, || {
-        abort_case(Config::exact(2), || {
+    assert_overflow_aborts(
+        "an_overflow_inside_a_no_preempt_section_aborts",
+        Config::exact(2),
+        || {
             let _np = smarm::NoPreempt::new();
             overflow();
-        })
-    }) {
-        assert_aborted_naming_the_actor(status, &stdout, &stderr);
-    }
+        },
+    );
 }
 
 #[test]
 fn an_overflow_while_holding_a_smarm_mutex_aborts() {
-    let name = "an_overflow_while_holding_a_smarm_mutex_aborts";
-    if let Some((status, stdout, stderr)) = in_child(name, || {
-        abort_case(Config::exact(2), || {
+    assert_overflow_aborts(
+        "an_overflow_while_holding_a_smarm_mutex_aborts",
+        Config::exact(2),
+        || {
             let m = smarm::Mutex::new(0);
             let _held = m.lock().unwrap();
             overflow();
-        })
-    }) {
-        assert_aborted_naming_the_actor(status, &stdout, &stderr);
-    }
+        },
+    );
 }
 
 #[test]
 fn with_containment_off_an_overflow_aborts() {
-    let name = "with_containment_off_an_overflow_aborts";
-    if let Some((status, stdout, stderr)) = in_child(name, || {
-        abort_case(Config::exact(2).contain_stack_overflow(false), overflow)
-    }) {
-        assert_aborted_naming_the_actor(status, &stdout, &stderr);
-    }
+    assert_overflow_aborts(
+        "with_containment_off_an_overflow_aborts",
+        Config::exact(2).contain_stack_overflow(false),
+        overflow,
+    );
 }

@@ -44,7 +44,9 @@ pub(crate) unsafe extern "C" fn switch(save: *mut *mut u8, load: *mut u8) {
 ///
 /// # Safety
 ///
-/// As `switch`'s `load`; the current context is abandoned.
+/// As `switch`'s `load`; the current context is abandoned. (Its pops
+/// mirror `switch`'s on purpose: `switch` stays one straight run of
+/// instructions, without a jump into this.)
 #[unsafe(naked)]
 pub(crate) unsafe extern "C" fn resume(load: *mut u8) -> ! {
     naked_asm!(
