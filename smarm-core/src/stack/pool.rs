@@ -39,6 +39,10 @@ struct PoolState {
     clean: Vec<*mut u8>,
     /// Since when `free` has held more than `WARM_STACKS` stacks.
     above_since: Option<std::time::Instant>,
+    /// `free.len()` at the scavenger's last pass: fewer now means spawns
+    /// are drawing the free stacks down, and their pages are about to be
+    /// used again.
+    last_free: usize,
     guard: Option<GuardKind>,
     /// Mappings this pool created (an upper bound of what it costs).
     maps_used: usize,
@@ -70,6 +74,7 @@ impl StackPool {
                     free: std::collections::VecDeque::new(),
                     clean: Vec::new(),
                     above_since: None,
+                    last_free: 0,
                     guard: None,
                     maps_used: 0,
                 },
@@ -140,12 +145,15 @@ impl StackPool {
     }
 
     /// The scavenger's pass (the system monitor's tick): once the free
-    /// stacks have stayed above the high-water mark for `SCAVENGE_AFTER`,
-    /// return the pages of up to `SCAVENGE_BATCH` of the oldest (I3).
-    /// Returns how many it returned.
+    /// stacks have stayed above the high-water mark for `SCAVENGE_AFTER`
+    /// without being drawn down, return the pages of up to
+    /// `SCAVENGE_BATCH` of the oldest (I3). Returns how many it returned.
     pub(crate) fn scavenge(&self, now: std::time::Instant) -> usize {
         let mut state = self.state.lock();
-        if state.free.len() <= WARM_STACKS {
+        let len = state.free.len();
+        let drawn_down = len < state.last_free;
+        state.last_free = len;
+        if len <= WARM_STACKS || drawn_down {
             state.above_since = None;
             return 0;
         }
@@ -153,9 +161,13 @@ impl StackPool {
         if now.duration_since(since) < SCAVENGE_AFTER {
             return 0;
         }
-        let n = (state.free.len() - WARM_STACKS).min(SCAVENGE_BATCH);
+        let n = (len - WARM_STACKS).min(SCAVENGE_BATCH);
         drop(state);
-        self.return_oldest(n)
+        let returned = self.return_oldest(n);
+        // Our own removal is not a drawing down.
+        let mut state = self.state.lock();
+        state.last_free = state.free.len();
+        returned
     }
 
     /// Return the pages of free stacks beyond the warm set to the kernel
@@ -418,6 +430,23 @@ mod tests {
         for s in again {
             pool.give_back(s);
         }
+    }
+
+    /// Spawns drawing the free stacks down stop the clock: their pages are
+    /// about to be used.
+    #[test]
+    fn the_scavenger_waits_while_free_stacks_are_being_taken() {
+        let pool = StackPool::new(16 * 1024);
+        let tops = use_and_free(&pool, WARM_STACKS + 100);
+        let t0 = Instant::now();
+        assert_eq!(pool.scavenge(t0), 0, "starts the clock");
+        let taken = pool.take().unwrap();
+        let later = t0 + SCAVENGE_AFTER + Duration::from_millis(1);
+        assert_eq!(pool.scavenge(later), 0, "drawn down: the clock restarts");
+        assert_eq!(pool.scavenge(later + SCAVENGE_AFTER / 2), 0, "too soon");
+        assert_eq!(pool.scavenge(later + SCAVENGE_AFTER * 2), 99);
+        assert!(tops[..99].iter().all(|&t| !resident(t)), "returned");
+        pool.give_back(taken);
     }
 
     /// A finished run's trim returns everything beyond the warm set at
