@@ -1,8 +1,9 @@
 //! A stack overflow inside an actor ends that actor alone where that is
 //! sound: its monitors, links and joiner see `DownReason::StackOverflow`,
 //! its supervisor restarts it, and the rest of the runtime keeps serving.
-//! Where it is not (inside a runtime call, a `NoPreempt` section, a held
-//! `smarm::Mutex`), or with containment turned off, the process aborts
+//! A `smarm::Mutex` it held goes to the next waiter, poisoned. Where
+//! ending it alone is not sound (inside a runtime call, a `NoPreempt`
+//! section), or with containment turned off, the process aborts
 //! with a message naming the actor. Each case runs in a child process (the
 //! test binary re-executes itself), so an abort fails only that check.
 
@@ -227,16 +228,50 @@ fn an_overflow_inside_a_no_preempt_section_aborts() {
 }
 
 #[test]
-fn an_overflow_while_holding_a_smarm_mutex_aborts() {
-    assert_overflow_aborts(
-        "an_overflow_while_holding_a_smarm_mutex_aborts",
-        Config::exact(2),
-        || {
-            let m = smarm::Mutex::new(0);
-            let _held = m.lock().unwrap();
-            overflow();
-        },
-    );
+fn a_smarm_mutex_held_by_an_overflowing_actor_goes_to_the_next_waiter_poisoned() {
+    let name = "a_smarm_mutex_held_by_an_overflowing_actor_goes_to_the_next_waiter_poisoned";
+    let Some((status, stdout, stderr)) = in_child(name, || {
+        for threads in [1, 2] {
+            runtime::init(Config::exact(threads)).run(|| {
+                let shared = smarm::Mutex::new((0u32, 0u32));
+                let (locked_tx, locked) = smarm::channel::<()>();
+                let holder = {
+                    let shared = shared.clone();
+                    smarm::spawn(move || {
+                        let mut pair = shared.lock().unwrap();
+                        pair.0 = 1; // half an update...
+                        locked_tx.send(()).unwrap();
+                        smarm::sleep(Duration::from_millis(20)); // the waiter queues
+                        overflow();
+                        pair.1 = 1; // ...never finished
+                    })
+                };
+                locked.recv().unwrap();
+                assert!(!shared.is_poisoned());
+                let waiter = {
+                    let shared = shared.clone();
+                    smarm::spawn(move || {
+                        let pair = shared.lock().unwrap(); // queued behind the holder
+                        assert_eq!(*pair, (1, 0), "the half-updated value");
+                    })
+                };
+                assert_eq!(
+                    holder.join().unwrap_err().reason(),
+                    DownReason::StackOverflow
+                );
+                waiter.join().unwrap();
+                assert!(shared.is_poisoned());
+                shared.clear_poison();
+                assert!(!shared.is_poisoned());
+                drop(shared.lock().unwrap()); // free again
+            });
+        }
+        println!("SURVIVED=yes");
+    }) else {
+        return;
+    };
+    assert!(status.success(), "the process died: {status:?}\n{stderr}");
+    assert_eq!(field(&stdout, "SURVIVED"), "yes");
 }
 
 #[test]

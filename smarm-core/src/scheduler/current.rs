@@ -36,6 +36,10 @@ pub(crate) struct Worker {
     /// count, saved by its switch out and restored when it resumes; set to
     /// 0 by the scheduler when an actor switches back to it.
     pub(crate) sections: Cell<u32>,
+    /// The running actor's held `smarm::Mutex` locks (a list in its entry
+    /// frame, `overflow::HeldLocks`), or null: restored with `sections`
+    /// when the actor resumes, null on the scheduler.
+    pub(crate) held_locks: Cell<*const super::overflow::HeldLocks>,
     /// An actor that parked by switching straight to the next-slot actor;
     /// its park is committed by that actor once it runs (`settle_handoff`).
     pub(super) handed_off: Cell<Option<Pid>>,

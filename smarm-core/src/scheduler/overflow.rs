@@ -20,8 +20,8 @@
 //!   `NoPreempt` guard is held (the preemption gate is open), and no
 //!   `with_worker` span is open: runtime bookkeeping happens under these;
 //! - the actor is not inside a runtime call: its section count is zero
-//!   (`current.rs`: `with_current_actor` bodies, a held or awaited
-//!   `smarm::Mutex`, a call's reply cell, the send of a reply or oneshot,
+//!   (`current.rs`: `with_current_actor` bodies, a `smarm::Mutex` being
+//!   waited for, locked or unlocked, a call's reply cell, the send of a reply or oneshot,
 //!   an fd wait, the inner allocator under `PreemptingAlloc` each hold a
 //!   section), so no wait registration, spawn or wake of the runtime's is
 //!   half done; and no park handed over to it directly is left to commit;
@@ -35,6 +35,9 @@
 //! Otherwise the process aborts with the message, as Rust does for a
 //! thread's overflow.
 //!
+//! The `smarm::Mutex` locks it held (listed in its entry frame, see
+//! `HeldLocks`) are released to their next holders marked poisoned.
+//!
 //! What an ended actor leaves behind, by design (the guide says so): its
 //! values are never dropped, so channel endpoints it held stay open (a
 //! receiver waiting on its sender does not see the channel close: monitor
@@ -45,12 +48,45 @@
 //! containment off.
 
 use super::current::Worker;
+
 use super::{current_worker, preempt, Intent, Shared};
 use crate::slot::{Pid, Slot};
 
 /// The unwind-result payload that tells the actor layer an actor ended by
 /// overflowing its stack.
 pub(crate) struct Overflowed;
+
+/// How a lock the actor holds is released for it if it is ended by an
+/// overflow: called with the lock's address, once.
+pub(crate) type ReleasePoisoned = unsafe fn(usize);
+
+/// The `smarm::Mutex` locks an actor holds, in its entry frame (so on its
+/// own stack, which outlives the actor if it is ended by an overflow).
+/// Touched only inside `with_worker` spans.
+pub(crate) type HeldLocks = std::cell::RefCell<Vec<(usize, ReleasePoisoned)>>;
+
+/// Record that the running actor on `w` holds the lock at `lock`.
+pub(crate) fn hold_lock(w: &Worker, lock: usize, release: ReleasePoisoned) {
+    let held = w.held_locks.get();
+    if !held.is_null() {
+        // SAFETY: a non-null `held_locks` points to the running actor's
+        // list in its entry frame, alive while it runs (current.rs).
+        unsafe { &*held }.borrow_mut().push((lock, release));
+    }
+}
+
+/// Record that the running actor on `w` no longer holds the lock at
+/// `lock`.
+pub(crate) fn unhold_lock(w: &Worker, lock: usize) {
+    let held = w.held_locks.get();
+    if !held.is_null() {
+        // SAFETY: as in `hold_lock`.
+        let mut held = unsafe { &*held }.borrow_mut();
+        if let Some(i) = held.iter().rposition(|&(l, _)| l == lock) {
+            held.swap_remove(i);
+        }
+    }
+}
 
 /// The stack layer's recovery hook (async-signal-safe: it reads and writes
 /// only this thread's cells): if the overflow at `fault_addr` may end only
@@ -89,7 +125,29 @@ pub(crate) fn recover(fault_addr: usize) -> Option<*mut u8> {
 /// Finalise `pid`, which overflowed its stack: as a normal finalisation,
 /// but its stack is leaked (the module docs say why) and its outcome is a
 /// stack overflow.
-pub(super) fn finalize_overflowed(shared: &Shared, worker_id: usize, pid: Pid, slot: &Slot) {
+pub(super) fn finalize_overflowed(
+    shared: &Shared,
+    worker_id: usize,
+    pid: Pid,
+    slot: &Slot,
+    held_locks: *const HeldLocks,
+) {
+    // Its smarm locks go to their next holders, marked poisoned: what they
+    // guard may be half-updated.
+    if !held_locks.is_null() {
+        // SAFETY: the list is in the ended actor's entry frame, on its
+        // leaked stack, which stays mapped and untouched (module docs); it
+        // was not borrowed when the actor was interrupted (only inside
+        // `with_worker` spans, where `recover` refuses).
+        let held = std::mem::take(&mut *unsafe { &*held_locks }.borrow_mut());
+        for (lock, release) in held {
+            // SAFETY: `lock` was registered by the mutex layer with its own
+            // release function, and the lock it names is alive: the guard
+            // that holds it borrows a handle that the ended actor's stack
+            // owns or that outlives it.
+            unsafe { release(lock) };
+        }
+    }
     // SAFETY: the actor will never run again and this scheduler owns its
     // runner cells (slot (I2)).
     let runner = unsafe { slot.runner() };

@@ -49,7 +49,7 @@ fn switch_out_observing(
         "smarm: a blocking call while a NoPreempt guard is open on this thread: \
          drop the guard (and any runtime lock) before blocking"
     );
-    let (slot_sp, to_sp, sections) = match with_worker(|w, shared| {
+    let (slot_sp, to_sp, (sections, held_locks)) = match with_worker(|w, shared| {
         let pid = w.current.get()?;
         let slot = shared.slots.get(pid.index())?;
         let unwinding = std::thread::panicking();
@@ -72,7 +72,11 @@ fn switch_out_observing(
         if intent == Intent::Park && pin == 0 {
             if let Some(next_sp) = worker::direct_target(w, shared) {
                 w.handed_off.set(Some(pid));
-                return Some(Some((slot.sp_ptr(), next_sp, w.sections.get())));
+                return Some(Some((
+                    slot.sp_ptr(),
+                    next_sp,
+                    (w.sections.get(), w.held_locks.get()),
+                )));
             }
         }
         w.intent.set(intent);
@@ -80,7 +84,11 @@ fn switch_out_observing(
         // the actor resumes. It stays on this worker until the context we
         // switch to sets its own, so a fault in the switch's own pushes
         // still sees it.
-        Some(Some((slot.sp_ptr(), w.sched_sp.get(), w.sections.get())))
+        Some(Some((
+            slot.sp_ptr(),
+            w.sched_sp.get(),
+            (w.sections.get(), w.held_locks.get()),
+        )))
     }) {
         Some(Some(Some(ptrs))) => ptrs,
         Some(Some(None)) => return true, // stopped before switching
@@ -97,6 +105,7 @@ fn switch_out_observing(
     // we were away.
     with_worker(|w, shared| {
         w.sections.set(sections);
+        w.held_locks.set(held_locks);
         worker::settle_handoff(w, shared);
         if !observe_stop && !leave_bounded {
             return false; // a yield or a preemption: nothing more to do

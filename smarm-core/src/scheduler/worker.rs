@@ -64,6 +64,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         slice_start: Cell::new(0),
         busy: Cell::new(0),
         sections: Cell::new(0),
+        held_locks: Cell::new(std::ptr::null()),
         wait_open: Cell::new(false),
         handed_off: Cell::new(None),
         stack_cache: std::cell::RefCell::new(Vec::new()),
@@ -342,6 +343,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     // parks hand over directly to the next-slot actor (see
     // `direct_target`), so act on whoever runs now.
     w.sections.set(0);
+    let held_locks = w.held_locks.replace(std::ptr::null());
     let Some(pid) = w.current.take() else {
         return;
     };
@@ -366,7 +368,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         }
         Intent::Overflow => {
             w.intent.set(Intent::Exit);
-            super::overflow::finalize_overflowed(shared, w.id, pid, slot);
+            super::overflow::finalize_overflowed(shared, w.id, pid, slot, held_locks);
         }
     }
 }
@@ -495,18 +497,27 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
     let slot = unsafe { &*arg.cast::<Slot>() };
     // SAFETY: this actor is running, so it owns its runner cells (slot (I2)).
     let entry = unsafe { slot.runner() }.entry.take();
-    // A new actor holds no section; the worker may still show the count of
-    // the context that switched here (current.rs).
-    super::with_worker(|w, _| w.sections.set(0));
+    // A new actor holds no section and no lock; the worker may still show
+    // those of the context that switched here (current.rs). Its held-lock
+    // list lives in this frame, which lasts as long as the actor.
+    let held_locks = super::overflow::HeldLocks::default();
+    super::with_worker(|w, _| {
+        w.sections.set(0);
+        w.held_locks.set(&held_locks);
+    });
     let result = match entry {
         Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
         None => Ok(()),
     };
     let sched_sp = super::with_worker(|w, _| {
+        w.held_locks.set(std::ptr::null());
         w.exit_result.set(Some(result));
         w.intent.set(Intent::Exit);
         w.sched_sp.get()
     });
+    // Every guard is gone by now; free the list before the last switch,
+    // which never returns to drop it.
+    drop(held_locks);
     if let Some(sched_sp) = sched_sp {
         crate::sync::assert_no_locks_held();
         // SAFETY: `sched_sp` is the scheduler that resumed us, parked in

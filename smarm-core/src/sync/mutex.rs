@@ -91,6 +91,8 @@ struct State {
     owner: Option<Owner>,
     waiters: VecDeque<Waiter>,
     default_timeout: Duration,
+    /// A holder was ended by a stack overflow while it held the lock.
+    poisoned: bool,
 }
 
 struct Core<T> {
@@ -102,8 +104,10 @@ struct Core<T> {
 ///
 /// [`lock`](Self::lock) parks only the calling actor while another holds
 /// the lock. Waiters are granted the lock in arrival order (FIFO), each
-/// wait is bounded (by default [`DEFAULT_TIMEOUT`]), and the lock never
-/// poisons: a holder that panics releases it as its guard drops. Clones
+/// wait is bounded (by default [`DEFAULT_TIMEOUT`]), and a holder that
+/// panics releases it as its guard drops, unpoisoned (the unwind ran the
+/// holder's destructors). A holder ended by a stack overflow, which runs
+/// none, releases it poisoned: see [`is_poisoned`](Self::is_poisoned). Clones
 /// share one lock and one value, like an `Arc<Mutex<T>>`.
 ///
 /// ```
@@ -158,6 +162,7 @@ impl<T> Mutex<T> {
                     State {
                         owner: None,
                         waiters: VecDeque::new(),
+                        poisoned: false,
                         default_timeout: DEFAULT_TIMEOUT,
                     },
                 ),
@@ -246,12 +251,30 @@ impl<T> Mutex<T> {
         self.core.state.lock().waiters.len()
     }
 
+    /// The guard of a lock just granted, listed as held by the running
+    /// actor (released poisoned if a stack overflow ends it); `section`,
+    /// open since the caller asked for the lock, closes once it is listed.
     fn guard(&self, section: scheduler::Section) -> MutexGuard<'_, T> {
+        let lock = &self.core.state as *const RawMutex<State> as usize;
+        scheduler::with_worker(|w, _| scheduler::overflow::hold_lock(w, lock, release_poisoned));
+        drop(section);
         MutexGuard {
             mutex: self,
             _not_send: PhantomData,
-            _section: section,
         }
+    }
+
+    /// Whether an actor holding the lock was ended by a stack overflow, so
+    /// the value may be half-updated. The lock still works: it went to the
+    /// next waiter. Like `std::sync::Mutex::is_poisoned`, but locking a
+    /// poisoned smarm mutex does not fail.
+    pub fn is_poisoned(&self) -> bool {
+        self.core.state.lock().poisoned
+    }
+
+    /// Clear the poisoned mark, once the value is known to be consistent.
+    pub fn clear_poison(&self) {
+        self.core.state.lock().poisoned = false;
     }
 
     fn wait_as_actor(
@@ -332,7 +355,26 @@ impl<T> std::fmt::Debug for Mutex<T> {
 
 /// Hand the lock to the next waiter (FIFO), or unlock it.
 fn release(state: &RawMutex<State>) {
+    hand_over(&mut state.lock());
+}
+
+/// Release, for a holder ended by a stack overflow, the lock whose state
+/// is at `lock` (registered by `MutexGuard`), marking it poisoned.
+///
+/// # Safety
+///
+/// `lock` must be the address of a live `RawMutex<State>` that the ended
+/// actor held, released once.
+unsafe fn release_poisoned(lock: usize) {
+    // SAFETY: per the contract.
+    let state = unsafe { &*(lock as *const RawMutex<State>) };
     let mut st = state.lock();
+    st.poisoned = true;
+    hand_over(&mut st);
+}
+
+/// Give the lock held under `st` to the next waiter, or unlock it.
+fn hand_over(st: &mut State) {
     match st.waiters.pop_front() {
         Some(next) => {
             st.owner = Some(next.owner());
@@ -431,9 +473,6 @@ pub struct MutexGuard<'a, T> {
     mutex: &'a Mutex<T>,
     /// Like std's guard, not `Send`: it stays with the actor that locked.
     _not_send: PhantomData<*const ()>,
-    /// While the lock is held, a stack overflow of its holder aborts
-    /// instead of ending the holder alone with the lock held forever.
-    _section: scheduler::Section,
 }
 
 impl<T> Deref for MutexGuard<'_, T> {
@@ -454,7 +493,17 @@ impl<T> DerefMut for MutexGuard<'_, T> {
 
 impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
-        release(&self.mutex.core.state);
+        let state = &self.mutex.core.state;
+        let lock = state as *const RawMutex<State> as usize;
+        // Unlisted and released in one `with_worker` span: an overflow can
+        // end the actor on neither side of the pair (overflow.rs).
+        let on_actor = scheduler::with_worker(|w, _| {
+            scheduler::overflow::unhold_lock(w, lock);
+            release(state);
+        });
+        if on_actor.is_none() {
+            release(state);
+        }
     }
 }
 
