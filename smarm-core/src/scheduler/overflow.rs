@@ -21,10 +21,11 @@
 //!   `with_worker` span is open: runtime bookkeeping happens under these;
 //! - the actor is not inside a runtime call: its section count is zero
 //!   (`current.rs`: `with_current_actor` bodies, a `smarm::Mutex` being
-//!   waited for, locked or unlocked, a call's reply cell, the send of a reply or oneshot,
-//!   an fd wait, the inner allocator under `PreemptingAlloc` each hold a
-//!   section), so no wait registration, spawn or wake of the runtime's is
-//!   half done; and no park handed over to it directly is left to commit;
+//!   waited for, locked or unlocked, a call's reply cell, the send of a
+//!   reply or oneshot, an fd wait, the inner allocator under
+//!   `PreemptingAlloc` each hold a section), so no wait registration,
+//!   spawn or wake of the runtime's is half done; and no park handed over
+//!   to it directly is left to commit;
 //! - it is not unwinding a panic (std's per-thread panic count would stay
 //!   raised for every later actor on the thread);
 //! - the faulting instruction is in the program's own code, not in a
@@ -48,7 +49,6 @@
 //! containment off.
 
 use super::current::Worker;
-
 use super::{current_worker, preempt, Intent, Shared};
 use crate::slot::{Pid, Slot};
 
