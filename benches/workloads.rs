@@ -562,20 +562,28 @@ fn sys_time_ms() -> f64 {
 }
 
 /// RSS once it has settled: after the stack scavenger's delay (250 ms of
-/// stacks above the warm set), read every 100 ms until two readings are
-/// within 1% (it returns pages over a few ticks), at most 10 s.
+/// stacks above the warm set), read RSS and page tables every 100 ms until
+/// two readings of each are within 1% (the scavenger returns pages over a
+/// few ticks, then page tables), at most 10 s.
 fn settled_rss_mib() -> f64 {
+    let read = || {
+        (
+            proc_status_kib("VmRSS").unwrap(),
+            proc_status_kib("VmPTE").unwrap(),
+        )
+    };
     smarm::sleep(Duration::from_millis(600));
-    let mut last = proc_status_kib("VmRSS").unwrap();
+    let mut last = read();
     for _ in 0..100 {
         smarm::sleep(Duration::from_millis(100));
-        let now = proc_status_kib("VmRSS").unwrap();
-        if now.abs_diff(last) * 100 <= last {
-            return now as f64 / 1024.0;
+        let now = read();
+        let close = |a: u64, b: u64| a.abs_diff(b) * 100 <= b.max(1);
+        if close(now.0, last.0) && close(now.1, last.1) {
+            return now.0 as f64 / 1024.0;
         }
         last = now;
     }
-    last as f64 / 1024.0
+    last.0 as f64 / 1024.0
 }
 
 /// Spawn `n` actors that each touch `touch` bytes of stack and park, then

@@ -58,3 +58,29 @@ pub(crate) unsafe fn unmap(ptr: NonNull<u8>, len: usize) {
     // SAFETY: the caller owns the range and nothing refers into it.
     unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
 }
+
+/// Replace `len` bytes at `ptr` with a fresh lazily committed mapping, in
+/// place (`MAP_FIXED`): the range never becomes unmapped, and the kernel
+/// frees the page tables that mapped the old contents. Returns whether it
+/// worked.
+///
+/// # Safety
+///
+/// `ptr..ptr + len` must be (part of) a [`Commit::Lazily`] mapping made by
+/// [`map`] that the caller owns, with nothing in it in use: its contents,
+/// and whatever `madvise` state it had (guard markers), are gone.
+pub(crate) unsafe fn replace_lazily(ptr: *mut u8, len: usize) -> bool {
+    // SAFETY: the caller owns the range and nothing in it is in use;
+    // MAP_FIXED over our own range replaces it atomically.
+    let p = unsafe {
+        libc::mmap(
+            ptr.cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+            -1,
+            0,
+        )
+    };
+    p == ptr.cast()
+}

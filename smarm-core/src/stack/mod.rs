@@ -50,6 +50,14 @@
 //!   So what an idle runtime keeps resident for stacks is bounded by the
 //!   warm sets: 256 stacks per pool and 64 cached per scheduler, each as
 //!   deep as its actor once used it.
+//! - (I4) A chunk whose 64 stacks are all clean and free is made dormant
+//!   when an episode of returning ends (the scavenger's last pass, a
+//!   finished run): it is replaced in place by a fresh mapping
+//!   (`MAP_FIXED`, the range never unmapped, so (I1) holds), which frees
+//!   its page-table pages, guards included; `grow` revives a dormant chunk,
+//!   reinstalling its guards before any of its stacks is handed out,
+//!   before it maps a new one. Only with guard markers (with `mprotect`
+//!   guards a replacement would split mappings).
 //!
 //! # Safety
 //!

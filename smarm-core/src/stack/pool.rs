@@ -15,6 +15,8 @@ pub(crate) const WARM_STACKS: usize = 256;
 /// before the scavenger returns pages: a burst that frees stacks and takes
 /// them again soon keeps them warm.
 const SCAVENGE_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+/// Least time between two scavenger passes that look for dormant chunks.
+const DORMANT_PASS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Most stacks one scavenger pass returns (a pass is a few milliseconds of
 /// `madvise` at most, off the schedulers' path).
 const SCAVENGE_BATCH: usize = 4096;
@@ -46,6 +48,14 @@ struct PoolState {
     guard: Option<GuardKind>,
     /// Mappings this pool created (an upper bound of what it costs).
     maps_used: usize,
+    /// The base of every chunk of this pool.
+    chunks: std::collections::BTreeSet<usize>,
+    /// Chunks whose 64 stacks were all clean, replaced by a fresh mapping
+    /// to give their page tables back (I4): no guards until revived.
+    dormant: Vec<usize>,
+    /// When the scavenger last looked for chunks to make dormant (it sorts
+    /// the clean list: at most once a second).
+    dormant_pass: Option<std::time::Instant>,
 }
 
 /// A pool of equally sized stacks, shared by the runtimes that use that
@@ -77,6 +87,9 @@ impl StackPool {
                     last_free: 0,
                     guard: None,
                     maps_used: 0,
+                    chunks: std::collections::BTreeSet::new(),
+                    dormant: Vec::new(),
+                    dormant_pass: None,
                 },
             ),
             max_map_count: read_max_map_count(),
@@ -165,8 +178,22 @@ impl StackPool {
         drop(state);
         let returned = self.return_oldest(n);
         // Our own removal is not a drawing down.
-        let mut state = self.state.lock();
-        state.last_free = state.free.len();
+        let episode_over = {
+            let mut state = self.state.lock();
+            state.last_free = state.free.len();
+            let due = state
+                .dormant_pass
+                .is_none_or(|at| now.duration_since(at) >= DORMANT_PASS_EVERY);
+            if due && state.last_free <= WARM_STACKS {
+                state.dormant_pass = Some(now);
+                true
+            } else {
+                false
+            }
+        };
+        if episode_over {
+            self.make_dormant();
+        }
         returned
     }
 
@@ -175,6 +202,7 @@ impl StackPool {
     pub(crate) fn trim(&self) {
         let excess = self.state.lock().free.len().saturating_sub(WARM_STACKS);
         self.return_oldest(excess);
+        self.make_dormant();
     }
 
     /// Take up to `n` of the oldest free stacks out of the pool, return
@@ -225,6 +253,15 @@ impl StackPool {
     fn grow(&self, state: &mut PoolState) -> Result<(), StackError> {
         let stride = self.size + GUARD_SIZE;
         let len = stride * STACKS_PER_CHUNK;
+        while let Some(chunk) = state.dormant.pop() {
+            // Guards first: no stack of a chunk is handed out without its
+            // guard (I1, I4). A chunk whose guards cannot be had is left
+            // out (it costs address space only).
+            if install_markers(chunk as *mut u8, stride) {
+                push_chunk_stacks(state, chunk as *mut u8, stride);
+                return Ok(());
+            }
+        }
         let cost = match state.guard {
             Some(GuardKind::Protect) => 2 * STACKS_PER_CHUNK,
             _ => 1,
@@ -291,14 +328,65 @@ impl StackPool {
             1
         };
         overflow::register_chunk(chunk as usize, len, stride);
-        // Fresh stacks are clean (nothing touched yet); pushed in reverse
-        // so the lowest is handed out first.
-        for i in (0..STACKS_PER_CHUNK).rev() {
-            state
-                .clean
-                .push(chunk.wrapping_add(i * stride + GUARD_SIZE));
-        }
+        state.chunks.insert(chunk as usize);
+        push_chunk_stacks(state, chunk, stride);
         Ok(())
+    }
+
+    /// Give back the page tables of chunks whose stacks are all clean
+    /// (I4): each is replaced in place by a fresh mapping and set aside as
+    /// dormant until `grow` needs a chunk. Run once the free stacks are
+    /// back to the warm set (the scavenger's last pass of an episode, a
+    /// finished run): it sorts the clean list, outside the lock.
+    fn make_dormant(&self) {
+        let mut clean = {
+            let mut state = self.state.lock();
+            if state.guard != Some(GuardKind::Marker) || state.clean.len() < STACKS_PER_CHUNK {
+                return;
+            }
+            std::mem::take(&mut state.clean)
+        };
+        clean.sort_unstable();
+        let stride = self.size + GUARD_SIZE;
+        let chunks = self.state.lock().chunks.clone();
+        let mut whole = Vec::new();
+        let mut keep = Vec::with_capacity(clean.len());
+        let mut i = 0;
+        while i < clean.len() {
+            let base = (clean[i] as usize).wrapping_sub(GUARD_SIZE);
+            let last = i + STACKS_PER_CHUNK - 1;
+            // Sorted and distinct: 64 entries from a chunk's first stack to
+            // its last are all of that chunk's stacks.
+            if chunks.contains(&base)
+                && last < clean.len()
+                && clean[last] as usize == base + (STACKS_PER_CHUNK - 1) * stride + GUARD_SIZE
+            {
+                whole.push(base);
+                i += STACKS_PER_CHUNK;
+            } else {
+                keep.push(clean[i]);
+                i += 1;
+            }
+        }
+        let mut dormant = Vec::with_capacity(whole.len());
+        for base in whole {
+            // SAFETY: every stack of the chunk is a clean free stack we took
+            // out of the pool (I2): nothing in the chunk is in use. The
+            // range stays mapped throughout, so the overflow handler's
+            // record of it stays valid (I1).
+            if unsafe { crate::mapping::replace_lazily(base as *mut u8, stride * STACKS_PER_CHUNK) }
+            {
+                dormant.push(base);
+            } else {
+                // Kept as it was: back with the clean stacks.
+                keep.extend(
+                    (0..STACKS_PER_CHUNK).map(|k| (base + k * stride + GUARD_SIZE) as *mut u8),
+                );
+            }
+        }
+        let mut state = self.state.lock();
+        state.clean.extend(keep);
+        state.dormant.extend(dormant);
     }
 }
 
@@ -334,6 +422,35 @@ fn install_markers_batched(chunk: *mut u8, stride: usize) -> bool {
         )
     };
     done == (STACKS_PER_CHUNK * GUARD_SIZE) as libc::c_long
+}
+
+/// Install the guard markers of a whole chunk: batched, or one by one if
+/// the kernel refuses the batch. `false` if a marker could not be had.
+fn install_markers(chunk: *mut u8, stride: usize) -> bool {
+    if install_markers_batched(chunk, stride) {
+        return true;
+    }
+    (0..STACKS_PER_CHUNK).all(|i| {
+        // SAFETY: the guard page of stack `i` of a chunk of ours whose
+        // stacks are not handed out.
+        unsafe {
+            libc::madvise(
+                chunk.wrapping_add(i * stride).cast(),
+                GUARD_SIZE,
+                MADV_GUARD_INSTALL,
+            ) == 0
+        }
+    })
+}
+
+/// File the 64 stacks of `chunk` (guards in place, nothing touched) as
+/// clean, in reverse so the lowest is handed out first.
+fn push_chunk_stacks(state: &mut PoolState, chunk: *mut u8, stride: usize) {
+    for i in (0..STACKS_PER_CHUNK).rev() {
+        state
+            .clean
+            .push(chunk.wrapping_add(i * stride + GUARD_SIZE));
+    }
 }
 
 /// Does this kernel support guard markers? Tried on the first guard page
