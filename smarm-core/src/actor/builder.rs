@@ -156,11 +156,12 @@ impl Builder {
                 signals.monitors.push(entry);
                 (id, rx)
             });
+            let labelled = label.is_some();
+            signals.label = label;
             let opts = SpawnOpts {
                 parent: Some(parent.unwrap_or(me)),
-                signals: (link || monitored).then(|| Box::new(signals)),
+                signals: (link || monitored || labelled).then(|| Box::new(signals)),
                 stack_size,
-                label,
             };
             let handle = spawn_in(shared, f, opts)?;
             let child = handle.pid();

@@ -20,30 +20,29 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
             Err(payload) => Outcome::Panic(payload),
         },
     };
-    let (joiner, recycle, dropped, signals, reason) = {
+    let (joiner, recycle, dropped, notify) = {
         let mut cold = slot.cold.lock();
         let joiner = cold.joiner.take();
-        let signals = crate::signal::take_signals(&mut cold);
+        let mut signals = crate::signal::take_signals(&mut cold);
         // A stop caused by a linked actor's exit is that exit's reason.
-        let outcome = match (
-            outcome,
-            signals.as_ref().and_then(|s| s.kill_reason.clone()),
-        ) {
+        let outcome = match (outcome, signals.as_mut().and_then(|s| s.kill_reason.take())) {
             (Outcome::Stopped, Some(reason)) => Outcome::Ended(reason),
             (outcome, _) => outcome,
         };
-        let reason = DownReason::of(&outcome);
+        // The reason is needed only by monitors and links (most actors
+        // have none).
+        let notify = signals.map(|s| (DownReason::of(&outcome), s));
         if cold.handle_alive {
             cold.outcome = Some(outcome);
-            (joiner, false, None, signals, reason)
+            (joiner, false, None, notify)
         } else {
             cold.handle_alive = true; // ready for the next tenant
-            (joiner, true, Some(outcome), signals, reason)
+            (joiner, true, Some(outcome), notify)
         }
     };
     // Monitors and links learn of the exit before the actor stops counting
     // as live (runtime (I2)): their sends are wakes this finalisation makes.
-    if let Some(signals) = signals {
+    if let Some((reason, signals)) = notify {
         crate::signal::notify_exit(shared, pid, reason, *signals);
     }
     if let Some(joiner) = joiner {

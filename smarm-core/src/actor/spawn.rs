@@ -199,8 +199,6 @@ pub(crate) struct SpawnOpts {
     pub(crate) signals: Option<Box<crate::signal::Signals>>,
     /// A stack size of its own, instead of the runtime's.
     pub(crate) stack_size: Option<usize>,
-    /// Its label, shown by introspection.
-    pub(crate) label: Option<String>,
 }
 
 impl SpawnOpts {
@@ -222,13 +220,9 @@ pub(crate) fn spawn_in(
 ) -> Result<JoinHandle, SpawnError> {
     let SpawnOpts {
         parent,
-        mut signals,
+        signals,
         stack_size,
-        label,
     } = opts;
-    if let Some(label) = label {
-        signals.get_or_insert_default().label = Some(label);
-    }
     let stack = match stack_size {
         None => shared.take_stack()?,
         Some(size) => shared.take_stack_sized(size)?,

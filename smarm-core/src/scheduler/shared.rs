@@ -190,9 +190,11 @@ impl Shared {
     /// A stack of `size` usable bytes for an actor spawned with a size of
     /// its own: from the runtime's pool if that is the size, else from the
     /// process's pool of that size.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn take_stack_sized(&self, size: usize) -> Result<Stack, StackError> {
         if crate::stack::round_to_pages(size) == self.stacks.stack_size() {
-            return self.take_stack();
+            return self.stacks.take(); // off the hot path: the pool directly
         }
         crate::stack::pool_for(size).take()
     }
