@@ -257,7 +257,8 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         gap = (gap * 2).min(LOOK_GAP_LAST);
     }
     // A spare leaves once it is not needed (sysmon (M3)).
-    if shared.is_spare(w.id) && shared.spare_may_leave(w.id) {
+    let spare = shared.is_spare(w.id);
+    if spare && shared.spare_may_leave(w.id) {
         return Idle::Done;
     }
     // Timekeeper: at most one idle scheduler parks toward the earliest
@@ -272,7 +273,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     }
     shared.reclaim.offline(w.id);
     // A spare that must stay looks again soon whether it may leave.
-    let deadline = if shared.is_spare(w.id) {
+    let deadline = if spare {
         let look = std::time::Instant::now() + SPARE_LOOK;
         Some(tk_deadline.map_or(look, |d| d.min(look)))
     } else {

@@ -297,30 +297,27 @@ impl StackPool {
                 kind
             }
         };
-        let batched = kind == GuardKind::Marker && install_markers_batched(chunk, stride);
-        for i in 0..STACKS_PER_CHUNK {
-            if batched {
-                break;
-            }
-            let guard = chunk.wrapping_add(i * stride);
-            // SAFETY: `guard..guard+GUARD_SIZE` lies inside the chunk we
-            // just mapped and nothing uses it yet.
-            let rc = unsafe {
-                match kind {
-                    GuardKind::Marker => {
-                        libc::madvise(guard.cast(), GUARD_SIZE, MADV_GUARD_INSTALL)
-                    }
-                    GuardKind::Protect => libc::mprotect(guard.cast(), GUARD_SIZE, libc::PROT_NONE),
+        let guarded = match kind {
+            GuardKind::Marker => install_markers(chunk, stride),
+            GuardKind::Protect => (0..STACKS_PER_CHUNK).all(|i| {
+                // SAFETY: the guard page of stack `i` of the chunk we just
+                // mapped; nothing uses it yet.
+                unsafe {
+                    libc::mprotect(
+                        chunk.wrapping_add(i * stride).cast(),
+                        GUARD_SIZE,
+                        libc::PROT_NONE,
+                    ) == 0
                 }
-            };
-            if rc != 0 {
-                // SAFETY: unmapping the chunk we just mapped; no stack of it
-                // has been handed out.
-                unsafe { crate::mapping::unmap(mapped, len) };
-                return Err(StackError::MapLimit {
-                    max_map_count: self.max_map_count,
-                });
-            }
+            }),
+        };
+        if !guarded {
+            // SAFETY: unmapping the chunk we just mapped; no stack of it
+            // has been handed out.
+            unsafe { crate::mapping::unmap(mapped, len) };
+            return Err(StackError::MapLimit {
+                max_map_count: self.max_map_count,
+            });
         }
         state.maps_used += if kind == GuardKind::Protect {
             2 * STACKS_PER_CHUNK
