@@ -56,9 +56,13 @@ pub mod io {
     };
 }
 
-/// TCP and UDP sockets that park only the actor.
+/// TCP, UDP and Unix domain sockets that park only the actor (and block a
+/// plain thread), mirroring `std::net` and `std::os::unix::net`.
 pub mod net {
-    pub use smarm_core::io::net::{TcpListener, TcpStream, UdpSocket};
+    pub use smarm_core::io::net::{
+        Incoming, TcpListener, TcpSocket, TcpStream, UdpSocket, UnixDatagram, UnixIncoming,
+        UnixListener, UnixStream, DEFAULT_BACKLOG,
+    };
 }
 
 /// Time: `sleep`, message timers.

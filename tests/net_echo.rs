@@ -24,7 +24,8 @@ fn echo_server_serves_200_connections_of_100_messages() {
                 smarm::spawn(move || {
                     let mut conn = TcpStream::connect(addr).unwrap();
                     conn.set_nodelay(true).unwrap();
-                    conn.set_read_timeout(Some(Duration::from_secs(30)));
+                    conn.set_read_timeout(Some(Duration::from_secs(30)))
+                        .unwrap();
                     for i in 0..100u32 {
                         // Messages of varying length with a per-byte pattern.
                         let len = 1 + ((c * 31 + i * 17) % 600) as usize;
@@ -64,14 +65,15 @@ fn connect_errors_and_timeouts_are_reported() {
             drop(conn);
         });
         let mut conn = TcpStream::connect(addr).unwrap();
-        conn.set_read_timeout(Some(Duration::from_millis(10)));
+        conn.set_read_timeout(Some(Duration::from_millis(10)))
+            .unwrap();
         let mut buf = [0u8; 1];
         assert_eq!(
             conn.read(&mut buf).unwrap_err().kind(),
             std::io::ErrorKind::TimedOut
         );
         server.join().unwrap();
-        conn.set_read_timeout(None);
+        conn.set_read_timeout(None).unwrap();
         assert_eq!(
             conn.read(&mut buf).unwrap(),
             0,

@@ -16,8 +16,38 @@ use std::time::Duration;
 /// The epoll token of the shutdown pipe.
 const SHUTDOWN_TOKEN: u64 = u64::MAX;
 
-/// One parked waiter per fd.
-type Waiters = HashMap<RawFd, WaitId>;
+/// The parked waiters of one fd: at most one per direction, so one actor
+/// can read a socket while another writes it.
+#[derive(Default, Clone, Copy)]
+struct FdWaiters {
+    reader: Option<WaitId>,
+    writer: Option<WaitId>,
+}
+
+impl FdWaiters {
+    fn slot(&mut self, readable: bool) -> &mut Option<WaitId> {
+        if readable {
+            &mut self.reader
+        } else {
+            &mut self.writer
+        }
+    }
+
+    /// The epoll interest of the waiters present (0: none).
+    fn events(&self) -> u32 {
+        let mut events = 0;
+        if self.reader.is_some() {
+            events |= libc::EPOLLIN as u32;
+        }
+        if self.writer.is_some() {
+            events |= libc::EPOLLOUT as u32;
+        }
+        events
+    }
+}
+
+/// The parked waiters, by fd.
+type Waiters = HashMap<RawFd, FdWaiters>;
 
 pub(super) struct Epoll {
     epfd: RawFd,
@@ -74,51 +104,75 @@ impl Epoll {
         }
     }
 
-    /// Register `wait` as `fd`'s waiter for `events` (io (I1)).
-    fn register(&self, fd: RawFd, wait: WaitId, events: u32) -> io::Result<()> {
+    /// Register `wait` as `fd`'s waiter in one direction (io (I1)).
+    fn register(&self, fd: RawFd, wait: WaitId, readable: bool) -> io::Result<()> {
         let mut waiters = self.waiters.lock();
-        if waiters.contains_key(&fd) {
+        let mut entry = waiters.get(&fd).copied().unwrap_or_default();
+        if entry.slot(readable).is_some() {
+            let dir = if readable { "read" } else { "write" };
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                format!("smarm: fd {fd} already has an actor waiting on it; one waiter per fd"),
+                format!(
+                    "smarm: another actor is already waiting to {dir} fd {fd}; one waiter per \
+                     direction (give the second actor its own handle, e.g. try_clone)"
+                ),
             ));
         }
-        let mut ev = libc::epoll_event {
-            events: events | libc::EPOLLONESHOT as u32,
-            u64: fd as u64,
-        };
-        // A fd that was waited on before is still in the epoll set,
-        // disarmed by EPOLLONESHOT: re-arm it with one MOD. ENOENT means it
-        // is not (first wait, or it was closed and its number reused): ADD.
-        // SAFETY: `ev` outlives both calls; an invalid fd is an error return.
-        let rc = unsafe {
-            if libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) == 0 {
-                0
-            } else if io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-                libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev)
-            } else {
-                -1
-            }
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        waiters.insert(fd, wait);
+        *entry.slot(readable) = Some(wait);
+        arm(self.epfd, fd, entry.events())?;
+        waiters.insert(fd, entry);
         Ok(())
     }
 
-    /// Remove `fd`'s waiter if it is still `(pid, epoch)`, DELing the fd
-    /// (io (I3)). `true` if it removed it.
-    fn cancel(&self, fd: RawFd, wait: WaitId) -> bool {
+    /// Remove `fd`'s waiter in one direction if it is still `wait`,
+    /// re-arming for the other direction's waiter or DELing the fd (io
+    /// (I3)). `None` if it was not ours any more; else the other
+    /// direction's waiter if re-arming failed (the fd was closed under it):
+    /// the caller wakes it, so its retry reports the error.
+    fn cancel(&self, fd: RawFd, wait: WaitId, readable: bool) -> Option<Option<WaitId>> {
         let mut waiters = self.waiters.lock();
-        if waiters.get(&fd) != Some(&wait) {
-            return false;
+        let entry = waiters.get_mut(&fd)?;
+        if *entry.slot(readable) != Some(wait) {
+            return None;
         }
-        waiters.remove(&fd);
-        // SAFETY: DEL of a registered fd; ENOENT (already closed) is fine.
-        unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
-        true
+        *entry.slot(readable) = None;
+        let events = entry.events();
+        if events == 0 {
+            waiters.remove(&fd);
+            // SAFETY: DEL of a registered fd; ENOENT (already closed) is fine.
+            unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+        } else if arm(self.epfd, fd, events).is_err() {
+            let other = entry.slot(!readable).take();
+            waiters.remove(&fd);
+            return Some(other);
+        }
+        Some(None)
     }
+}
+
+/// Arm `fd` for `events`, once. A fd that was waited on before is still in
+/// the epoll set, disarmed by EPOLLONESHOT: re-arm it with one MOD. ENOENT
+/// means it is not (first wait, or it was closed and its number reused):
+/// ADD.
+fn arm(epfd: RawFd, fd: RawFd, events: u32) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: events | libc::EPOLLONESHOT as u32,
+        u64: fd as u64,
+    };
+    // SAFETY: `ev` outlives both calls; an invalid fd is an error return.
+    let rc = unsafe {
+        if libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) == 0 {
+            0
+        } else if io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+            libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev)
+        } else {
+            -1
+        }
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl Drop for Epoll {
@@ -156,25 +210,53 @@ fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
                 return;
             }
             let fd = token as RawFd;
-            // Consume the registration under the waiters lock (io (I1)).
-            // EPOLLONESHOT has disarmed the fd; it stays in the set for the
-            // next wait's MOD.
-            let entry = waiters.lock().remove(&fd);
-            if let (Some(wait), Some(shared)) = (entry, rt.upgrade()) {
-                shared.fd_wait_ended();
-                shared.wake(wait);
+            let woken = consume(epfd, &waiters, fd, ev.events);
+            if let Some(shared) = rt.upgrade() {
+                for wait in woken.into_iter().flatten() {
+                    shared.fd_wait_ended();
+                    shared.wake(wait);
+                }
             }
         }
     }
 }
 
-/// `EPOLLIN`/`EPOLLOUT` for a direction.
-fn interest(readable: bool) -> u32 {
-    if readable {
-        libc::EPOLLIN as u32
+/// Consume the registrations `events` on `fd` satisfy, under the waiters
+/// lock (io (I1)): an error or hang-up wakes both directions. EPOLLONESHOT
+/// has disarmed the fd (it stays in the set for the next wait's MOD); a
+/// waiter left in the other direction is re-armed.
+fn consume(
+    epfd: RawFd,
+    waiters: &RawMutex<Waiters>,
+    fd: RawFd,
+    events: u32,
+) -> [Option<WaitId>; 2] {
+    let both = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
+    let mut waiters = waiters.lock();
+    let Some(entry) = waiters.get_mut(&fd) else {
+        return [None, None];
+    };
+    let reader = if events & (libc::EPOLLIN as u32 | libc::EPOLLRDHUP as u32 | both) != 0 {
+        entry.reader.take()
     } else {
-        libc::EPOLLOUT as u32
+        None
+    };
+    let writer = if events & (libc::EPOLLOUT as u32 | both) != 0 {
+        entry.writer.take()
+    } else {
+        None
+    };
+    let left = entry.events();
+    if left == 0 {
+        waiters.remove(&fd);
+    } else if arm(epfd, fd, left).is_err() {
+        // Closed under the remaining waiter: wake it too, its retry reports
+        // the error.
+        let rest = *entry;
+        waiters.remove(&fd);
+        return [reader.or(rest.reader), writer.or(rest.writer)];
     }
+    [reader, writer]
 }
 
 /// Register the running actor's `wait` on `fd`, counted in
@@ -183,22 +265,23 @@ fn register_current(fd: RawFd, readable: bool, wait: WaitId) -> io::Result<()> {
     scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
         let driver = super::driver(shared)?;
         shared.fd_wait_registered();
-        driver
-            .epoll
-            .register(fd, wait, interest(readable))
-            .inspect_err(|_| {
-                shared.fd_wait_ended();
-            })
+        driver.epoll.register(fd, wait, readable).inspect_err(|_| {
+            shared.fd_wait_ended();
+        })
     })
 }
 
 /// Undo `register_current` if the registration is still ours.
-fn cancel_current(fd: RawFd, wait: WaitId) {
+fn cancel_current(fd: RawFd, wait: WaitId, readable: bool) {
     scheduler::with_worker(|_, shared| {
         let driver = super::running_driver(shared);
         if let Some(driver) = driver {
-            if driver.epoll.cancel(fd, wait) {
+            if let Some(other) = driver.epoll.cancel(fd, wait, readable) {
                 shared.fd_wait_ended();
+                if let Some(other) = other {
+                    shared.fd_wait_ended();
+                    shared.wake(other);
+                }
             }
         }
     });
@@ -208,11 +291,12 @@ fn cancel_current(fd: RawFd, wait: WaitId) {
 struct Registered {
     fd: RawFd,
     wait: WaitId,
+    readable: bool,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        cancel_current(self.fd, self.wait);
+        cancel_current(self.fd, self.wait, self.readable);
     }
 }
 
@@ -229,6 +313,7 @@ fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     let registered = Registered {
         fd,
         wait: wait.id(),
+        readable,
     };
     wait.park();
     // Woken by the epoll thread, which consumed the registration: nothing
@@ -250,7 +335,8 @@ fn check_fd(fd: RawFd) -> io::Result<()> {
 /// error: the following `read` reports it). Other actors run meanwhile.
 ///
 /// Errors: `EBADF` for an fd that is not open, `AlreadyExists` if another
-/// actor is already waiting on `fd`, and whatever `epoll_ctl` reports (a
+/// actor is already waiting for `fd` to become readable (one reader and one
+/// writer may wait at once), and whatever `epoll_ctl` reports (a
 /// full epoll set, an fd epoll cannot watch, such as a regular file).
 ///
 /// ```
@@ -348,7 +434,8 @@ fn when_ready(fd: RawFd, readable: bool, mut syscall: impl FnMut() -> isize) -> 
 }
 
 /// Fd readiness as a [`select`](crate::select) arm, beside channel arms.
-/// One arm watches one direction; one actor may wait on an fd at a time.
+/// One arm watches one direction; one actor at a time may wait on each
+/// direction of an fd.
 ///
 /// ```
 /// use smarm::io::FdArm;
@@ -401,7 +488,7 @@ impl Selectable for FdArm {
     }
 
     fn sel_unregister(&self, pid: Pid, epoch: u32) {
-        cancel_current(self.fd, WaitId { pid, epoch });
+        cancel_current(self.fd, WaitId { pid, epoch }, self.readable);
     }
 
     fn sel_eager_cleanup(&self) -> bool {

@@ -16,12 +16,15 @@
 //!   demand up to [`MAX_BLOCKING_THREADS`] and leave after
 //!   [`BLOCKING_KEEP_ALIVE`] idle;
 //! - the **epoll thread** (`epoll.rs`): `epoll_wait` on the driver's
-//!   epoll fd; a ready fd's waiter is removed under the waiters lock,
-//!   `io_fd_waiters` decremented and the actor woken. Level-triggered with
-//!   `EPOLLONESHOT`: one arm, one wake per wait. The event disarms the fd
-//!   but leaves it in the set, so the next wait on it re-arms with one
-//!   `EPOLL_CTL_MOD` (an `ADD` the first time, or after the fd number was
-//!   closed and reused); a cancelled wait `DEL`s it.
+//!   epoll fd; a ready fd's waiters are removed under the waiters lock,
+//!   `io_fd_waiters` decremented and the actors woken. An fd has at most one
+//!   waiter per direction (a reader and a writer), armed together.
+//!   Level-triggered with `EPOLLONESHOT`: one arm, one wake per wait. The
+//!   event disarms the fd but leaves it in the set, so the next wait on it
+//!   re-arms with one `EPOLL_CTL_MOD` (an `ADD` the first time, or after
+//!   the fd number was closed and reused); a waiter left in the other
+//!   direction is re-armed at once; a cancelled wait re-arms for the other
+//!   direction or `DEL`s the fd.
 //!
 //! Producers reach the runtime through a `Weak` (the driver lives in the
 //! runtime: no reference cycle). `io_outstanding + io_fd_waiters` feed the

@@ -162,6 +162,13 @@ pub(crate) fn worker_busy() -> bool {
     !w.is_null() && unsafe { (*w).busy.get() } > 0
 }
 
+/// Whether this thread is running an actor (not a plain thread, not the
+/// scheduler loop itself).
+#[inline]
+pub(crate) fn in_actor() -> bool {
+    with_worker(|w, _| w.current.get().is_some()).unwrap_or(false)
+}
+
 /// The running actor's pid and runtime, or a panic naming `what` that says
 /// how to fix the call.
 #[inline]

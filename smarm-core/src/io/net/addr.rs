@@ -1,5 +1,5 @@
-//! `SocketAddr` to and from `libc::sockaddr_storage`, for the non-blocking
-//! connect that `std` does not offer.
+//! `SocketAddr` to and from `libc::sockaddr_storage`, for the syscalls
+//! smarm makes itself (bind, connect, accept4).
 
 use std::net::SocketAddr;
 
@@ -41,9 +41,7 @@ pub(super) fn to_raw(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::sockle
     (storage, len as libc::socklen_t)
 }
 
-/// The inverse of `to_raw` (the sockets report addresses through std; the
-/// tests use this to pin the conversion).
-#[cfg(all(test, not(loom)))]
+/// The inverse of `to_raw`; `None` for a family other than IPv4/IPv6.
 pub(super) fn from_raw(storage: &libc::sockaddr_storage) -> Option<SocketAddr> {
     use std::net::{Ipv4Addr, Ipv6Addr, SocketAddrV4, SocketAddrV6};
     match i32::from(storage.ss_family) {

@@ -1,40 +1,64 @@
-//! Networking that parks only the actor: [`TcpListener`], [`TcpStream`],
-//! [`UdpSocket`].
+//! Networking that parks only the actor: TCP ([`TcpListener`],
+//! [`TcpStream`], [`TcpSocket`] for options before bind), UDP
+//! ([`UdpSocket`]) and Unix domain sockets ([`UnixListener`],
+//! [`UnixStream`], [`UnixDatagram`]).
 //!
 //! Every socket is non-blocking underneath. An operation that would block
 //! waits for readiness with [`wait_readable`](super::wait_readable) /
 //! [`wait_writable`](super::wait_writable) and retries, so the calling
-//! actor parks and its scheduler thread runs others. The types mirror
-//! `std::net` (and implement `std::io::Read`/`Write`), with timeouts that
-//! bound each wait.
+//! actor parks and its scheduler thread runs others. Called from a plain
+//! thread (outside the runtime), the same operation blocks that thread in
+//! `poll(2)` instead, as [`Mutex::lock`](crate::Mutex::lock) does. The
+//! types mirror `std::net` and `std::os::unix::net` (`Read`/`Write` for the
+//! type and for `&` it, timeouts with std's signatures that bound each
+//! wait, conversions from and into std sockets and raw fds).
 //!
 //! Name resolution (`ToSocketAddrs` on a host name) runs `getaddrinfo`,
 //! which blocks its thread: pass a `SocketAddr`, or resolve inside
 //! [`block_on_io`](super::block_on_io) first.
 //!
-//! One actor may wait on a socket at a time (a second gets
-//! `AlreadyExists`). To read in one actor and write in another, give the
-//! second a [`TcpStream::try_clone`] (a `dup`ed fd, registered
-//! independently).
+//! One actor at a time may wait to read a socket, and one to write it (a
+//! second in the same direction gets `AlreadyExists`), so a reader actor
+//! and a writer actor can share a `&TcpStream`; for more, give each its own
+//! [`TcpStream::try_clone`] (a `dup`ed fd, registered independently).
+//!
+//! # Invariants
+//!
+//! - (N1) Every fd a socket type holds is in non-blocking mode: set at
+//!   creation (`SOCK_NONBLOCK`, `accept4`) or on conversion from a std
+//!   socket or raw fd.
+//! - (N2) A timeout is per socket, shared by its `try_clone`s as std's
+//!   socket options are; zero is refused (`InvalidInput`), as std does.
 
 mod addr;
+mod socket;
 mod tcp;
 mod udp;
+mod unix;
 
-pub use tcp::{TcpListener, TcpStream};
+pub use tcp::{Incoming, TcpListener, TcpSocket, TcpStream};
 pub use udp::UdpSocket;
+pub use unix::{UnixDatagram, UnixIncoming, UnixListener, UnixStream};
 
 use std::io;
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The listen backlog of [`TcpListener::bind`] and [`UnixListener::bind`]
+/// (std's is 128, short for a service under a connection burst; the kernel
+/// caps it at `net.core.somaxconn`).
+pub const DEFAULT_BACKLOG: u32 = 1024;
 
 /// Retry `op` until it stops reporting `WouldBlock`, waiting for `fd` to
 /// become readable (or writable) in between, each wait bounded by
-/// `timeout` (`TimedOut` when it passes).
+/// `timeout` (`TimedOut` when it passes). `what` names the public call.
 fn retry<T>(
     fd: RawFd,
     readable: bool,
     timeout: Option<Duration>,
+    what: &'static str,
     mut op: impl FnMut() -> io::Result<T>,
 ) -> io::Result<T> {
     loop {
@@ -43,17 +67,303 @@ fn retry<T>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             other => return other,
         }
-        let ready = match (timeout, readable) {
-            (None, true) => super::wait_readable(fd).map(|()| true),
-            (None, false) => super::wait_writable(fd).map(|()| true),
-            (Some(t), true) => super::wait_readable_timeout(fd, t),
-            (Some(t), false) => super::wait_writable_timeout(fd, t),
-        }?;
-        if !ready {
+        if !wait(fd, readable, timeout)? {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                "smarm: socket operation timed out",
+                format!("smarm: {what} timed out"),
             ));
         }
     }
 }
+
+/// Wait until `fd` is ready in one direction, for at most `timeout`:
+/// `Ok(false)` when it passed. Parks the actor, or blocks a plain thread
+/// in `poll(2)`.
+fn wait(fd: RawFd, readable: bool, timeout: Option<Duration>) -> io::Result<bool> {
+    if !crate::scheduler::in_actor() {
+        return poll_thread(fd, readable, timeout);
+    }
+    match (timeout, readable) {
+        (None, true) => super::wait_readable(fd).map(|()| true),
+        (None, false) => super::wait_writable(fd).map(|()| true),
+        (Some(t), true) => super::wait_readable_timeout(fd, t),
+        (Some(t), false) => super::wait_writable_timeout(fd, t),
+    }
+}
+
+/// `wait` for a plain thread: `poll(2)` until ready or the deadline.
+fn poll_thread(fd: RawFd, readable: bool, timeout: Option<Duration>) -> io::Result<bool> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let events = if readable {
+        libc::POLLIN
+    } else {
+        libc::POLLOUT
+    };
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(false);
+                }
+                // Round up, so a sub-millisecond rest does not spin.
+                left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
+            }
+        };
+        let mut p = libc::pollfd {
+            fd,
+            events,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the call.
+        let n = unsafe { libc::poll(&mut p, 1, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if p.revents & libc::POLLNVAL != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
+        if n > 0 {
+            return Ok(true);
+        }
+    }
+}
+
+/// A socket's read and write timeouts (N2): nanoseconds, 0 for none.
+#[derive(Debug, Default)]
+struct Timeouts {
+    read: AtomicU64,
+    write: AtomicU64,
+}
+
+/// Shared by a socket and its clones (N2).
+type SharedTimeouts = Arc<Timeouts>;
+
+impl Timeouts {
+    fn shared() -> SharedTimeouts {
+        Arc::new(Timeouts::default())
+    }
+
+    fn get(&self, readable: bool) -> Option<Duration> {
+        let cell = if readable { &self.read } else { &self.write };
+        match cell.load(Ordering::Relaxed) {
+            0 => None,
+            n => Some(Duration::from_nanos(n)),
+        }
+    }
+
+    /// Set one direction's timeout; std's rules: `Some(ZERO)` is refused.
+    fn set(&self, readable: bool, timeout: Option<Duration>) -> io::Result<()> {
+        let nanos = match timeout {
+            None => 0,
+            Some(t) if t.is_zero() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "smarm: cannot set a zero timeout (use None for no timeout)",
+                ))
+            }
+            Some(t) => u64::try_from(t.as_nanos()).unwrap_or(u64::MAX),
+        };
+        let cell = if readable { &self.read } else { &self.write };
+        cell.store(nanos, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// The conversions every socket type has: raw fds (`AsRawFd`, `AsFd`,
+/// `IntoRawFd`, `FromRawFd`, `OwnedFd` both ways) and the std type (`From`
+/// it, and `into_std`). An fd or std socket taken in is made non-blocking
+/// (N1).
+macro_rules! fd_conversions {
+    ($ty:ident, $std:ty) => {
+        impl std::os::fd::AsRawFd for $ty {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(&self.inner)
+            }
+        }
+
+        impl std::os::fd::AsFd for $ty {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.inner)
+            }
+        }
+
+        impl std::os::fd::IntoRawFd for $ty {
+            fn into_raw_fd(self) -> std::os::fd::RawFd {
+                std::os::fd::IntoRawFd::into_raw_fd(self.inner)
+            }
+        }
+
+        impl std::os::fd::FromRawFd for $ty {
+            /// Take ownership of `fd`, an open socket of this type; it is
+            /// switched to non-blocking mode.
+            unsafe fn from_raw_fd(fd: std::os::fd::RawFd) -> Self {
+                // SAFETY: the caller passes an open, owned socket of this
+                // type (FromRawFd's contract).
+                <$ty>::from(unsafe { <$std as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+            }
+        }
+
+        impl From<std::os::fd::OwnedFd> for $ty {
+            /// Take ownership of `fd`, which must be a socket of this type;
+            /// it is switched to non-blocking mode.
+            fn from(fd: std::os::fd::OwnedFd) -> Self {
+                <$ty>::from(<$std>::from(fd))
+            }
+        }
+
+        impl From<$ty> for std::os::fd::OwnedFd {
+            fn from(socket: $ty) -> Self {
+                std::os::fd::OwnedFd::from(socket.inner)
+            }
+        }
+
+        impl From<$std> for $ty {
+            /// Wrap a std socket, switching it to non-blocking mode.
+            fn from(inner: $std) -> Self {
+                super::socket::set_nonblocking(std::os::fd::AsRawFd::as_raw_fd(&inner));
+                <$ty>::wrap(inner)
+            }
+        }
+
+        impl $ty {
+            /// The std socket underneath, still in non-blocking mode (its
+            /// calls return `WouldBlock` instead of waiting; call
+            /// `set_nonblocking(false)` on it for std's blocking calls).
+            pub fn into_std(self) -> $std {
+                self.inner
+            }
+        }
+    };
+}
+use fd_conversions;
+
+/// The timeout accessors of a socket with a `timeouts: SharedTimeouts`
+/// field (std's signatures, N2), and its `receiving` / `sending` retries
+/// bounded by them.
+macro_rules! timeout_methods {
+    ($ty:ident) => {
+        impl $ty {
+            /// Bound each receive's (read's) wait; `None` waits as long as
+            /// it takes. Shared with the socket's clones;
+            /// `Some(Duration::ZERO)` is `InvalidInput`, as in std.
+            pub fn set_read_timeout(
+                &self,
+                timeout: Option<std::time::Duration>,
+            ) -> std::io::Result<()> {
+                self.timeouts.set(true, timeout)
+            }
+
+            /// Bound each send's (write's) wait. As `set_read_timeout`.
+            pub fn set_write_timeout(
+                &self,
+                timeout: Option<std::time::Duration>,
+            ) -> std::io::Result<()> {
+                self.timeouts.set(false, timeout)
+            }
+
+            /// The read timeout.
+            pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+                Ok(self.timeouts.get(true))
+            }
+
+            /// The write timeout.
+            pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+                Ok(self.timeouts.get(false))
+            }
+
+            fn receiving<T>(
+                &self,
+                what: &'static str,
+                op: impl FnMut() -> std::io::Result<T>,
+            ) -> std::io::Result<T> {
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&self.inner);
+                super::retry(fd, true, self.timeouts.get(true), what, op)
+            }
+
+            fn sending<T>(
+                &self,
+                what: &'static str,
+                op: impl FnMut() -> std::io::Result<T>,
+            ) -> std::io::Result<T> {
+                let fd = std::os::fd::AsRawFd::as_raw_fd(&self.inner);
+                super::retry(fd, false, self.timeouts.get(false), what, op)
+            }
+        }
+    };
+}
+use timeout_methods;
+
+/// `Read` and `Write` for a stream type and for `&` it, each call a
+/// `receiving` / `sending` retry named `$name::read` and so on.
+macro_rules! stream_io {
+    ($ty:ident, $name:literal) => {
+        impl std::io::Read for &$ty {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let mut inner = &self.inner;
+                self.receiving(concat!($name, "::read"), || inner.read(buf))
+            }
+
+            fn read_vectored(
+                &mut self,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::io::Result<usize> {
+                let mut inner = &self.inner;
+                self.receiving(concat!($name, "::read_vectored"), || {
+                    inner.read_vectored(bufs)
+                })
+            }
+        }
+
+        impl std::io::Write for &$ty {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                let mut inner = &self.inner;
+                self.sending(concat!($name, "::write"), || inner.write(buf))
+            }
+
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                let mut inner = &self.inner;
+                self.sending(concat!($name, "::write_vectored"), || {
+                    inner.write_vectored(bufs)
+                })
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(()) // no user-space buffer
+            }
+        }
+
+        impl std::io::Read for $ty {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                (&*self).read(buf)
+            }
+
+            fn read_vectored(
+                &mut self,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::io::Result<usize> {
+                (&*self).read_vectored(bufs)
+            }
+        }
+
+        impl std::io::Write for $ty {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                (&*self).write(buf)
+            }
+
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                (&*self).write_vectored(bufs)
+            }
+
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+use stream_io;

@@ -1,10 +1,8 @@
 //! UDP: a socket whose receives (and, rarely, sends) park the actor.
 
-use super::retry;
+use super::{fd_conversions, tcp::each_addr, timeout_methods, SharedTimeouts, Timeouts};
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 /// A UDP socket; receiving parks only the calling actor.
 ///
@@ -27,41 +25,38 @@ use std::time::Duration;
 #[derive(Debug)]
 pub struct UdpSocket {
     inner: std::net::UdpSocket,
-    read_timeout: Option<Duration>,
+    timeouts: SharedTimeouts,
 }
 
 impl UdpSocket {
     /// Bind to `addr` (port 0 picks a free port).
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        let inner = std::net::UdpSocket::bind(addr)?;
-        inner.set_nonblocking(true)?;
-        Ok(UdpSocket {
+        each_addr(addr, |a| Ok(UdpSocket::from(std::net::UdpSocket::bind(a)?)))
+    }
+
+    fn wrap(inner: std::net::UdpSocket) -> UdpSocket {
+        UdpSocket {
             inner,
-            read_timeout: None,
-        })
+            timeouts: Timeouts::shared(),
+        }
     }
 
-    /// Bound each receive's wait (`TimedOut` when it passes).
-    pub fn set_read_timeout(&mut self, timeout: Option<Duration>) {
-        self.read_timeout = timeout;
-    }
-
-    /// Send a datagram to `addr`.
+    /// Send a datagram to `addr` (its first resolved address).
     pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
-        let addr = addr
-            .to_socket_addrs()?
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
-        retry(self.as_raw_fd(), false, None, || {
-            self.inner.send_to(buf, addr)
-        })
+        let addr = addr.to_socket_addrs()?.next().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "smarm: no address to send to")
+        })?;
+        self.sending("UdpSocket::send_to", || self.inner.send_to(buf, addr))
     }
 
     /// Wait for a datagram; returns its length and sender.
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        retry(self.as_raw_fd(), true, self.read_timeout, || {
-            self.inner.recv_from(buf)
-        })
+        self.receiving("UdpSocket::recv_from", || self.inner.recv_from(buf))
+    }
+
+    /// [`recv_from`](Self::recv_from), leaving the datagram queued.
+    pub fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.receiving("UdpSocket::peek_from", || self.inner.peek_from(buf))
     }
 
     /// Set the default peer for [`send`](Self::send) and [`recv`](Self::recv).
@@ -71,24 +66,72 @@ impl UdpSocket {
 
     /// Send to the connected peer.
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        retry(self.as_raw_fd(), false, None, || self.inner.send(buf))
+        self.sending("UdpSocket::send", || self.inner.send(buf))
     }
 
     /// Wait for a datagram from the connected peer.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        retry(self.as_raw_fd(), true, self.read_timeout, || {
-            self.inner.recv(buf)
-        })
+        self.receiving("UdpSocket::recv", || self.inner.recv(buf))
+    }
+
+    /// [`recv`](Self::recv), leaving the datagram queued.
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.receiving("UdpSocket::peek", || self.inner.peek(buf))
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.inner.local_addr()
     }
-}
 
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.inner.as_raw_fd()
+    /// The connected peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.inner.peer_addr()
+    }
+
+    /// Allow (or forbid) sending to broadcast addresses.
+    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
+        self.inner.set_broadcast(on)
+    }
+
+    /// Whether broadcast is allowed.
+    pub fn broadcast(&self) -> io::Result<bool> {
+        self.inner.broadcast()
+    }
+
+    /// Set the IP time-to-live.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.inner.set_ttl(ttl)
+    }
+
+    /// The IP time-to-live.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.inner.ttl()
+    }
+
+    /// Join an IPv4 multicast group on `interface`.
+    pub fn join_multicast_v4(&self, group: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.inner.join_multicast_v4(group, interface)
+    }
+
+    /// Join an IPv6 multicast group on interface number `interface`.
+    pub fn join_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()> {
+        self.inner.join_multicast_v6(group, interface)
+    }
+
+    /// The pending socket error (`SO_ERROR`), cleared by reading it.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.inner.take_error()
+    }
+
+    /// A second handle on the same socket (`dup`); it shares the timeouts.
+    pub fn try_clone(&self) -> io::Result<UdpSocket> {
+        Ok(UdpSocket {
+            inner: self.inner.try_clone()?,
+            timeouts: self.timeouts.clone(),
+        })
     }
 }
+
+fd_conversions!(UdpSocket, std::net::UdpSocket);
+timeout_methods!(UdpSocket);
