@@ -148,7 +148,7 @@ impl Builder {
         let started = with_current_actor(caller, |me, shared| {
             let mut signals = Signals::default();
             if link {
-                signals.links.push(me);
+                signals.links.insert(me);
             }
             let rx = monitored.then(|| {
                 let (entry, rx) = crate::signal::prearranged_monitor(shared);
@@ -166,7 +166,7 @@ impl Builder {
             let handle = spawn_in(shared, f, opts)?;
             let child = handle.pid();
             if link {
-                let _ = with_live_signals(shared, me, |sig, _| sig.links.push(child));
+                let _ = with_live_signals(shared, me, |sig, _| sig.links.insert(child));
             }
             let monitor = rx.map(|(id, rx)| Monitor {
                 id,

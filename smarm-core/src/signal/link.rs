@@ -1,6 +1,6 @@
 //! Links: two actors that share a fate, and exit trapping.
 
-use super::record::ExitSink;
+use super::record::{ExitSink, Links};
 use super::{with_live_signals, DownReason, Signals};
 use crate::actor::{spawn_in, JoinHandle, SpawnError, SpawnOpts};
 use crate::channel::{channel, Receiver};
@@ -60,18 +60,9 @@ pub fn link<A>(target: Pid<A>) {
         if target == me {
             return None; // linking to yourself is a no-op, as in Erlang
         }
-        let alive = with_live_signals(shared, target, |sig, _| {
-            if !sig.links.contains(&me) {
-                sig.links.push(me);
-            }
-        })
-        .is_some();
+        let alive = with_live_signals(shared, target, |sig, _| sig.links.insert(me)).is_some();
         if alive {
-            let _ = with_live_signals(shared, me, |sig, _| {
-                if !sig.links.contains(&target) {
-                    sig.links.push(target);
-                }
-            });
+            let _ = with_live_signals(shared, me, |sig, _| sig.links.insert(target));
             None
         } else {
             Some(me)
@@ -94,8 +85,8 @@ pub fn link<A>(target: Pid<A>) {
 pub fn unlink<A>(target: Pid<A>) {
     let target = target.erase();
     scheduler::with_current_actor("unlink", |me, shared| {
-        let _ = with_live_signals(shared, target, |sig, _| sig.links.retain(|p| *p != me));
-        let _ = with_live_signals(shared, me, |sig, _| sig.links.retain(|p| *p != target));
+        let _ = with_live_signals(shared, target, |sig, _| sig.links.remove(me));
+        let _ = with_live_signals(shared, me, |sig, _| sig.links.remove(target));
     });
 }
 
@@ -121,7 +112,7 @@ pub fn spawn_link(f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let spawned: Result<JoinHandle, SpawnError> =
         scheduler::with_current_actor("spawn_link", |me, shared| {
             let links = Signals {
-                links: vec![me],
+                links: Links::one(me),
                 ..Signals::default()
             };
             let opts = SpawnOpts {
@@ -130,7 +121,7 @@ pub fn spawn_link(f: impl FnOnce() + Send + 'static) -> JoinHandle {
             };
             let handle = spawn_in(shared, Box::new(f), opts)?;
             let child = handle.pid();
-            let _ = with_live_signals(shared, me, |sig, _| sig.links.push(child));
+            let _ = with_live_signals(shared, me, |sig, _| sig.links.insert(child));
             Ok(handle)
         });
     match spawned {
@@ -227,7 +218,7 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
         Nothing,
     }
     let action = with_live_signals(shared, to, |sig, _| {
-        sig.links.retain(|p| *p != from);
+        sig.links.remove(from);
         if let Some(sink) = &sig.trap {
             Action::Send(sink.clone())
         } else if reason.is_abnormal() {

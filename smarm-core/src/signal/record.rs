@@ -3,10 +3,12 @@
 //! the signals its exit sends.
 
 use super::{deliver_exit, Down, DownReason, Exit, MonitorId};
+use crate::hash::BuildWordHasher;
 use crate::scheduler::Shared;
 use crate::slot::word::State;
 use crate::slot::Cold;
 use crate::slot::Pid;
+use std::collections::HashSet;
 
 /// What a slot records about who watches and links to its actor, and the
 /// actor's label: the slot's one record of rarely-set facts, allocated
@@ -14,7 +16,7 @@ use crate::slot::Pid;
 #[derive(Default)]
 pub(crate) struct Signals {
     pub(crate) monitors: Vec<(MonitorId, DownSink)>,
-    pub(crate) links: Vec<Pid>,
+    pub(crate) links: Links,
     /// Where trapped exits go, while the actor traps them.
     pub(crate) trap: Option<ExitSink>,
     /// Why a link stopped this actor (its exit reason then).
@@ -24,6 +26,77 @@ pub(crate) struct Signals {
     /// The label it was spawned with (`Builder::name`), for introspection
     /// and reports.
     pub(crate) label: Option<String>,
+}
+
+/// An actor's links: a short list, or a set once it grows past
+/// [`Links::SMALL`], so a supervisor of 100,000 connections adds and
+/// removes a link (one per child exit) in constant time, not a scan.
+#[derive(Default)]
+pub(crate) enum Links {
+    #[default]
+    None,
+    Small(Vec<Pid>),
+    Large(HashSet<Pid, BuildWordHasher>),
+}
+
+impl Links {
+    /// Past this many links, a set.
+    const SMALL: usize = 16;
+
+    /// One link to `pid`.
+    pub(crate) fn one(pid: Pid) -> Links {
+        Links::Small(vec![pid])
+    }
+
+    /// Link to `pid` (once: a second insert is a no-op).
+    pub(crate) fn insert(&mut self, pid: Pid) {
+        match self {
+            Links::None => *self = Links::one(pid),
+            Links::Small(v) if v.contains(&pid) => {}
+            Links::Small(v) if v.len() < Self::SMALL => v.push(pid),
+            Links::Small(v) => {
+                let mut set: HashSet<Pid, BuildWordHasher> = v.drain(..).collect();
+                set.insert(pid);
+                *self = Links::Large(set);
+            }
+            Links::Large(set) => {
+                set.insert(pid);
+            }
+        }
+    }
+
+    /// Unlink `pid`, if linked.
+    pub(crate) fn remove(&mut self, pid: Pid) {
+        match self {
+            Links::None => {}
+            Links::Small(v) => {
+                if let Some(i) = v.iter().position(|p| *p == pid) {
+                    v.swap_remove(i);
+                }
+            }
+            Links::Large(set) => {
+                set.remove(&pid);
+            }
+        }
+    }
+
+    /// How many links.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Links::None => 0,
+            Links::Small(v) => v.len(),
+            Links::Large(set) => set.len(),
+        }
+    }
+
+    /// Every linked pid, consuming the record (at exit).
+    pub(crate) fn drain(self) -> Box<dyn Iterator<Item = Pid>> {
+        match self {
+            Links::None => Box::new(std::iter::empty()),
+            Links::Small(v) => Box::new(v.into_iter()),
+            Links::Large(set) => Box::new(set.into_iter()),
+        }
+    }
 }
 
 /// A callback run on a scheduler when an actor exits (see [`on_exit`]).
@@ -88,7 +161,7 @@ pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals
         let reason = reason.clone();
         contain(|| deliver(Down { pid, reason }));
     }
-    for linked in signals.links {
+    for linked in signals.links.drain() {
         deliver_exit(shared, pid, reason.clone(), linked);
     }
     for hook in signals.exit_hooks {
@@ -103,4 +176,33 @@ pub(crate) fn notify_exit(shared: &Shared, pid: Pid, reason: DownReason, signals
 /// payload is dropped.
 pub(crate) fn contain(f: impl FnOnce()) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_stay_a_set_across_the_switch_to_a_hash_set() {
+        let pid = |i: u32| Pid::from_parts(i, 1);
+        let mut links = Links::default();
+        for round in 0..2 {
+            for i in 0..100 {
+                links.insert(pid(i));
+            }
+            assert_eq!(links.len(), 100, "round {round}: inserts are idempotent");
+        }
+        assert!(matches!(links, Links::Large(_)));
+        for i in (0..100).step_by(2) {
+            links.remove(pid(i));
+        }
+        links.remove(pid(1000)); // not linked: nothing happens
+        let mut left: Vec<u32> = links.drain().map(|p| p.index()).collect();
+        left.sort_unstable();
+        assert_eq!(left, (1..100).step_by(2).collect::<Vec<_>>());
+        let mut small = Links::one(pid(7));
+        small.insert(pid(7));
+        small.remove(pid(8));
+        assert_eq!(small.len(), 1);
+    }
 }
