@@ -36,10 +36,15 @@
 //! | [`start`], [`start_link`] | starts each child in order (its [`ChildSpec`]'s start function, in the supervisor); if one fails, stops the ones started (in reverse) and fails with [`StartError::Child`] |
 //! | a child exits | [`Restart`]: permanent children always restart, transient ones after a failure (a panic, a kill by a link), temporary ones never (and are forgotten); the [`Strategy`] says which siblings restart with it |
 //! | more than `intensity` restarts within `period` | stops every child in reverse order and exits abnormally (its own supervisor sees a failure) |
-//! | [`SupervisorRef::start_child`] | starts one more child, last in order (a dynamic supervisor is one started with no children) |
+//! | [`SupervisorRef::start_child`] | starts one more child, last in order |
 //! | [`SupervisorRef::terminate_child`] | stops that child by its [`Shutdown`] policy and forgets it |
 //! | [`SupervisorRef::which_children`] | lists the children in start order, with their pids |
 //! | [`SupervisorRef::shutdown`], a stop request, its parent exiting | stops every child in reverse start order, each by its [`Shutdown`] policy, then exits |
+//!
+//! For many children of one kind started on demand, each with its own
+//! argument (a connection per accepted socket), use a
+//! [`DynamicSupervisor`] (Erlang's `simple_one_for_one`): one template,
+//! a `max_children` limit, and a shutdown that stops all children at once.
 //!
 //! A supervisor is a gen_server, as OTP's is: it traps exits and links its
 //! children to itself, so each child's exit reaches its
@@ -56,10 +61,14 @@
 //! moves on (smarm cannot end an actor that never reaches a safepoint; a
 //! loop of pure computation should call `check!()`).
 
+mod dynamic;
 mod handle;
 mod server;
 mod spec;
 
 pub use crate::gen_server::StartError;
+pub use dynamic::{
+    DynamicName, DynamicServer, DynamicSpec, DynamicStartFn, DynamicSupervisor, StartChildError,
+};
 pub use handle::{start, start_link, ChildInfo, ChildRef, SupervisorRef};
 pub use spec::{ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};

@@ -119,7 +119,7 @@ impl Supervisor {
         child.pid = None;
         let restart = match child.spec.restart {
             Restart::Permanent => true,
-            Restart::Transient => is_failure(exit.reason),
+            Restart::Transient => is_failure(&exit.reason),
             Restart::Temporary => false,
         };
         if !restart {
@@ -287,6 +287,6 @@ impl Supervisor {
 /// every reason but a normal exit or a stop (Erlang's `normal` and
 /// `shutdown`): a panic, a kill by a linked actor's failure, a stack
 /// overflow, a reason of the child's own.
-fn is_failure(reason: DownReason) -> bool {
+pub(super) fn is_failure(reason: &DownReason) -> bool {
     !matches!(reason, DownReason::Exit | DownReason::Stopped)
 }

@@ -199,6 +199,21 @@ impl ChildSpec {
         spec
     }
 
+    /// A dynamic supervisor (see [`DynamicSupervisor`](super::DynamicSupervisor))
+    /// started from the spec `spec()` builds at each (re)start. Give the
+    /// spec a [`name`](super::DynamicSpec::name) to reach it.
+    pub fn dynamic_supervisor<A: Send + 'static>(
+        id: impl Into<String>,
+        spec: impl Fn() -> super::DynamicSpec<A> + Send + 'static,
+    ) -> Self {
+        let mut child = ChildSpec::new(id, move || {
+            super::DynamicSupervisor::start_link(spec()).map(|s| s.pid())
+        });
+        child.kind = ChildKind::Supervisor;
+        child.shutdown = Shutdown::Infinity;
+        child
+    }
+
     /// When to restart it (default: [`Restart::Permanent`]).
     pub fn restart(mut self, restart: Restart) -> Self {
         self.restart = restart;
