@@ -12,7 +12,9 @@ use std::time::Duration;
 use support::run_with;
 
 const SERVICE: Name<u32> = Name::new("service");
-const SERVICE_ADMIN: Name<String> = Name::new("service");
+const SERVICE_ADMIN: Name<String> = Name::new("service-admin");
+/// The same text as `SERVICE`, for another type: refused.
+const SERVICE_AS_TEXT: Name<String> = Name::new("service");
 
 struct Worker;
 impl Addressable for Worker {
@@ -191,7 +193,7 @@ fn separate_runtimes_have_separate_names() {
 #[test]
 fn lock_free_sends_race_rebinding_and_death_without_loss() {
     const CHURN: Name<u64> = Name::new("churn");
-    const CHURN_ALT: Name<String> = Name::new("churn");
+    const CHURN_ALT: Name<String> = Name::new("churn-alt");
     const HOLDERS: u64 = 300;
     run_with(4, || {
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -339,6 +341,114 @@ fn thousands_of_names_bind_resolve_and_die() {
         }
         for &name in names.iter().skip(1).step_by(2) {
             send(name, 0).unwrap();
+        }
+    });
+}
+
+#[test]
+fn one_name_per_type_one_type_per_name_one_channel_per_type() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        register(SERVICE, tx.clone()).unwrap();
+        // The same name, type and channel again: nothing changes.
+        register(SERVICE, tx.clone()).unwrap();
+        // A second name for the same message type.
+        let second: Name<u32> = Name::intern("service-2");
+        let err = register(second, tx.clone()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RegisterError::AlreadyNamed {
+                    name: "service-2",
+                    held: "service",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("unregister \"service\" first"),
+            "{err}"
+        );
+        assert_eq!(whereis("service-2"), None);
+        // The same name with another channel.
+        let (other_tx, _other_rx) = channel::<u32>();
+        let err = register(SERVICE, other_tx).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RegisterError::OtherChannel {
+                    name: "service",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // The same name text for another message type.
+        let (text_tx, _text_rx) = channel::<String>();
+        let err = register(SERVICE_AS_TEXT, text_tx.clone()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RegisterError::OtherType {
+                    name: "service",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("u32"), "{err}");
+        // Names for other message types stay allowed.
+        register(SERVICE_ADMIN, text_tx).unwrap();
+        // Nothing was redirected: the first channel still gets the sends.
+        send(SERVICE, 5).unwrap();
+        assert_eq!(rx.recv().unwrap(), 5);
+        // After unregistering, the second name is free for this type.
+        assert_eq!(unregister("service"), Some(smarm::self_pid()));
+        register(second, tx).unwrap();
+        send(second, 6).unwrap();
+        assert_eq!(rx.recv().unwrap(), 6);
+        // Another actor may not take the text for another type either.
+        let taken = smarm::spawn(move || {
+            let (tx, _rx) = channel::<String>();
+            let err = register(Name::<String>::intern("service-2"), tx).unwrap_err();
+            assert!(matches!(err, RegisterError::NameTaken { .. }), "{err:?}");
+        });
+        taken.join().unwrap();
+    });
+}
+
+#[test]
+fn register_refuses_to_redirect_an_installed_channel() {
+    run_with(1, || {
+        let (tx, rx) = channel::<u32>();
+        let me = smarm::install::<Worker>(tx);
+        let (other, _other_rx) = channel::<u32>();
+        let err = register(SERVICE, other).unwrap_err();
+        assert!(matches!(err, RegisterError::OtherChannel { .. }), "{err:?}");
+        send_to(me, 9).unwrap();
+        assert_eq!(rx.recv().unwrap(), 9);
+    });
+}
+
+#[test]
+fn names_built_at_run_time_address_eight_shards() {
+    run_with(2, || {
+        let (out, got) = channel::<(u32, u32)>();
+        let shards: Vec<_> = (0..8)
+            .map(|i| service(Name::intern(&format!("shard-{i}")), out.clone(), i))
+            .collect();
+        for i in 0..8u32 {
+            send(Name::<u32>::intern(&format!("shard-{i}")), 100 + i).unwrap();
+        }
+        let mut seen: Vec<(u32, u32)> = (0..8).map(|_| got.recv().unwrap()).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..8).map(|i| (i, 100 + i)).collect::<Vec<_>>());
+        for i in 0..8u32 {
+            send(Name::<u32>::intern(&format!("shard-{i}")), 0).unwrap();
+        }
+        for s in shards {
+            s.join().unwrap();
         }
     });
 }

@@ -93,11 +93,7 @@ fn serve<M: Actor>(
     started: crate::gen::Started,
 ) {
     let registered = match M::NAME {
-        Some(name) => registry::register(Name::<M>::new(name), tx).map_err(|e| match e {
-            registry::RegisterError::NameTaken { name, holder } => {
-                StartError::NameTaken { name, holder }
-            }
-        }),
+        Some(name) => registry::register(Name::<M>::new(name), tx).map_err(StartError::from),
         None => {
             registry::install::<M>(tx);
             Ok(())

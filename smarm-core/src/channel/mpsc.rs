@@ -228,6 +228,18 @@ impl<T> Sender<T> {
         Ok(())
     }
 
+    /// Whether `other` sends on the same channel as `self` (a clone of it).
+    ///
+    /// ```
+    /// let (a, _rx) = smarm::channel::<u8>();
+    /// let (b, _rx2) = smarm::channel::<u8>();
+    /// assert!(a.same_channel(&a.clone()));
+    /// assert!(!a.same_channel(&b));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Whether the receiver is gone (a `send` would fail).
     pub fn is_closed(&self) -> bool {
         !self.inner.lock().receiver_alive

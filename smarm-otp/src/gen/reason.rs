@@ -1,6 +1,7 @@
 //! Why a behaviour did not start ([`StartError`]) or why it stopped
 //! ([`StopReason`]): shared by gen_server, typed actors and supervisors.
 
+use crate::registry::RegisterError;
 use smarm_core::{Pid, SpawnError};
 use thiserror::Error;
 
@@ -48,6 +49,9 @@ pub enum StartError {
         /// Who holds it.
         holder: Pid,
     },
+    /// The name could not be registered for another reason.
+    #[error(transparent)]
+    Register(RegisterError),
     /// The server's actor could not be created.
     #[error(transparent)]
     Spawn(#[from] SpawnError),
@@ -63,4 +67,15 @@ pub enum StartError {
         /// Why it did not start.
         error: Box<StartError>,
     },
+}
+
+impl From<RegisterError> for StartError {
+    /// A taken name is [`StartError::NameTaken`]; the rest,
+    /// [`StartError::Register`].
+    fn from(e: RegisterError) -> Self {
+        match e {
+            RegisterError::NameTaken { name, holder } => StartError::NameTaken { name, holder },
+            other => StartError::Register(other),
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use super::call::{call, CallError, Reply, DEFAULT_CALL_TIMEOUT};
 use super::server::{Envelope, Msg};
 use super::{GenServer, StartError};
-use crate::registry::{self, Name, RegisterError};
+use crate::registry::{self, Name};
 use smarm_core::channel::Sender;
 use smarm_core::Pid;
 use std::time::Duration;
@@ -177,7 +177,5 @@ pub(super) fn register_server<G: GenServer>(
     name: ServerName<G>,
     server: &GenServerRef<G>,
 ) -> Result<(), StartError> {
-    registry::register(name, server.inbox.clone()).map_err(|e| match e {
-        RegisterError::NameTaken { name, holder } => StartError::NameTaken { name, holder },
-    })
+    registry::register(name, server.inbox.clone()).map_err(StartError::from)
 }

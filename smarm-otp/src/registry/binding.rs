@@ -86,26 +86,67 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
     })
 }
 
-/// Claim `name` for the calling actor, reachable through `tx`. Fails with
-/// [`RegisterError::NameTaken`] if a live actor holds it; a name held by a
-/// dead actor is taken over.
+/// Claim `name` for the calling actor, reachable through `tx`. A name held
+/// by a dead actor is taken over; registering a name the caller holds
+/// already, for the same type and channel, is `Ok` (nothing changes).
+///
+/// Errors: [`RegisterError::NameTaken`] if a live actor holds it;
+/// [`AlreadyNamed`](RegisterError::AlreadyNamed) if the caller holds
+/// another name for `M`; [`OtherType`](RegisterError::OtherType) if it
+/// holds this name for another type; [`OtherChannel`](RegisterError::OtherChannel)
+/// if it published a different channel for `M` before.
 ///
 /// # Panics
 ///
 /// Outside an actor.
 pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
     let me = smarm_core::self_pid();
+    let text = name.as_str();
+    let msg = std::any::TypeId::of::<M>();
+    let msg_name = std::any::type_name::<M>();
     with_tables(|t| {
-        if let Some(holder) = t.holder(name.as_str()) {
-            if holder != me {
-                return Err(RegisterError::NameTaken {
-                    name: name.as_str(),
-                    holder,
-                });
+        match t.holder(text) {
+            Some(holder) if holder != me => {
+                return Err(RegisterError::NameTaken { name: text, holder })
+            }
+            Some(_) => {
+                let registered = t.binding_type(text);
+                if registered.map(|(id, _)| id) != Some(msg) {
+                    return Err(RegisterError::OtherType {
+                        name: text,
+                        registered: registered.map_or("?", |(_, n)| n),
+                        asked: msg_name,
+                    });
+                }
+            }
+            None => {
+                if let Some(held) = t.name_for_type(me, msg) {
+                    return Err(RegisterError::AlreadyNamed {
+                        name: text,
+                        held,
+                        msg: msg_name,
+                    });
+                }
             }
         }
-        t.publish(me, tx);
-        t.bind(name.as_str(), me, std::any::TypeId::of::<M>());
+        // The channel already published for `M`: the same one, another one.
+        let published = t
+            .live_inbox(me)
+            .and_then(|i| i.sender::<M>())
+            .map(|current| current.same_channel(&tx));
+        match published {
+            Some(true) => {}
+            Some(false) => {
+                return Err(RegisterError::OtherChannel {
+                    name: text,
+                    msg: msg_name,
+                })
+            }
+            None => t.publish(me, tx),
+        }
+        if t.holder(text).is_none() {
+            t.bind(text, me, msg, msg_name);
+        }
         Ok(())
     })
 }

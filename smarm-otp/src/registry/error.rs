@@ -4,8 +4,11 @@ use smarm_core::Pid;
 use std::fmt;
 use thiserror::Error;
 
-/// Why [`register`](super::register) failed.
+/// Why [`register`](super::register) failed. An actor holds at most one
+/// name per message type, each bound to one channel (Erlang allows one
+/// name per process; smarm one per message type the actor accepts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// A live actor already holds the name.
     #[error("smarm: the name {name:?} is held by the live actor {holder}; unregister it first or pick another name")]
@@ -14,6 +17,36 @@ pub enum RegisterError {
         name: &'static str,
         /// Its live holder.
         holder: Pid,
+    },
+    /// The caller already holds another name for this message type.
+    #[error("smarm: this actor already holds the name {held:?} for messages of type {msg}; an actor takes one name per message type (unregister {held:?} first)")]
+    AlreadyNamed {
+        /// The name asked for.
+        name: &'static str,
+        /// The name it holds for the same type.
+        held: &'static str,
+        /// The message type.
+        msg: &'static str,
+    },
+    /// The caller holds the name already, for another message type.
+    #[error("smarm: this actor holds the name {name:?} for messages of type {registered}, not {asked}; one name has one message type")]
+    OtherType {
+        /// The name.
+        name: &'static str,
+        /// The type it is registered for.
+        registered: &'static str,
+        /// The type asked for.
+        asked: &'static str,
+    },
+    /// The caller already published a different channel for this message
+    /// type (by another `register` or `install`): the name would silently
+    /// redirect it.
+    #[error("smarm: this actor already published another channel for messages of type {msg}; register the name with that channel (a clone of its Sender)")]
+    OtherChannel {
+        /// The name asked for.
+        name: &'static str,
+        /// The message type.
+        msg: &'static str,
     },
 }
 

@@ -16,6 +16,8 @@ use std::collections::HashMap;
 pub(super) struct Binding {
     pub(super) pid: Pid,
     pub(super) msg: TypeId,
+    /// `msg`'s name, for errors.
+    pub(super) msg_name: &'static str,
 }
 
 /// The authoritative name table (inboxes live only in [`ReadSide`]).
@@ -46,9 +48,30 @@ impl Locked<'_> {
         }
     }
 
+    /// The message type `name` is bound for, and its name.
+    pub(super) fn binding_type(&self, name: &str) -> Option<(TypeId, &'static str)> {
+        self.tables.by_name.get(name).map(|b| (b.msg, b.msg_name))
+    }
+
+    /// The name `pid` holds for messages of type `msg`, if any.
+    pub(super) fn name_for_type(&self, pid: Pid, msg: TypeId) -> Option<&'static str> {
+        let names = self.tables.names_of.get(&pid)?;
+        names
+            .iter()
+            .copied()
+            .find(|n| self.tables.by_name.get(n).is_some_and(|b| b.msg == msg))
+    }
+
     /// Bind `name` to `pid`, for messages of type `msg`.
-    pub(super) fn bind(&mut self, name: &'static str, pid: Pid, msg: TypeId) {
-        if let Some(old) = self.tables.by_name.insert(name, Binding { pid, msg }) {
+    pub(super) fn bind(
+        &mut self,
+        name: &'static str,
+        pid: Pid,
+        msg: TypeId,
+        msg_name: &'static str,
+    ) {
+        let binding = Binding { pid, msg, msg_name };
+        if let Some(old) = self.tables.by_name.insert(name, binding) {
             self.forget_name_of(old.pid, name);
         }
         self.tables.names_of.entry(pid).or_default().push(name);
