@@ -87,6 +87,8 @@ fn method(enum_ident: &syn::Ident, v: &Variant) -> TokenStream {
             let doc =
                 format!("Call [`{enum_ident}::{variant}`] and wait for the reply (5 s at most).");
             let doc_t = format!("Call [`{enum_ident}::{variant}`], waiting at most `timeout`.");
+            // The call as the user wrote it, for the outside-an-actor panic.
+            let what = format!("{enum_ident}Api::{method}");
             quote! {
                 #[doc = #doc]
                 fn #method(&self, #(#params),*) -> ::core::result::Result<#reply_ty, ::smarm::CallError> {
@@ -95,7 +97,8 @@ fn method(enum_ident: &syn::Ident, v: &Variant) -> TokenStream {
 
                 #[doc = #doc_t]
                 fn #timeout(&self, #(#params2,)* __timeout: ::std::time::Duration) -> ::core::result::Result<#reply_ty, ::smarm::CallError> {
-                    ::smarm::gen_server::call(
+                    ::smarm::gen_server::call_as(
+                        #what,
                         |#reply_field| #msg,
                         |__msg| self.deliver(__msg).map_err(::smarm::registry::SendError::into_inner),
                         __timeout,

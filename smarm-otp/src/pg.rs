@@ -168,6 +168,7 @@ fn with_group<M: 'static, R>(group: Group<M>, f: impl FnOnce(&mut Members) -> R)
 ///
 /// Outside an actor.
 pub fn join<M: Send + 'static>(group: Group<M>, tx: Sender<M>) {
+    smarm_core::require_actor("pg::join");
     let me = smarm_core::self_pid();
     let rejoin = with_group(group, |m| {
         m.prune();
@@ -199,6 +200,7 @@ pub fn join<M: Send + 'static>(group: Group<M>, tx: Sender<M>) {
 ///
 /// Outside an actor.
 pub fn leave<M: Send + 'static>(group: Group<M>) -> bool {
+    smarm_core::require_actor("pg::leave");
     let me = smarm_core::self_pid();
     with_group(group, |m| {
         let before = m.list.len();

@@ -51,6 +51,7 @@ pub trait Handler<M: Actor>: Send + 'static {
 ///
 /// Outside an actor.
 pub fn spawn<M: Actor>(mut state: impl Handler<M>) -> Pid<M> {
+    smarm_core::require_actor("actor::spawn");
     registry::spawn_addr::<M>(move |inbox| {
         while let Ok(msg) = inbox.recv() {
             if let Flow::Stop(_) = state.handle(msg) {
@@ -67,6 +68,7 @@ pub fn spawn<M: Actor>(mut state: impl Handler<M>) -> Pid<M> {
 ///
 /// Outside an actor.
 pub fn start<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError> {
+    smarm_core::require_actor("actor::start");
     start_with(state, false)
 }
 
@@ -76,6 +78,7 @@ pub fn start<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError> {
 ///
 /// Outside an actor.
 pub fn start_link<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError> {
+    smarm_core::require_actor("actor::start_link");
     start_with(state, true)
 }
 

@@ -30,7 +30,7 @@ use crate::slot::Pid;
 /// Outside an actor, or if the actor cannot be created (see
 /// [`try_spawn`], which returns the [`SpawnError`] instead).
 pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
-    match try_spawn(f) {
+    match spawn_as("spawn", Box::new(f)) {
         Ok(h) => h,
         Err(e) => panic!("{e}"),
     }
@@ -38,12 +38,48 @@ pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 
 /// Like [`spawn`], but a full actor table or exhausted stack memory is an
 /// error instead of a panic.
+///
+/// # Panics
+///
+/// Outside an actor.
 pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
-    let handle = with_current_actor("try_spawn", |me, shared| {
-        spawn_in(shared, Box::new(f), SpawnOpts::child_of(Some(me)))
+    spawn_as("try_spawn", Box::new(f))
+}
+
+/// Spawn a child of the caller; `what` names the public call for the
+/// outside-an-actor panic.
+fn spawn_as(what: &'static str, f: crate::slot::table::Entry) -> Result<JoinHandle, SpawnError> {
+    let handle = with_current_actor(what, |me, shared| {
+        spawn_in(shared, f, SpawnOpts::child_of(Some(me)))
     })?;
     spawn_backpressure();
     Ok(handle)
+}
+
+/// Whether the caller is an actor: code inside [`run`](crate::run) or an
+/// actor it spawned, as opposed to a plain thread (where the actor-only
+/// calls, such as [`spawn`], panic) or a timer callback.
+///
+/// ```
+/// assert!(!smarm::in_actor());
+/// smarm::run(|| assert!(smarm::in_actor()));
+/// ```
+pub fn in_actor() -> bool {
+    scheduler::in_actor()
+}
+
+/// Panic unless the caller is an actor, naming `what` (the function the
+/// user called) and saying how to fix the call: for libraries built on
+/// smarm, so their misuse reports their own function, not an inner one.
+///
+/// ```should_panic
+/// smarm::require_actor("mylib::connect"); // panics: "`mylib::connect` must be called ..."
+/// ```
+#[inline]
+pub fn require_actor(what: &str) {
+    if !scheduler::in_actor() {
+        scheduler::outside_actor(what)
+    }
 }
 
 /// A spawner that has queued [`SPAWN_BACKLOG`] children on its scheduler

@@ -39,7 +39,10 @@
 //! losing `select` arm) carries the same epoch, so whichever comes second
 //! dies at the slot word's CAS: nothing is cancelled. The registration also
 //! carries the receiver's runtime (cached per channel), so a sender on any
-//! thread, inside or outside the runtime, can wake it.
+//! thread, inside or outside the runtime, can wake it. A receiver on a
+//! plain thread (not a scheduler) registers its `std::thread::Thread`
+//! instead and parks the thread, as `Mutex::lock` blocks one; the same
+//! push or last-sender drop unparks it.
 //!
 //! The receiver keeps a second queue of its own (no lock: it is not
 //! `Sync`): when it runs dry, it moves the whole shared queue there in one
@@ -78,5 +81,5 @@ pub(crate) mod select;
 
 pub use mpsc::{channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
-pub use reply::{await_reply, ReplyError, ReplySender};
+pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};

@@ -28,6 +28,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
             Inner {
                 queue: Queue::default(),
                 parked: None,
+                thread: None,
                 runtime: None,
                 senders: 1,
                 receiver_alive: true,
@@ -75,6 +76,9 @@ pub(crate) struct Inner<T> {
     queue: Queue<T>,
     /// The registered receiver's wait (I2).
     parked: Option<WaitId>,
+    /// A receiver on a plain thread (not an actor), parked in
+    /// `std::thread::park` until a send or the last sender's drop.
+    thread: Option<std::thread::Thread>,
     /// The runtime of the last actor that registered here.
     runtime: Option<Arc<Shared>>,
     senders: usize,
@@ -87,6 +91,8 @@ impl<T> Inner<T> {
     fn wake_receiver(&mut self) {
         if let (Some(wait), Some(rt)) = (self.parked.take(), &self.runtime) {
             rt.wake(wait);
+        } else if let Some(thread) = self.thread.take() {
+            thread.unpark();
         }
     }
 
@@ -101,6 +107,7 @@ impl<T> Inner<T> {
             self.runtime = Some(shared.to_arc());
         }
         self.parked = Some(wait);
+        self.thread = None; // a receiver that moved from a thread to an actor
     }
 }
 
@@ -190,6 +197,7 @@ impl<T> Drop for Receiver<T> {
             let mut g = self.inner.lock();
             g.receiver_alive = false;
             g.parked = None;
+            g.thread = None;
             std::mem::take(&mut g.queue)
         };
         drop(drained); // (I4): outside the lock (`taken` drops after this)
@@ -260,10 +268,21 @@ impl<T> Receiver<T> {
     /// Wait for the next message. `Err(RecvError)` once every sender is
     /// gone and the queue is empty.
     ///
+    /// In an actor the wait parks only the actor. On a plain thread
+    /// (outside the runtime) it blocks the thread, as
+    /// [`Mutex::lock`](crate::Mutex::lock) does:
+    ///
+    /// ```
+    /// let (tx, rx) = smarm::channel::<u32>();
+    /// let waiter = std::thread::spawn(move || rx.recv());
+    /// smarm::run(move || tx.send(7).unwrap());
+    /// assert_eq!(waiter.join().unwrap(), Ok(7));
+    /// ```
+    ///
     /// # Panics
     ///
-    /// If the queue is empty and the caller is not an actor, or another
-    /// actor is receiving on this channel at the same time.
+    /// On a scheduler thread outside an actor (a timer callback), where
+    /// waiting would block the scheduler.
     pub fn recv(&self) -> Result<T, RecvError> {
         loop {
             let wait = {
@@ -275,7 +294,7 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                register_current(&mut g, "Receiver::recv")
+                register_receiver(&mut g, "Receiver::recv")
             };
             wait.park();
         }
@@ -311,6 +330,9 @@ impl<T> Receiver<T> {
     /// });
     /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        if scheduler::current_worker().is_null() {
+            return self.recv_timeout_on_thread(timeout);
+        }
         let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
         let mut waiter = TimedRecv { rx: self };
         scheduler::bounded_wait(
@@ -353,7 +375,7 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                register_current(&mut g, "Receiver::recv_match")
+                register_receiver(&mut g, "Receiver::recv_match")
             };
             wait.park();
         }
@@ -377,6 +399,34 @@ impl<T> Receiver<T> {
             return Err(RecvError);
         }
         Ok(None)
+    }
+
+    /// `recv_timeout` on a plain thread: park the thread until a send, the
+    /// last sender's drop, or the deadline.
+    fn recv_timeout_on_thread(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            {
+                let mut taken = self.taken();
+                let mut g = match take_one(&mut taken, &self.inner) {
+                    Taken::Message(v) => return Ok(self.count(v)),
+                    Taken::Empty(g) => g,
+                };
+                if g.senders == 0 {
+                    return Err(RecvTimeoutError::Disconnected);
+                }
+                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+                if left.is_some_and(|l| l.is_zero()) {
+                    g.thread = None;
+                    return Err(RecvTimeoutError::Timeout);
+                }
+                g.thread = Some(std::thread::current());
+            }
+            match deadline {
+                Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
+                None => std::thread::park(),
+            }
+        }
     }
 
     /// Messages queued and not yet received.
@@ -468,12 +518,36 @@ fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
     }
 }
 
-/// Open a wait for the running actor and register it on the channel whose
-/// lock is held.
-fn register_current<T>(g: &mut Inner<T>, what: &str) -> Wait {
-    Wait::open_with(what, WaitingOn::Message, |wait, shared| {
+/// How a receive that found nothing waits: an actor parks through the
+/// runtime's wait protocol; a plain thread parks itself.
+enum ReceiverWait {
+    Actor(Wait),
+    Thread,
+}
+
+impl ReceiverWait {
+    fn park(self) {
+        match self {
+            ReceiverWait::Actor(wait) => wait.park(),
+            // A spurious or early unpark only sends the caller round its
+            // loop again.
+            ReceiverWait::Thread => std::thread::park(),
+        }
+    }
+}
+
+/// Register the caller as the receiver waiting on the channel whose lock
+/// is held: the running actor's wait, or (off the runtime's threads) the
+/// calling thread. `what` names the call for the panic on a scheduler
+/// thread outside an actor.
+fn register_receiver<T>(g: &mut Inner<T>, what: &str) -> ReceiverWait {
+    if scheduler::current_worker().is_null() {
+        g.thread = Some(std::thread::current());
+        return ReceiverWait::Thread;
+    }
+    ReceiverWait::Actor(Wait::open_with(what, WaitingOn::Message, |wait, shared| {
         g.register(wait, shared)
-    })
+    }))
 }
 
 /// `recv_timeout`'s side of the bounded-wait loop.

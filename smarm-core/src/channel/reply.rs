@@ -301,11 +301,22 @@ pub fn await_reply<T>(
     deliver: impl FnOnce(ReplySender<T>),
     timeout: Duration,
 ) -> Result<T, ReplyError> {
+    await_reply_as("await_reply", deliver, timeout)
+}
+
+/// [`await_reply`], naming `what` (the public call a library built it
+/// into, such as `GenServerRef::call`) in the outside-an-actor panic.
+#[doc(hidden)]
+pub fn await_reply_as<T>(
+    what: &'static str,
+    deliver: impl FnOnce(ReplySender<T>),
+    timeout: Duration,
+) -> Result<T, ReplyError> {
     // The slot's cell stays open until the call is finished or dropped: an
     // actor ended in between would leave it open for the slot's next
     // tenant, so the whole call is a section.
     let ((owner, for_sender, deadline), _section) =
-        scheduler::with_current_actor_in_section("await_reply", |me, shared| {
+        scheduler::with_current_actor_in_section(what, |me, shared| {
             let cell = shared.slots.get(me.index()).map(|slot| {
                 let erased = slot
                     .reply
@@ -324,7 +335,7 @@ pub fn await_reply<T>(
             (me, cell, shared.coord.deadline_after(timeout))
         });
     let Some(for_sender) = for_sender else {
-        scheduler::outside_actor("await_reply")
+        scheduler::outside_actor(what)
     };
     // SAFETY: the cell is the calling actor's slot's, set once and never
     // replaced; slots live until the runtime's slot table is dropped, after

@@ -262,7 +262,7 @@ fn consume(
 /// Register the running actor's `wait` on `fd`, counted in
 /// `io_fd_waiters` (io (I2)).
 fn register_current(fd: RawFd, readable: bool, wait: WaitId) -> io::Result<()> {
-    scheduler::with_current_actor("wait_readable/wait_writable", |_, shared| {
+    scheduler::with_current_actor(wait_name(readable), |_, shared| {
         let driver = super::driver(shared)?;
         shared.fd_wait_registered();
         driver.epoll.register(fd, wait, readable).inspect_err(|_| {
@@ -305,7 +305,7 @@ fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     // From registering to being woken: a section (an actor ended in between
     // would leave its registration counted forever).
     let _section = crate::scheduler::Section::enter();
-    let wait = Wait::open("wait_readable/wait_writable", WaitingOn::Fd);
+    let wait = Wait::open(wait_name(readable), WaitingOn::Fd);
     if let Err(e) = register_current(fd, readable, wait.id()) {
         wait.retire();
         return Err(e);
@@ -320,6 +320,16 @@ fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     // to cancel.
     std::mem::forget(registered);
     Ok(())
+}
+
+/// The public call a wait in this direction is, for the outside-an-actor
+/// panic.
+fn wait_name(readable: bool) -> &'static str {
+    if readable {
+        "io::wait_readable"
+    } else {
+        "io::wait_writable"
+    }
 }
 
 /// An fd the process does not have open is `EBADF`, at once.

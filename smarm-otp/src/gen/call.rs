@@ -23,7 +23,7 @@
 //! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
 //!   unused fails the call.
 
-use smarm_core::channel::{await_reply, ReplyError, ReplySender};
+use smarm_core::channel::{await_reply_as, ReplyError, ReplySender};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -111,9 +111,23 @@ pub fn call<Req, R: Send>(
     deliver: impl FnOnce(Req) -> Result<(), Req>,
     timeout: Duration,
 ) -> Result<R, CallError> {
+    call_as("gen_server::call", request, deliver, timeout)
+}
+
+/// [`call`], naming `what` (the public call built on it, such as
+/// `GenServerRef::call` or a derived client method) in the
+/// outside-an-actor panic.
+#[doc(hidden)]
+pub fn call_as<Req, R: Send>(
+    what: &'static str,
+    request: impl FnOnce(Reply<R>) -> Req,
+    deliver: impl FnOnce(Req) -> Result<(), Req>,
+    timeout: Duration,
+) -> Result<R, CallError> {
     // The caller's end of this call alone (C1).
     let mut delivered = true;
-    let reply = await_reply(
+    let reply = await_reply_as(
+        what,
         |tx| delivered = deliver(request(Reply { tx })).is_ok(),
         timeout,
     );

@@ -11,6 +11,7 @@ use smarm_core::channel::channel;
 ///
 /// Outside an actor.
 pub fn start<G: GenServer>(args: G::Args) -> Result<GenServerRef<G>, StartError> {
+    smarm_core::require_actor("gen_server::start");
     Builder::new().start(args)
 }
 
@@ -24,6 +25,7 @@ pub fn start_named<G: GenServer>(
     name: ServerName<G>,
     args: G::Args,
 ) -> Result<GenServerRef<G>, StartError> {
+    smarm_core::require_actor("gen_server::start_named");
     Builder::new().name(name).start(args)
 }
 
@@ -33,6 +35,7 @@ pub fn start_named<G: GenServer>(
 ///
 /// Outside an actor.
 pub fn start_link<G: GenServer>(args: G::Args) -> Result<GenServerRef<G>, StartError> {
+    smarm_core::require_actor("gen_server::start_link");
     Builder::new().link().start(args)
 }
 
@@ -106,6 +109,7 @@ impl<G: GenServer> Builder<G> {
     ///
     /// Outside an actor.
     pub fn start(self, args: G::Args) -> Result<GenServerRef<G>, StartError> {
+        smarm_core::require_actor("gen_server::Builder::start");
         let (inbox_tx, inbox_rx) = channel::<Envelope<G>>();
         let me = inbox_tx.clone();
         let name = self.name;

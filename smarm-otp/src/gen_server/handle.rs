@@ -1,7 +1,7 @@
 //! Addressing a server: [`GenServerRef`] (by pid, holding its mailbox's
 //! sender) and [`ServerName`] (through the registry, resolved on each use).
 
-use super::call::{call, CallError, Reply, DEFAULT_CALL_TIMEOUT};
+use super::call::{call_as, CallError, Reply, DEFAULT_CALL_TIMEOUT};
 use super::server::{Envelope, Msg};
 use super::{GenServer, StartError};
 use crate::registry::{self, Name};
@@ -71,7 +71,7 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn call(&self, request: G::Call) -> Result<G::Reply, CallError> {
-        self.call_timeout(request, DEFAULT_CALL_TIMEOUT)
+        self.call_as("GenServerRef::call", request, DEFAULT_CALL_TIMEOUT)
     }
 
     /// [`call`](GenServerRef::call) with a timeout of your choosing.
@@ -80,7 +80,19 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn call_timeout(&self, request: G::Call, timeout: Duration) -> Result<G::Reply, CallError> {
-        call(
+        self.call_as("GenServerRef::call_timeout", request, timeout)
+    }
+
+    /// A call, naming `what` (the public call made through it) in the
+    /// outside-an-actor panic.
+    pub(crate) fn call_as(
+        &self,
+        what: &'static str,
+        request: G::Call,
+        timeout: Duration,
+    ) -> Result<G::Reply, CallError> {
+        call_as(
+            what,
             |reply| Msg::Call(request, reply),
             |msg| self.deliver(msg),
             timeout,
@@ -125,7 +137,12 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
-        call(Msg::Shutdown, |msg| self.deliver(msg), timeout)
+        call_as(
+            "GenServerRef::shutdown",
+            Msg::Shutdown,
+            |msg| self.deliver(msg),
+            timeout,
+        )
     }
 
     /// Run `f` on the server's state between two callbacks and return its
@@ -138,7 +155,8 @@ impl<G: GenServer> GenServerRef<G> {
         &self,
         f: impl FnOnce(&G) -> T + Send + 'static,
     ) -> Result<T, CallError> {
-        call(
+        call_as(
+            "GenServerRef::inspect",
             |reply: Reply<T>| {
                 Msg::Inspect(Box::new(move |state: &G| {
                     let _ = reply.reply(f(state));

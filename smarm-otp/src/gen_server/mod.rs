@@ -80,7 +80,7 @@ mod handle;
 mod server;
 
 pub use crate::gen::{
-    call, CallError, InitError, Reply, StartError, StopReason, DEFAULT_CALL_TIMEOUT,
+    call, call_as, CallError, InitError, Reply, StartError, StopReason, DEFAULT_CALL_TIMEOUT,
 };
 pub use behaviour::{Flow, GenServer};
 pub use builder::{start, start_link, start_named, Builder};

@@ -100,6 +100,7 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
 ///
 /// Outside an actor.
 pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), RegisterError> {
+    smarm_core::require_actor("register");
     let me = smarm_core::self_pid();
     let text = name.as_str();
     let msg = std::any::TypeId::of::<M>();
@@ -183,6 +184,7 @@ pub fn lookup_as<A: Addressable>(name: &str) -> Option<Pid<A>> {
 ///
 /// Outside an actor.
 pub fn install<A: Addressable>(tx: Sender<A::Msg>) -> Pid<A> {
+    smarm_core::require_actor("install");
     let me = smarm_core::self_pid();
     with_tables(|t| t.publish(me, tx));
     me.cast()

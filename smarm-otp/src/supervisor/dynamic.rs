@@ -232,6 +232,7 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn start(spec: DynamicSpec<A>) -> Result<Self, StartError> {
+        smarm_core::require_actor("DynamicSupervisor::start");
         Self::start_with(spec, false)
     }
 
@@ -243,6 +244,7 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn start_link(spec: DynamicSpec<A>) -> Result<Self, StartError> {
+        smarm_core::require_actor("DynamicSupervisor::start_link");
         Self::start_with(spec, true)
     }
 
@@ -284,7 +286,11 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn start_child(&self, arg: A) -> Result<Pid, StartChildError<A>> {
-        match self.server.call(Request::Start(arg)) {
+        match self.server.call_as(
+            "DynamicSupervisor::start_child",
+            Request::Start(arg),
+            DEFAULT_CALL_TIMEOUT,
+        ) {
             Ok(Response::Started(started)) => started,
             Ok(_) => unreachable!("a dynamic supervisor answers start_child with the start"),
             Err(_) => Err(StartChildError::SupervisorDown),
@@ -298,10 +304,11 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn terminate_child(&self, pid: Pid) -> Result<bool, CallError> {
-        match self
-            .server
-            .call_timeout(Request::Terminate(pid), DEFAULT_CALL_TIMEOUT * 2)?
-        {
+        match self.server.call_as(
+            "DynamicSupervisor::terminate_child",
+            Request::Terminate(pid),
+            DEFAULT_CALL_TIMEOUT * 2,
+        )? {
             Response::Terminated(found) => Ok(found),
             _ => unreachable!("a dynamic supervisor answers terminate_child with a bool"),
         }
@@ -313,7 +320,11 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn count_children(&self) -> Result<usize, CallError> {
-        match self.server.call(Request::Count)? {
+        match self.server.call_as(
+            "DynamicSupervisor::count_children",
+            Request::Count,
+            DEFAULT_CALL_TIMEOUT,
+        )? {
             Response::Count(n) => Ok(n),
             _ => unreachable!("a dynamic supervisor answers count_children with a count"),
         }
@@ -325,7 +336,11 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn which_children(&self) -> Result<Vec<Pid>, CallError> {
-        match self.server.call(Request::Which)? {
+        match self.server.call_as(
+            "DynamicSupervisor::which_children",
+            Request::Which,
+            DEFAULT_CALL_TIMEOUT,
+        )? {
             Response::Which(pids) => Ok(pids),
             _ => unreachable!("a dynamic supervisor answers which_children with pids"),
         }
@@ -338,6 +353,7 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     ///
     /// Outside an actor.
     pub fn shutdown(&self) -> Result<(), CallError> {
+        smarm_core::require_actor("DynamicSupervisor::shutdown");
         self.server.shutdown_timeout(Duration::from_secs(60))
     }
 }

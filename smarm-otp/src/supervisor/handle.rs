@@ -70,7 +70,11 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn which_children(&self) -> Result<Vec<ChildInfo>, CallError> {
-        match self.server.call(Request::WhichChildren)? {
+        match self.server.call_as(
+            "SupervisorRef::which_children",
+            Request::WhichChildren,
+            DEFAULT_CALL_TIMEOUT,
+        )? {
             Response::Children(children) => Ok(children),
             _ => unreachable!("a supervisor answers which_children with its children"),
         }
@@ -82,7 +86,11 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn start_child(&self, spec: ChildSpec) -> Result<Pid, StartError> {
-        match self.server.call(Request::StartChild(spec)) {
+        match self.server.call_as(
+            "SupervisorRef::start_child",
+            Request::StartChild(spec),
+            DEFAULT_CALL_TIMEOUT,
+        ) {
             Ok(Response::Started(started)) => started,
             Ok(_) => unreachable!("a supervisor answers start_child with the start's result"),
             Err(_) => Err(StartError::SupervisorDown),
@@ -98,10 +106,11 @@ impl SupervisorRef {
     pub fn terminate_child(&self, child: impl Into<ChildRef>) -> Result<bool, CallError> {
         // Stopping may wait out the child's shutdown timeout.
         let request = Request::TerminateChild(child.into());
-        match self
-            .server
-            .call_timeout(request, DEFAULT_CALL_TIMEOUT * 2)?
-        {
+        match self.server.call_as(
+            "SupervisorRef::terminate_child",
+            request,
+            DEFAULT_CALL_TIMEOUT * 2,
+        )? {
             Response::Terminated(found) => Ok(found),
             _ => unreachable!("a supervisor answers terminate_child with whether it found one"),
         }
@@ -114,6 +123,7 @@ impl SupervisorRef {
     ///
     /// Outside an actor.
     pub fn shutdown(&self) -> Result<(), CallError> {
+        smarm_core::require_actor("SupervisorRef::shutdown");
         self.server.shutdown_timeout(Duration::from_secs(60))
     }
 }
@@ -126,6 +136,7 @@ impl SupervisorRef {
 ///
 /// Outside an actor.
 pub fn start(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef, StartError> {
+    smarm_core::require_actor("supervisor::start");
     let server = gen_server::start::<Supervisor>((flags, children))?;
     Ok(SupervisorRef { server })
 }
@@ -138,6 +149,7 @@ pub fn start(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef,
 ///
 /// Outside an actor.
 pub fn start_link(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef, StartError> {
+    smarm_core::require_actor("supervisor::start_link");
     let server = gen_server::start_link::<Supervisor>((flags, children))?;
     Ok(SupervisorRef { server })
 }
