@@ -29,10 +29,10 @@ pub use smarm_core::{
     SchedulerStats, TreeNode, WaitingOn,
 };
 pub use smarm_core::{
-    channel, exit_with, in_actor, is_alive, request_stop, require_actor, run, select,
-    select_timeout, self_pid, sleep, spawn, spawn_under, try_select, try_select_timeout, try_spawn,
-    yield_now, Builder, JoinError, JoinHandle, LockTimeout, Mutex, MutexGuard, Pid, Receiver,
-    RecvError, RecvTimeoutError, Selectable, SendError, Sender, SpawnError,
+    channel, exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, run,
+    select, select_timeout, self_pid, sleep, spawn, spawn_under, try_select, try_select_timeout,
+    try_spawn, yield_now, Builder, JoinError, JoinHandle, LockTimeout, Mutex, MutexGuard, Pid,
+    Receiver, RecvError, RecvTimeoutError, Selectable, SendError, Sender, SpawnError,
 };
 pub use smarm_core::{
     demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
@@ -52,7 +52,7 @@ pub mod runtime {
 pub mod io {
     pub use smarm_core::io::{
         block_on_io, read, wait_readable, wait_readable_timeout, wait_writable,
-        wait_writable_timeout, write, FdArm, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS,
+        wait_writable_timeout, write, FdArm, OsSignals, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS,
     };
 }
 
@@ -101,6 +101,12 @@ pub mod pg {
 /// (`GenServer`, `start`, `GenServerRef`).
 pub mod gen_server {
     pub use smarm_otp::gen_server::*;
+}
+
+/// A supervision tree as the program: signals become an ordered shutdown,
+/// and the exit status says how it ended ([`Application`](application::Application)).
+pub mod application {
+    pub use smarm_otp::application::*;
 }
 
 /// Supervision trees: [`start`](supervisor::start) a supervisor with

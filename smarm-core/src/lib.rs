@@ -67,8 +67,9 @@ pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
 pub mod time; //          sleep, message timers, the timer heap
 
 pub use actor::{
-    exit_with, in_actor, is_alive, request_stop, require_actor, self_pid, spawn, spawn_under,
-    try_spawn, yield_now, Addressable, Builder, ExitReason, JoinError, JoinHandle, Pid, SpawnError,
+    exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, self_pid, spawn,
+    spawn_under, try_spawn, yield_now, Addressable, Builder, ExitReason, JoinError, JoinHandle,
+    Pid, SpawnError,
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,

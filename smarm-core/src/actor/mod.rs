@@ -46,6 +46,6 @@ pub use outcome::JoinError;
 
 pub(crate) use spawn::{alive_in, spawn_in, ExitWith, SpawnOpts};
 pub use spawn::{
-    exit_with, in_actor, is_alive, request_stop, require_actor, self_pid, spawn, spawn_under,
-    try_spawn, yield_now,
+    exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, self_pid, spawn,
+    spawn_under, try_spawn, yield_now,
 };

@@ -196,6 +196,33 @@ pub fn request_stop<A>(pid: Pid<A>) {
     with_current_actor("request_stop", |_, shared| shared.request_stop(pid));
 }
 
+/// Ask every live actor of the caller's runtime but the caller to stop
+/// (as [`request_stop`] each): the last resort of a shutdown whose ordered
+/// part ran out of time. Actors spawned afterwards are not affected.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let sleepers: Vec<_> = (0..3)
+///         .map(|_| smarm::spawn(|| smarm::sleep(Duration::from_secs(3600))))
+///         .collect();
+///     smarm::request_stop_all();
+///     for s in sleepers {
+///         assert!(s.join().is_ok());
+///     }
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn request_stop_all() {
+    with_current_actor("request_stop_all", |me, shared| {
+        shared.request_stop_all(Some(me))
+    });
+}
+
 /// The unwind payload of [`exit_with`].
 pub(crate) struct ExitWith(pub(crate) ExitReason);
 

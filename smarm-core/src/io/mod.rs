@@ -1,6 +1,7 @@
 //! IO without blocking a scheduler thread: a blocking pool for calls that
 //! must block (`block_on_io`), and an epoll thread for fd readiness
-//! (`wait_readable`, `wait_writable`, `FdArm` select arms, `read`, `write`).
+//! (`wait_readable`, `wait_writable`, `FdArm` select arms, `read`, `write`),
+//! on which the sockets (`net`) and Unix signals (`OsSignals`) are built.
 //!
 //! # Design
 //!
@@ -56,11 +57,13 @@
 mod blocking;
 mod epoll;
 pub mod net;
+mod os_signal;
 
 pub use blocking::{block_on_io, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS};
 pub use epoll::{
     read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write, FdArm,
 };
+pub use os_signal::OsSignals;
 
 use crate::scheduler::Shared;
 use std::sync::{Arc, Weak};

@@ -42,16 +42,23 @@ pub fn init(config: Config) -> Runtime {
 }
 
 /// Start a runtime with the default [`Config`] (one scheduler thread per
-/// core), run `f` as the root actor, and return when it and every actor it
-/// transitively spawned have finished. A panic in `f` is re-raised here.
+/// core), run `f` as the root actor, and return its value when it and
+/// every actor it transitively spawned have finished. A panic in `f` is
+/// re-raised here.
 ///
 /// ```
-/// smarm::run(|| {
+/// let answer = smarm::run(|| {
 ///     let child = smarm::spawn(|| println!("hello from a child actor"));
 ///     child.join().unwrap();
+///     42
 /// });
+/// assert_eq!(answer, 42);
 /// ```
-pub fn run<F: FnOnce() + Send + 'static>(f: F) {
+///
+/// # Panics
+///
+/// As [`Runtime::run`].
+pub fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
     init(Config::default()).run(f)
 }
 
@@ -72,14 +79,30 @@ impl Runtime {
     }
 
     /// Run `f` as the root actor on this runtime's schedulers and return
-    /// when every actor has finished (see the module docs for the verdict
-    /// and the root-exit sweep). A panic in `f` is re-raised here.
+    /// its value when every actor has finished (see the module docs for the
+    /// verdict and the root-exit sweep). A panic in `f` is re-raised here.
     ///
     /// # Panics
     ///
     /// If called from inside an actor (spawn an actor instead), if this
-    /// runtime is already running, or if a scheduler thread cannot start.
-    pub fn run<F: FnOnce() + Send + 'static>(&self, f: F) {
+    /// runtime is already running, if a scheduler thread cannot start, or
+    /// if the root was stopped ([`request_stop`](crate::request_stop))
+    /// before returning a value other than `()`.
+    pub fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> R {
+        let value = Arc::new(std::sync::Mutex::new(None));
+        let slot = value.clone();
+        self.run_root(move || {
+            let v = f();
+            *crate::sync::lock_std(&slot) = Some(v);
+        });
+        let taken = crate::sync::lock_std(&value).take();
+        match taken {
+            Some(v) => v,
+            None => unit_or_stopped(),
+        }
+    }
+
+    fn run_root<F: FnOnce() + Send + 'static>(&self, f: F) {
         if !crate::scheduler::current_worker().is_null() {
             panic!(
                 "smarm: Runtime::run called from inside an actor; spawn an actor instead of \
@@ -167,5 +190,18 @@ impl Runtime {
     /// The root actor's pid, while `run` is in progress.
     pub fn root(&self) -> Option<Pid> {
         self.shared.root()
+    }
+}
+
+/// The value of a root that was stopped before returning one: `()` for a
+/// root that returns nothing (as before values were returned), else a
+/// panic that says so.
+fn unit_or_stopped<R: 'static>() -> R {
+    let unit: Box<dyn std::any::Any> = Box::new(());
+    match unit.downcast::<R>() {
+        Ok(unit) => *unit,
+        Err(_) => panic!(
+            "smarm: run: the root actor was stopped (request_stop) before it returned its value"
+        ),
     }
 }

@@ -561,6 +561,11 @@ impl Shared {
         {
             return;
         }
+        self.request_stop_all(None);
+    }
+
+    /// Request a stop of every live actor but `except`.
+    pub(crate) fn request_stop_all(&self, except: Option<Pid>) {
         for index in 0..self.slots.high_water() {
             let Some(slot) = self.slots.get(index as u32) else {
                 continue;
@@ -569,7 +574,10 @@ impl Shared {
             if matches!(s.state(), State::Vacant | State::Done) {
                 continue;
             }
-            self.request_stop(Pid::from_parts(index as u32, s.generation()));
+            let pid = Pid::from_parts(index as u32, s.generation());
+            if Some(pid) != except {
+                self.request_stop(pid);
+            }
         }
     }
 }

@@ -1,0 +1,263 @@
+//! Running a supervision tree as the program, as an OTP application runs
+//! its top supervisor: [`Application::run`] starts the runtime and the top
+//! supervisor, turns `SIGTERM` and `SIGINT` into an ordered shutdown of the
+//! tree within a deadline, and returns an [`AppExit`] whose exit status
+//! says how the program ended (`main` can return it).
+//!
+//! ```no_run
+//! use smarm::application::{AppExit, Application};
+//! use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+//! use std::time::Duration;
+//!
+//! fn main() -> AppExit {
+//!     Application::new()
+//!         .shutdown_timeout(Duration::from_secs(10))
+//!         .run(|| {
+//!             supervisor::start(
+//!                 SupFlags::new(Strategy::OneForOne),
+//!                 vec![ChildSpec::actor("ticker", || loop {
+//!                     smarm::sleep(Duration::from_secs(1));
+//!                 })],
+//!             )
+//!         })
+//! }
+//! ```
+//!
+//! | What happens | The application does | Exit status |
+//! |---|---|---|
+//! | the start function fails | returns at once | 2 |
+//! | `SIGTERM` or `SIGINT` | stops the top supervisor (its children in reverse start order, each by its shutdown policy) | 0 |
+//! | the ordered stop outlasts the deadline, or a second signal comes | asks every actor left to stop, and ends the process if they have not after a grace period | 3 |
+//! | the top supervisor gives up (restart intensity) or fails | the runtime ends | 1 |
+//! | the top supervisor is shut down from inside the program | the runtime ends | 0 |
+//!
+//! Signals are caught through [`OsSignals`](smarm_core::io::OsSignals)
+//! (a handler and a self-pipe; smarm's own `SIGSEGV` handler is left as
+//! it is) while the application runs, and the previous handlers come back
+//! when it returns.
+
+use crate::gen_server::StartError;
+use crate::supervisor::SupervisorRef;
+use smarm_core::io::OsSignals;
+use smarm_core::runtime::{self, Config};
+use smarm_core::DownReason;
+use std::process::{ExitCode, Termination};
+use std::time::{Duration, Instant};
+
+/// How to run an application: the runtime's configuration and the
+/// shutdown deadlines.
+#[derive(Debug, Clone)]
+pub struct Application {
+    config: Config,
+    shutdown_timeout: Duration,
+    kill_grace: Duration,
+    signals: Vec<libc::c_int>,
+}
+
+impl Default for Application {
+    fn default() -> Self {
+        Application::new()
+    }
+}
+
+/// How an application ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AppExit {
+    /// The top supervisor stopped in order after this signal. Status 0.
+    Signal(libc::c_int),
+    /// The top supervisor was shut down by the program itself. Status 0.
+    Stopped,
+    /// The top supervisor gave up or failed, for this reason. Status 1.
+    Failed(DownReason),
+    /// The start function failed. Status 2.
+    StartFailed(StartError),
+    /// The signals could not be caught. Status 2.
+    Setup(std::io::Error),
+    /// After this signal the ordered stop ran past its deadline (or a
+    /// second signal came): the remaining actors were asked to stop.
+    /// Status 3.
+    ShutdownTimedOut(libc::c_int),
+}
+
+impl AppExit {
+    /// The process exit status: 0 for an ordered end, 1 when the tree
+    /// failed, 2 when it did not start, 3 when a shutdown ran out of time.
+    pub fn code(&self) -> u8 {
+        match self {
+            AppExit::Signal(_) | AppExit::Stopped => 0,
+            AppExit::Failed(_) => 1,
+            AppExit::StartFailed(_) | AppExit::Setup(_) => 2,
+            AppExit::ShutdownTimedOut(_) => 3,
+        }
+    }
+
+    /// Whether the application ended in order.
+    pub fn is_success(&self) -> bool {
+        self.code() == 0
+    }
+}
+
+impl std::fmt::Display for AppExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AppExit::Signal(sig) => write!(f, "smarm: stopped in order on signal {sig}"),
+            AppExit::Stopped => write!(f, "smarm: the top supervisor was shut down"),
+            AppExit::Failed(reason) => write!(f, "smarm: the top supervisor failed: {reason}"),
+            AppExit::StartFailed(e) => write!(f, "smarm: the application did not start: {e}"),
+            AppExit::Setup(e) => write!(f, "smarm: could not catch SIGTERM/SIGINT: {e}"),
+            AppExit::ShutdownTimedOut(sig) => write!(
+                f,
+                "smarm: the shutdown after signal {sig} ran past its deadline; the remaining \
+                 actors were stopped"
+            ),
+        }
+    }
+}
+
+impl Termination for AppExit {
+    /// The exit status of [`code`](AppExit::code); anything but an ordered
+    /// end is reported on stderr first.
+    fn report(self) -> ExitCode {
+        if !self.is_success() {
+            eprintln!("{self}");
+        }
+        ExitCode::from(self.code())
+    }
+}
+
+impl Application {
+    /// The default runtime ([`Config::default`]), a 30 s shutdown deadline
+    /// and a 5 s grace after it, catching `SIGTERM` and `SIGINT`.
+    pub fn new() -> Self {
+        Application {
+            config: Config::default(),
+            shutdown_timeout: Duration::from_secs(30),
+            kill_grace: Duration::from_secs(5),
+            signals: vec![libc::SIGTERM, libc::SIGINT],
+        }
+    }
+
+    /// The runtime's configuration.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// How long the ordered stop of the tree may take after a signal
+    /// (Erlang's `shutdown_time`).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// How long actors asked to stop after the deadline get before the
+    /// process ends without them.
+    pub fn kill_grace(mut self, grace: Duration) -> Self {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// The signals that start a shutdown (default `SIGTERM` and `SIGINT`).
+    pub fn signals(mut self, signals: &[libc::c_int]) -> Self {
+        self.signals = signals.to_vec();
+        self
+    }
+
+    /// Run the application: start the runtime, call `start` in the root
+    /// actor to start the top supervisor, and serve until it ends or a
+    /// signal stops it. Returns how it ended.
+    ///
+    /// # Panics
+    ///
+    /// From inside an actor, or if `config` is out of range (as
+    /// [`runtime::init`]).
+    pub fn run(
+        self,
+        start: impl FnOnce() -> Result<SupervisorRef, StartError> + Send + 'static,
+    ) -> AppExit {
+        let Application {
+            config,
+            shutdown_timeout,
+            kill_grace,
+            signals,
+        } = self;
+        // The watchdog ends the process if actors outlive the grace after a
+        // timed-out shutdown (the runtime cannot return while they run).
+        let (forced_tx, forced) = std::sync::mpsc::channel::<u8>();
+        let (finished_tx, finished) = std::sync::mpsc::channel::<()>();
+        let watchdog = std::thread::Builder::new()
+            .name("smarm-app-watchdog".into())
+            .spawn(move || {
+                if let Ok(code) = forced.recv() {
+                    if finished.recv_timeout(kill_grace)
+                        == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    {
+                        eprintln!(
+                            "smarm: actors still running {kill_grace:?} after the shutdown \
+                             deadline; exiting"
+                        );
+                        std::process::exit(i32::from(code));
+                    }
+                }
+            });
+        let exit =
+            runtime::init(config).run(move || serve(start, &signals, shutdown_timeout, forced_tx));
+        let _ = finished_tx.send(());
+        drop(finished_tx);
+        if let Ok(w) = watchdog {
+            let _ = w.join();
+        }
+        exit
+    }
+}
+
+/// The root actor of an application.
+fn serve(
+    start: impl FnOnce() -> Result<SupervisorRef, StartError>,
+    signals: &[libc::c_int],
+    shutdown_timeout: Duration,
+    forced: std::sync::mpsc::Sender<u8>,
+) -> AppExit {
+    let caught = match OsSignals::new(signals) {
+        Ok(caught) => caught,
+        Err(e) => return AppExit::Setup(e),
+    };
+    let top = match start() {
+        Ok(top) => top,
+        Err(e) => return AppExit::StartFailed(e),
+    };
+    let down = smarm_core::monitor(top.pid());
+    let signal = match smarm_core::select(&[&down.rx, &caught.arm()]) {
+        0 => return ended(down.rx.recv().map(|d| d.reason)),
+        _ => match caught.try_recv() {
+            Ok(Some(sig)) => sig,
+            Ok(None) | Err(_) => libc::SIGTERM,
+        },
+    };
+    // The ordered stop: a stop request makes the supervisor stop its
+    // children in reverse start order, each by its shutdown policy.
+    smarm_core::request_stop(top.pid());
+    let deadline = Instant::now() + shutdown_timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match smarm_core::select_timeout(&[&down.rx, &caught.arm()], left) {
+            Some(0) => return AppExit::Signal(signal),
+            Some(_) if matches!(caught.try_recv(), Ok(None)) => continue, // spurious
+            _ => break, // a second signal, or the deadline
+        }
+    }
+    let exit = AppExit::ShutdownTimedOut(signal);
+    let _ = forced.send(exit.code());
+    smarm_core::request_stop_all();
+    exit
+}
+
+/// The exit for a top supervisor that went down by itself.
+fn ended(reason: Result<DownReason, smarm_core::RecvError>) -> AppExit {
+    match reason {
+        Ok(DownReason::Exit | DownReason::Stopped) => AppExit::Stopped,
+        Ok(reason) => AppExit::Failed(reason),
+        Err(_) => AppExit::Failed(DownReason::NoProc),
+    }
+}

@@ -1,0 +1,206 @@
+//! An application run as a child process: SIGTERM stops its tree in
+//! reverse start order and exits 0; a stop that outlasts the deadline
+//! exits 3; a top supervisor that gives up exits 1; a failed start exits
+//! 2; `run` returns the root's value. Each child is this test binary run
+//! again with `SMARM_APP_CHILD` naming the scenario.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+use smarm::application::{AppExit, Application};
+use smarm::gen_server::StartError;
+use smarm::supervisor::{self, ChildSpec, Restart, Shutdown, Strategy, SupFlags};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHILD_ENV: &str = "SMARM_APP_CHILD";
+
+/// A worker that reports its start and its stop on stdout.
+fn worker(n: u32, ignore_stop: bool) -> ChildSpec {
+    ChildSpec::actor(format!("worker-{n}"), move || {
+        struct Stopped(u32);
+        impl Drop for Stopped {
+            fn drop(&mut self) {
+                println!("stop {}", self.0);
+                std::io::stdout().flush().unwrap();
+            }
+        }
+        let _report = Stopped(n);
+        println!("start {n}");
+        std::io::stdout().flush().unwrap();
+        if ignore_stop {
+            // Catch the stop and go on waiting: the deadline has to pass.
+            let _ = std::panic::catch_unwind(|| smarm::sleep(Duration::from_secs(3600)));
+            smarm::stop::clear_stop();
+            smarm::sleep(Duration::from_secs(3600));
+        }
+        loop {
+            smarm::sleep(Duration::from_secs(3600));
+        }
+    })
+    .shutdown(Shutdown::Timeout(Duration::from_secs(5)))
+}
+
+/// The child side: run the scenario, exit with the application's status.
+fn child(scenario: &str) -> ! {
+    let app = Application::new()
+        .config(smarm::runtime::Config::exact(2))
+        .shutdown_timeout(Duration::from_millis(500))
+        .kill_grace(Duration::from_secs(2));
+    let exit = match scenario {
+        "graceful" | "stuck" => {
+            let stuck = scenario == "stuck";
+            app.run(move || {
+                let top = supervisor::start(
+                    SupFlags::new(Strategy::OneForOne),
+                    vec![worker(1, false), worker(2, stuck), worker(3, false)],
+                );
+                println!("ready");
+                std::io::stdout().flush().unwrap();
+                top
+            })
+        }
+        "gives_up" => app.run(|| {
+            supervisor::start(
+                SupFlags::new(Strategy::OneForOne).intensity(2, Duration::from_secs(10)),
+                vec![ChildSpec::actor("crasher", || {
+                    smarm::sleep(Duration::from_millis(5));
+                    panic!("crashes every time");
+                })
+                .restart(Restart::Permanent)],
+            )
+        }),
+        "start_fails" => app.run(|| Err(StartError::SupervisorDown)),
+        other => panic!("unknown scenario {other}"),
+    };
+    println!("exit {}", exit.code());
+    std::io::stdout().flush().unwrap();
+    std::process::exit(i32::from(exit.code()));
+}
+
+/// Run this binary as the child for `scenario`; `signal` is sent after
+/// it prints "ready". Returns its stdout lines and exit status.
+fn run_child(test: &str, scenario: &str, signal: Option<libc::c_int>) -> (Vec<String>, i32) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, scenario)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if line.ends_with("ready") {
+            if let Some(sig) = signal {
+                // Let the children print their starts (ChildSpec::actor
+                // returns once each runs), then signal.
+                std::thread::sleep(Duration::from_millis(50));
+                // SAFETY: signalling our own child process.
+                assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+            }
+        }
+        lines.push(line);
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the child took {:?}",
+        started.elapsed()
+    );
+    (lines, status.code().unwrap_or(-1))
+}
+
+/// The lines that matter (the harness prints its own around them).
+fn events(lines: &[String]) -> Vec<&str> {
+    lines
+        .iter()
+        // The harness prints "test <name> ... " before the first line.
+        .map(|l| l.rsplit("... ").next().unwrap_or(l))
+        .filter(|l| l.starts_with("start ") || l.starts_with("stop ") || l.starts_with("exit "))
+        .collect()
+}
+
+#[test]
+fn sigterm_stops_the_tree_in_reverse_start_order_and_exits_zero() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let test = "sigterm_stops_the_tree_in_reverse_start_order_and_exits_zero";
+    let (lines, code) = run_child(test, "graceful", Some(libc::SIGTERM));
+    assert_eq!(
+        events(&lines),
+        ["start 1", "start 2", "start 3", "stop 3", "stop 2", "stop 1", "exit 0"],
+        "{lines:?}"
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn sigint_is_a_shutdown_too() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let (lines, code) = run_child("sigint_is_a_shutdown_too", "graceful", Some(libc::SIGINT));
+    assert_eq!(events(&lines).last(), Some(&"exit 0"), "{lines:?}");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_shutdown_past_its_deadline_stops_the_rest_and_exits_three() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let test = "a_shutdown_past_its_deadline_stops_the_rest_and_exits_three";
+    let (lines, code) = run_child(test, "stuck", Some(libc::SIGTERM));
+    let ev = events(&lines);
+    // Worker 3 stops in order; worker 2 ignores its stop, so the deadline
+    // passes and everything left is stopped.
+    assert_eq!(
+        ev[..4],
+        ["start 1", "start 2", "start 3", "stop 3"],
+        "{lines:?}"
+    );
+    assert!(
+        ev.contains(&"stop 2") && ev.contains(&"stop 1"),
+        "{lines:?}"
+    );
+    assert_eq!(ev.last(), Some(&"exit 3"), "{lines:?}");
+    assert_eq!(code, 3);
+}
+
+#[test]
+fn a_top_supervisor_that_gives_up_exits_one() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let (lines, code) = run_child("a_top_supervisor_that_gives_up_exits_one", "gives_up", None);
+    assert_eq!(events(&lines), ["exit 1"], "{lines:?}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_failed_start_exits_two() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let (lines, code) = run_child("a_failed_start_exits_two", "start_fails", None);
+    assert_eq!(events(&lines), ["exit 2"], "{lines:?}");
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn run_returns_the_roots_value() {
+    assert_eq!(smarm::run(|| 6 * 7), 42);
+    let exit: AppExit = Application::new()
+        .config(smarm::runtime::Config::exact(1))
+        .run(|| {
+            let top = supervisor::start(SupFlags::new(Strategy::OneForOne), vec![])?;
+            let inner = top.clone();
+            smarm::spawn(move || inner.shutdown().unwrap());
+            Ok(top)
+        });
+    assert!(matches!(exit, AppExit::Stopped), "{exit:?}");
+    assert_eq!(exit.code(), 0);
+}
