@@ -181,4 +181,6 @@ pub mod guide {
     pub struct DeriveActor;
     #[doc = include_str!("../guide/src/fairness.md")]
     pub struct Fairness;
+    #[doc = include_str!("../guide/src/service.md")]
+    pub struct Service;
 }
