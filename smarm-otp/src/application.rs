@@ -31,7 +31,7 @@
 //! | the top supervisor gives up (restart intensity) or fails | the runtime ends | 1 |
 //! | the top supervisor is shut down from inside the program | the runtime ends | 0 |
 //!
-//! Signals are caught through [`OsSignals`](smarm_core::io::OsSignals)
+//! Signals are caught through [`OsSignals`]
 //! (a handler and a self-pipe; smarm's own `SIGSEGV` handler is left as
 //! it is) while the application runs, and the previous handlers come back
 //! when it returns.
