@@ -91,7 +91,16 @@ impl<T> Inner<T> {
     fn wake_receiver(&mut self) {
         if let (Some(wait), Some(rt)) = (self.parked.take(), &self.runtime) {
             rt.wake(wait);
-        } else if let Some(thread) = self.thread.take() {
+        } else if self.thread.is_some() {
+            self.wake_thread();
+        }
+    }
+
+    /// Unpark the receiver's thread (out of line: the actor path is hot).
+    #[cold]
+    #[inline(never)]
+    fn wake_thread(&mut self) {
+        if let Some(thread) = self.thread.take() {
             thread.unpark();
         }
     }
@@ -294,7 +303,17 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                register_receiver(&mut g, "Receiver::recv")
+                match register_current(&mut g, "Receiver::recv") {
+                    Some(wait) => wait,
+                    None => {
+                        // A plain thread: park it until a send unparks it.
+                        g.thread = Some(std::thread::current());
+                        drop(g);
+                        drop(taken);
+                        std::thread::park();
+                        continue;
+                    }
+                }
             };
             wait.park();
         }
@@ -375,7 +394,17 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                register_receiver(&mut g, "Receiver::recv_match")
+                match register_current(&mut g, "Receiver::recv_match") {
+                    Some(wait) => wait,
+                    None => {
+                        // A plain thread: park it until a send unparks it.
+                        g.thread = Some(std::thread::current());
+                        drop(g);
+                        drop(taken);
+                        std::thread::park();
+                        continue;
+                    }
+                }
             };
             wait.park();
         }
@@ -518,36 +547,15 @@ fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
     }
 }
 
-/// How a receive that found nothing waits: an actor parks through the
-/// runtime's wait protocol; a plain thread parks itself.
-enum ReceiverWait {
-    Actor(Wait),
-    Thread,
-}
-
-impl ReceiverWait {
-    fn park(self) {
-        match self {
-            ReceiverWait::Actor(wait) => wait.park(),
-            // A spurious or early unpark only sends the caller round its
-            // loop again.
-            ReceiverWait::Thread => std::thread::park(),
-        }
-    }
-}
-
-/// Register the caller as the receiver waiting on the channel whose lock
-/// is held: the running actor's wait, or (off the runtime's threads) the
-/// calling thread. `what` names the call for the panic on a scheduler
-/// thread outside an actor.
-fn register_receiver<T>(g: &mut Inner<T>, what: &str) -> ReceiverWait {
-    if scheduler::current_worker().is_null() {
-        g.thread = Some(std::thread::current());
-        return ReceiverWait::Thread;
-    }
-    ReceiverWait::Actor(Wait::open_with(what, WaitingOn::Message, |wait, shared| {
+/// Open a wait for the running actor and register it on the channel whose
+/// lock is held; `None` on a plain thread (not a scheduler), which the
+/// caller parks itself. `what` names the call for the panic on a
+/// scheduler thread outside an actor.
+#[inline(always)]
+fn register_current<T>(g: &mut Inner<T>, what: &str) -> Option<Wait> {
+    Wait::open_on_scheduler(what, WaitingOn::Message, |wait, shared| {
         g.register(wait, shared)
-    }))
+    })
 }
 
 /// `recv_timeout`'s side of the bounded-wait loop.

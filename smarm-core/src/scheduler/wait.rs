@@ -155,6 +155,22 @@ impl Wait {
         on: WaitingOn,
         register: impl FnOnce(WaitId, &Shared),
     ) -> Wait {
+        match Wait::open_on_scheduler(what, on, register) {
+            Some(wait) => wait,
+            None => super::outside_actor(what),
+        }
+    }
+
+    /// [`open_with`](Self::open_with) from a thread that may not be a
+    /// scheduler at all: `None` (and `register` not run) on a plain
+    /// thread, for callers that block such a thread themselves; the same
+    /// panic on a scheduler thread outside an actor.
+    #[inline(always)]
+    pub(crate) fn open_on_scheduler(
+        what: &str,
+        on: WaitingOn,
+        register: impl FnOnce(WaitId, &Shared),
+    ) -> Option<Wait> {
         let opened = with_worker(|w, shared| {
             let Some(pid) = w.current.get() else {
                 super::outside_actor(what)
@@ -171,16 +187,13 @@ impl Wait {
             };
             register(id, shared);
             id
-        });
-        match opened {
-            Some(id) => Wait {
-                id,
-                bounded: false,
-                open: true,
-                _not_send: PhantomData,
-            },
-            None => super::outside_actor(what),
-        }
+        })?;
+        Some(Wait {
+            id: opened,
+            bounded: false,
+            open: true,
+            _not_send: PhantomData,
+        })
     }
 
     /// The wait's identity, for a waker that keeps the runtime itself.
