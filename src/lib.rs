@@ -5,7 +5,11 @@
 //! socket reads and writes) that parks only the actor, on a few scheduler
 //! threads that sleep on per-thread futexes and are woken one at a time.
 //! On that core sit the OTP behaviours: a typed registry, process groups,
-//! gen_server, supervisors, and typed actors from `#[derive(Actor)]`.
+//! gen_server, supervisors (static and dynamic), typed actors from
+//! `#[derive(Actor)]`, and [`application`]: a supervision tree run as the
+//! program, stopped in order on `SIGTERM`. [`net`] has TCP, UDP and Unix
+//! sockets shaped like std's; `examples/kv` is a Redis-protocol server
+//! built from all of it.
 //!
 //! ```
 //! use std::time::Duration;
