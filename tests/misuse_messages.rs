@@ -99,8 +99,21 @@ fn actor_only_calls_name_themselves_outside_an_actor() {
     assert_names("monitor", || drop(smarm::monitor(pid)));
     assert_names("link", || smarm::link(pid));
     assert_names("oneshot", || drop(smarm::channel::oneshot::<u8>()));
-    assert_names("io::wait_readable", || drop(smarm::io::wait_readable(0)));
-    assert_names("io::wait_writable", || drop(smarm::io::wait_writable(1)));
+    // Open fds of our own (an fd that is not open is EBADF, not a panic).
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two fds pipe writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    assert_names("io::wait_readable", || {
+        drop(smarm::io::wait_readable(fds[0]))
+    });
+    assert_names("io::wait_writable", || {
+        drop(smarm::io::wait_writable(fds[1]))
+    });
+    // SAFETY: closing the pipe made above.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
     assert_names("select", || {
         let (_tx, rx) = smarm::channel::<u8>();
         let _ = smarm::select(&[&rx]);
