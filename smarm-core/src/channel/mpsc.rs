@@ -307,6 +307,9 @@ impl<T> Receiver<T> {
                     Some(wait) => wait,
                     None => {
                         // A plain thread: park it until a send unparks it.
+                        // Inline (here and in recv_match): moving the guards
+                        // into a helper costs the actor path ~9
+                        // instructions per receive.
                         g.thread = Some(std::thread::current());
                         drop(g);
                         drop(taken);

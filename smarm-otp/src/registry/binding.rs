@@ -106,7 +106,8 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
     let msg = std::any::TypeId::of::<M>();
     let msg_name = std::any::type_name::<M>();
     with_tables(|t| {
-        match t.holder(text) {
+        let held = t.holder(text);
+        match held {
             Some(holder) if holder != me => {
                 return Err(RegisterError::NameTaken { name: text, holder })
             }
@@ -145,7 +146,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
             }
             None => t.publish(me, tx),
         }
-        if t.holder(text).is_none() {
+        if held.is_none() {
             t.bind(text, me, msg, msg_name);
         }
         Ok(())

@@ -57,14 +57,14 @@
 //! - (D3) Stopping many children asks them all first and waits after, so
 //!   a shutdown of N children takes one shutdown timeout, not N.
 
-use super::server::is_failure;
+use super::server::{is_failure, RestartLog};
 use super::spec::{Restart, Shutdown};
 use crate::gen_server::{
     self, CallError, Ctx, Flow, GenServer, GenServerRef, InitError, Reply, ServerName, StartError,
     StopReason, DEFAULT_CALL_TIMEOUT,
 };
 use smarm_core::{Exit, Pid};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// The start function of a dynamic supervisor's children: run in the
@@ -364,7 +364,7 @@ pub struct DynamicServer<A: Send + 'static> {
     spec: DynamicSpec<A>,
     /// Running children and, for restartable ones, their argument (D1).
     children: HashMap<Pid, Option<A>>,
-    restarts: VecDeque<Instant>,
+    restarts: RestartLog,
 }
 
 /// A dynamic supervisor request (a call).
@@ -397,7 +397,7 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
         Ok(DynamicServer {
             spec,
             children: HashMap::new(),
-            restarts: VecDeque::new(),
+            restarts: RestartLog::default(),
         })
     }
 
@@ -464,31 +464,12 @@ impl<A: Send + 'static> DynamicServer<A> {
             return Ok(());
         };
         loop {
-            self.count_restart()?;
+            self.restarts.count(self.spec.intensity, self.spec.period)?;
             if let Ok(pid) = (self.spec.start)(clone(&arg)) {
                 self.children.insert(pid, Some(arg));
                 return Ok(());
             }
         }
-    }
-
-    fn count_restart(&mut self) -> Result<(), String> {
-        let now = Instant::now();
-        self.restarts.push_back(now);
-        while self
-            .restarts
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > self.spec.period)
-        {
-            self.restarts.pop_front();
-        }
-        if self.restarts.len() > self.spec.intensity as usize {
-            return Err(format!(
-                "more than {} restart(s) within {:?}",
-                self.spec.intensity, self.spec.period
-            ));
-        }
-        Ok(())
     }
 
     fn terminate_child(&mut self, pid: Pid) -> bool {

@@ -22,7 +22,7 @@ use super::{ChildInfo, ChildRef};
 use crate::gen_server::{Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};
 use smarm_core::{DownReason, Exit, Pid};
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 struct Child {
     spec: ChildSpec,
@@ -36,7 +36,7 @@ pub(super) struct Supervisor {
     /// Start order; `None` marks a removed child (U3).
     children: Vec<Option<Child>>,
     by_pid: HashMap<Pid, usize>,
-    restarts: VecDeque<Instant>,
+    restarts: RestartLog,
 }
 
 /// What a [`SupervisorRef`](super::SupervisorRef) asks (a call).
@@ -69,7 +69,7 @@ impl GenServer for Supervisor {
             flags,
             children: Vec::new(),
             by_pid: HashMap::new(),
-            restarts: VecDeque::new(),
+            restarts: RestartLog::default(),
         };
         for spec in specs {
             if let Err(e) = sup.add(spec) {
@@ -131,33 +131,13 @@ impl Supervisor {
         }
         let mut failing = i;
         loop {
-            self.count_restart()?;
+            self.restarts
+                .count(self.flags.intensity, self.flags.period)?;
             match self.restart(failing) {
                 Ok(()) => return Ok(()),
                 Err(next) => failing = next, // a child failed to start: again
             }
         }
-    }
-
-    /// Note one restart; an error once more than `intensity` fall within
-    /// `period`.
-    fn count_restart(&mut self) -> Result<(), String> {
-        let now = Instant::now();
-        self.restarts.push_back(now);
-        while self
-            .restarts
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > self.flags.period)
-        {
-            self.restarts.pop_front();
-        }
-        if self.restarts.len() > self.flags.intensity as usize {
-            return Err(format!(
-                "more than {} restart(s) within {:?}",
-                self.flags.intensity, self.flags.period
-            ));
-        }
-        Ok(())
     }
 
     /// Restart child `i` (stopped) by the strategy. `Err(j)`: child `j`
@@ -280,6 +260,33 @@ impl Supervisor {
                 restart: c.spec.restart,
             })
             .collect()
+    }
+}
+
+/// The restarts of a supervisor within its intensity window (shared by
+/// the static and the dynamic supervisor).
+#[derive(Default)]
+pub(super) struct RestartLog(VecDeque<Instant>);
+
+impl RestartLog {
+    /// Note one restart; an error once more than `intensity` fall within
+    /// `period`.
+    pub(super) fn count(&mut self, intensity: u32, period: Duration) -> Result<(), String> {
+        let now = Instant::now();
+        self.0.push_back(now);
+        while self
+            .0
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > period)
+        {
+            self.0.pop_front();
+        }
+        if self.0.len() > intensity as usize {
+            return Err(format!(
+                "more than {intensity} restart(s) within {period:?}"
+            ));
+        }
+        Ok(())
     }
 }
 
