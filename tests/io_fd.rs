@@ -242,3 +242,67 @@ fn a_closed_and_reused_fd_number_can_be_waited_on_again() {
         }
     });
 }
+
+/// Readiness reaches a waiting actor while every scheduler stays busy (no
+/// scheduler ever idles to park in the poll): the busy schedulers' own
+/// polls deliver it, with the system monitor off.
+#[test]
+fn readiness_is_delivered_while_every_scheduler_is_busy() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    for threads in THREADS {
+        let config = smarm::runtime::Config::exact(threads).blocked_after(None);
+        let timed_out = Arc::new(AtomicUsize::new(0));
+        let spun_out = timed_out.clone();
+        smarm::runtime::init(config).run(move || {
+            let timed_out = spun_out;
+            let (r, w) = pipe();
+            let got = Arc::new(AtomicBool::new(false));
+            // One spinner per scheduler, yielding, until the reader got its
+            // byte (or a bound long past any reasonable delivery).
+            let spinners: Vec<_> = (0..threads)
+                .map(|_| {
+                    let (got, timed_out) = (got.clone(), timed_out.clone());
+                    smarm::spawn(move || {
+                        let t0 = Instant::now();
+                        while !got.load(Ordering::Acquire) {
+                            if t0.elapsed() > Duration::from_secs(20) {
+                                timed_out.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                            smarm::yield_now();
+                        }
+                    })
+                })
+                .collect();
+            let reader = {
+                let got = got.clone();
+                smarm::spawn(move || {
+                    let mut buf = [0u8; 1];
+                    assert_eq!(smarm::io::read(r, &mut buf).unwrap(), 1);
+                    got.store(true, Ordering::Release);
+                })
+            };
+            // Written from a plain thread once the spinners own the
+            // schedulers and the reader waits.
+            let writer = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                // SAFETY: one byte from a live local to our pipe.
+                assert_eq!(unsafe { libc::write(w, b"x".as_ptr().cast(), 1) }, 1);
+            });
+            reader.join().unwrap();
+            assert!(got.load(Ordering::Acquire), "the reader must have its byte");
+            for s in spinners {
+                s.join().unwrap();
+            }
+            writer.join().unwrap();
+            close(r);
+            close(w);
+        });
+        assert_eq!(
+            timed_out.load(Ordering::Relaxed),
+            0,
+            "{threads} scheduler(s): the byte reached the reader only once the spinners gave up"
+        );
+    }
+}

@@ -15,6 +15,6 @@ pub(crate) use std::sync::atomic::{
 
 // The condvar parker backs loom builds and non-Linux targets only.
 #[cfg(loom)]
-pub(crate) use loom::sync::{Condvar, Mutex};
+pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(all(not(loom), not(target_os = "linux")))]
-pub(crate) use std::sync::{Condvar, Mutex};
+pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};

@@ -1,7 +1,9 @@
-//! Fd readiness: the epoll thread, waits, `FdArm`, `read` and `write`.
+//! Fd readiness: the epoll set the schedulers poll, waits, `FdArm`,
+//! `read` and `write`.
 
 use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
+use crate::scheduler::netpoll::{PollEvents, PollSource};
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, Wait};
@@ -9,12 +11,12 @@ use crate::slot::{Pid, WaitId};
 use crate::sync::{LockClass, RawMutex};
 use std::collections::HashMap;
 use std::io;
-use std::os::fd::RawFd;
-use std::sync::{Arc, Weak};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// The epoll token of the shutdown pipe.
-const SHUTDOWN_TOKEN: u64 = u64::MAX;
+/// The epoll token of the runtime's wake eventfd (netpoll (P2)).
+const WAKE_TOKEN: u64 = u64::MAX;
 
 /// The parked waiters of one fd: at most one per direction, so one actor
 /// can read a socket while another writes it.
@@ -50,62 +52,46 @@ impl FdWaiters {
 type Waiters = HashMap<RawFd, FdWaiters>;
 
 pub(super) struct Epoll {
-    epfd: RawFd,
-    waiters: Arc<RawMutex<Waiters>>,
-    shutdown_write: RawFd,
-    shutdown_read: RawFd,
-    thread: Option<std::thread::JoinHandle<()>>,
+    epfd: OwnedFd,
+    waiters: RawMutex<Waiters>,
+    /// The runtime's wake eventfd, in the set under [`WAKE_TOKEN`]; owned
+    /// by the runtime (netpoll (P2)).
+    wake_fd: RawFd,
 }
 
 impl Epoll {
-    pub(super) fn start(rt: Weak<Shared>) -> io::Result<Epoll> {
+    /// An epoll set watching `shared`'s wake eventfd.
+    pub(super) fn new(shared: &Shared) -> io::Result<Epoll> {
+        let wake_fd = shared.netpoll.wake_fd()?;
         // SAFETY: plain syscall; a negative return is an error.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epfd < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut pipe = [0 as RawFd; 2];
-        // SAFETY: `pipe` has room for the two fds pipe2 writes.
-        if unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
-            let e = io::Error::last_os_error();
-            // SAFETY: closing the epoll fd we just created.
-            unsafe { libc::close(epfd) };
-            return Err(e);
-        }
-        let [shutdown_read, shutdown_write] = pipe;
+        // SAFETY: `epfd` was just opened and is owned by nothing else.
+        let epfd = unsafe { OwnedFd::from_raw_fd(epfd) };
         let mut ev = libc::epoll_event {
             events: libc::EPOLLIN as u32,
-            u64: SHUTDOWN_TOKEN,
+            u64: WAKE_TOKEN,
         };
-        // SAFETY: valid epoll fd and pipe fd; `ev` outlives the call.
-        unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, shutdown_read, &mut ev) };
-        let waiters = Arc::new(RawMutex::new(LockClass::Io, HashMap::new()));
-        let thread_waiters = waiters.clone();
-        let thread = std::thread::Builder::new()
-            .name("smarm-io-epoll".into())
-            .spawn(move || epoll_loop(epfd, thread_waiters, rt));
-        match thread {
-            Ok(thread) => Ok(Epoll {
-                epfd,
-                waiters,
-                shutdown_write,
-                shutdown_read,
-                thread: Some(thread),
-            }),
-            Err(e) => {
-                // SAFETY: closing the fds we just created; no thread uses them.
-                unsafe {
-                    libc::close(epfd);
-                    libc::close(shutdown_read);
-                    libc::close(shutdown_write);
-                }
-                Err(e)
-            }
+        // SAFETY: valid epoll fd and eventfd; `ev` outlives the call.
+        if unsafe { libc::epoll_ctl(epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, wake_fd, &mut ev) } < 0 {
+            return Err(io::Error::last_os_error());
         }
+        Ok(Epoll {
+            epfd,
+            waiters: RawMutex::new(LockClass::Io, HashMap::new()),
+            wake_fd,
+        })
     }
 
     /// Register `wait` as `fd`'s waiter in one direction (io (I1)).
     fn register(&self, fd: RawFd, wait: WaitId, readable: bool) -> io::Result<()> {
+        if fd == self.epfd.as_raw_fd() || fd == self.wake_fd {
+            // The number of an fd the caller closed, reused by the driver
+            // it started: the caller's fd is not open.
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         let mut waiters = self.waiters.lock();
         let mut entry = waiters.get(&fd).copied().unwrap_or_default();
         if entry.slot(readable).is_some() {
@@ -119,7 +105,7 @@ impl Epoll {
             ));
         }
         *entry.slot(readable) = Some(wait);
-        arm(self.epfd, fd, entry.events())?;
+        arm(self.epfd.as_raw_fd(), fd, entry.events())?;
         waiters.insert(fd, entry);
         Ok(())
     }
@@ -140,8 +126,15 @@ impl Epoll {
         if events == 0 {
             waiters.remove(&fd);
             // SAFETY: DEL of a registered fd; ENOENT (already closed) is fine.
-            unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
-        } else if arm(self.epfd, fd, events).is_err() {
+            unsafe {
+                libc::epoll_ctl(
+                    self.epfd.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    fd,
+                    std::ptr::null_mut(),
+                )
+            };
+        } else if arm(self.epfd.as_raw_fd(), fd, events).is_err() {
             let other = entry.slot(!readable).take();
             waiters.remove(&fd);
             return Some(other);
@@ -175,50 +168,96 @@ fn arm(epfd: RawFd, fd: RawFd, events: u32) -> io::Result<()> {
     Ok(())
 }
 
-impl Drop for Epoll {
-    fn drop(&mut self) {
-        let byte = 1u8;
-        // SAFETY: writing one byte from a live local to our own pipe.
-        unsafe { libc::write(self.shutdown_write, (&raw const byte).cast(), 1) };
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+impl PollSource for Epoll {
+    fn wait(&self, events: &mut PollEvents, timeout: Option<Duration>) -> bool {
+        events.clear();
+        let room = events.capacity().max(1);
+        events.reserve(room);
+        // SAFETY: `events` has room for `room` entries, which the kernel
+        // fills; `len` is set to the count it reports.
+        let n = unsafe { epoll_wait(self.epfd.as_raw_fd(), events.as_mut_ptr(), room, timeout) };
+        // SAFETY: the kernel initialised the first `n` entries.
+        unsafe { events.set_len(n) };
+        let before = events.len();
+        events.retain(|ev| ev.u64 != WAKE_TOKEN);
+        if events.len() != before {
+            let mut count = 0u64;
+            // SAFETY: reads 8 bytes into a live local from our eventfd
+            // (non-blocking: EAGAIN if a racing read drained it).
+            unsafe { libc::read(self.wake_fd, (&raw mut count).cast(), 8) };
         }
-        // SAFETY: the epoll thread has exited; these fds are ours (io (I4)).
-        unsafe {
-            libc::close(self.epfd);
-            libc::close(self.shutdown_read);
-            libc::close(self.shutdown_write);
+        !events.is_empty()
+    }
+
+    fn dispatch(&self, shared: &Shared, events: &PollEvents) {
+        for ev in events {
+            for wait in consume(
+                self.epfd.as_raw_fd(),
+                &self.waiters,
+                ev.u64 as RawFd,
+                ev.events,
+            )
+            .into_iter()
+            .flatten()
+            {
+                shared.fd_wait_ended();
+                shared.wake(wait);
+            }
         }
     }
 }
 
-fn epoll_loop(epfd: RawFd, waiters: Arc<RawMutex<Waiters>>, rt: Weak<Shared>) {
-    const MAX_EVENTS: usize = 64;
-    let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
-    loop {
-        // SAFETY: `events` has room for MAX_EVENTS entries.
-        let n = unsafe { libc::epoll_wait(epfd, events.as_mut_ptr(), MAX_EVENTS as i32, -1) };
-        if n < 0 {
-            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
+/// `epoll_pwait2` (nanosecond timeout), or `epoll_wait` with the timeout
+/// rounded up to a millisecond where the kernel lacks it. Returns the
+/// number of events written (0 on a timeout or EINTR).
+///
+/// # Safety
+///
+/// `events` must have room for `max` entries.
+unsafe fn epoll_wait(
+    epfd: RawFd,
+    events: *mut libc::epoll_event,
+    max: usize,
+    timeout: Option<Duration>,
+) -> usize {
+    static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
+    let max = max.min(i32::MAX as usize) as i32;
+    let n = if NO_PWAIT2.load(Ordering::Relaxed) {
+        -1
+    } else {
+        let ts = timeout.map(|d| libc::timespec {
+            tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        });
+        let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |ts| ts as *const _);
+        // SAFETY: the caller's room for `max` events; `ts_ptr` is null or
+        // points to `ts`, which outlives the call; no signal mask.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                epfd,
+                events,
+                max,
+                ts_ptr,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            NO_PWAIT2.store(true, Ordering::Relaxed);
         }
-        for ev in &events[..n as usize] {
-            let token = ev.u64;
-            if token == SHUTDOWN_TOKEN {
-                return;
-            }
-            let fd = token as RawFd;
-            let woken = consume(epfd, &waiters, fd, ev.events);
-            if let Some(shared) = rt.upgrade() {
-                for wait in woken.into_iter().flatten() {
-                    shared.fd_wait_ended();
-                    shared.wake(wait);
-                }
-            }
-        }
-    }
+        n as i32
+    };
+    let n = if n < 0 && NO_PWAIT2.load(Ordering::Relaxed) {
+        let ms = timeout.map_or(-1, |d| {
+            i32::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
+        });
+        // SAFETY: the caller's room for `max` events.
+        unsafe { libc::epoll_wait(epfd, events, max, ms) }
+    } else {
+        n
+    };
+    n.max(0) as usize
 }
 
 /// Consume the registrations `events` on `fd` satisfy, under the waiters
@@ -301,7 +340,6 @@ impl Drop for Registered {
 }
 
 fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
-    check_fd(fd)?;
     // From registering to being woken: a section (an actor ended in between
     // would leave its registration counted forever).
     let _section = crate::scheduler::Section::enter();
@@ -316,7 +354,7 @@ fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
         readable,
     };
     wait.park();
-    // Woken by the epoll thread, which consumed the registration: nothing
+    // Woken by a poll, which consumed the registration: nothing
     // to cancel.
     std::mem::forget(registered);
     Ok(())
@@ -330,15 +368,6 @@ fn wait_name(readable: bool) -> &'static str {
     } else {
         "io::wait_writable"
     }
-}
-
-/// An fd the process does not have open is `EBADF`, at once.
-fn check_fd(fd: RawFd) -> io::Result<()> {
-    // SAFETY: F_GETFD reads the fd's flags; an invalid fd is EBADF.
-    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// Park the calling actor until `fd` is readable (or hung up, or in

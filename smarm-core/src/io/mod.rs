@@ -1,7 +1,8 @@
 //! IO without blocking a scheduler thread: a blocking pool for calls that
-//! must block (`block_on_io`), and an epoll thread for fd readiness
-//! (`wait_readable`, `wait_writable`, `FdArm` select arms, `read`, `write`),
-//! on which the sockets (`net`) and Unix signals (`OsSignals`) are built.
+//! must block (`block_on_io`), and an epoll set the schedulers poll for fd
+//! readiness (`wait_readable`, `wait_writable`, `FdArm` select arms,
+//! `read`, `write`), on which the sockets (`net`) and Unix signals
+//! (`OsSignals`) are built.
 //!
 //! # Design
 //!
@@ -16,9 +17,12 @@
 //!   decrement `io_outstanding` and wake the actor. Threads are started on
 //!   demand up to [`MAX_BLOCKING_THREADS`] and leave after
 //!   [`BLOCKING_KEEP_ALIVE`] idle;
-//! - the **epoll thread** (`epoll.rs`): `epoll_wait` on the driver's
-//!   epoll fd; a ready fd's waiters are removed under the waiters lock,
-//!   `io_fd_waiters` decremented and the actors woken. An fd has at most one
+//! - the **epoll set** (`epoll.rs`), installed as the schedulers' poll
+//!   source (`scheduler::netpoll`): an idle scheduler parks in
+//!   `epoll_pwait2`, busy ones and the system monitor poll it without
+//!   blocking now and then. A poll removes a ready fd's waiters under the
+//!   waiters lock, decrements `io_fd_waiters` and wakes the actors, which
+//!   land in the polling scheduler's own queues. An fd has at most one
 //!   waiter per direction (a reader and a writer), armed together.
 //!   Level-triggered with `EPOLLONESHOT`: one arm, one wake per wait. The
 //!   event disarms the fd but leaves it in the set, so the next wait on it
@@ -27,7 +31,7 @@
 //!   direction is re-armed at once; a cancelled wait re-arms for the other
 //!   direction or `DEL`s the fd.
 //!
-//! Producers reach the runtime through a `Weak` (the driver lives in the
+//! The pool reaches the runtime through a `Weak` (the driver lives in the
 //! runtime: no reference cycle). `io_outstanding + io_fd_waiters` feed the
 //! termination verdict: a run does not end while a blocking call is in
 //! flight or an actor waits on an fd. The root-exit sweep does stop actors
@@ -37,20 +41,21 @@
 //! # Invariants
 //!
 //! - (I1) The waiters lock serialises every arm (ADD/MOD) and DEL of an fd
-//!   with the epoll thread's consumption of a registration: they never
-//!   interleave. The epoll thread takes no other lock of the runtime.
+//!   with a poll's consumption of a registration: they never interleave.
+//!   A poll takes no other lock of the runtime while it holds it.
 //! - (I2) Each counter increment happens before the registration or
 //!   submission it counts and is undone exactly once: by the producer that
 //!   consumes it, or by the waiter that cancels it.
 //! - (I3) A waiter that unwinds (a stop) removes its registration if it is
-//!   still its own, so the fd is registrable again; one consumed by the
-//!   epoll thread meanwhile is left alone.
-//! - (I4) Teardown joins both producers and closes every fd the driver
-//!   opened.
+//!   still its own, so the fd is registrable again; one consumed by a poll
+//!   meanwhile is left alone.
+//! - (I4) Teardown uninstalls the poll source once no scheduler runs,
+//!   joins the pool and closes every fd the driver opened (the wake
+//!   eventfd is the runtime's).
 //!
 //! # Safety
 //!
-//! `epoll.rs` wraps `epoll_create1`, `epoll_ctl`, `epoll_wait`, `pipe2`,
+//! `epoll.rs` wraps `epoll_create1`, `epoll_ctl`, `epoll_pwait2`/`epoll_wait`,
 //! `poll`, `read` and `write` on fds the caller names; invalid fds are
 //! errors from the kernel, never memory unsafety.
 
@@ -66,19 +71,23 @@ pub use epoll::{
 pub use os_signal::OsSignals;
 
 use crate::scheduler::Shared;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// The IO producers of one run of one runtime.
 pub(crate) struct IoDriver {
     pool: blocking::Pool,
-    epoll: epoll::Epoll,
+    epoll: Arc<epoll::Epoll>,
 }
 
 impl IoDriver {
-    fn start(rt: Weak<Shared>) -> std::io::Result<IoDriver> {
+    /// Start the pool and make the epoll set, installed as the schedulers'
+    /// poll source.
+    fn start(shared: &Shared) -> std::io::Result<IoDriver> {
+        let epoll = Arc::new(epoll::Epoll::new(shared)?);
+        shared.netpoll.install(epoll.clone());
         Ok(IoDriver {
-            pool: blocking::Pool::new(rt.clone()),
-            epoll: epoll::Epoll::start(rt)?,
+            pool: blocking::Pool::new(Arc::downgrade(&shared.to_arc())),
+            epoll,
         })
     }
 }
@@ -94,7 +103,7 @@ pub(crate) fn driver(shared: &Shared) -> std::io::Result<Arc<IoDriver>> {
     if let Some(driver) = io.as_ref() {
         return Ok(driver.clone());
     }
-    let driver = Arc::new(IoDriver::start(Arc::downgrade(&shared.to_arc()))?);
+    let driver = Arc::new(IoDriver::start(shared)?);
     *io = Some(driver.clone());
     Ok(driver)
 }
@@ -105,8 +114,9 @@ pub(crate) fn running_driver(shared: &Shared) -> Option<Arc<IoDriver>> {
 }
 
 /// Stop `shared`'s IO driver for this run (joins its threads, closes its
-/// fds).
+/// fds). No scheduler runs by then, so none polls.
 pub(crate) fn stop(shared: &Shared) {
+    shared.netpoll.uninstall();
     let driver = crate::sync::lock_std(&shared.locals.get_or_default::<IoState>().0).take();
     drop(driver);
 }

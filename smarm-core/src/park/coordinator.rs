@@ -28,6 +28,9 @@ pub(crate) struct Coordinator {
     parkers: Box<[Parker]>,
     /// Bit `i` set = scheduler `i` is parked or committed to parking (I1).
     idle: AtomicU64,
+    /// Bit `i` set = scheduler `i` parks in the IO poller (I6): a hint
+    /// for `wake_one`, which prefers the others.
+    polling: AtomicU64,
     /// Timekeeper holder id, or `NO_TIMEKEEPER` (I4).
     tk_holder: AtomicU64,
     /// The holder's armed deadline in nanos since `origin`, or `NO_DEADLINE`.
@@ -51,6 +54,7 @@ impl Coordinator {
         Coordinator {
             parkers: (0..schedulers).map(|_| Parker::new()).collect(),
             idle: AtomicU64::new(0),
+            polling: AtomicU64::new(0),
             tk_holder: AtomicU64::new(NO_TIMEKEEPER),
             tk_armed: AtomicU64::new(NO_DEADLINE),
             next_deadline: AtomicU64::new(NO_DEADLINE),
@@ -106,6 +110,36 @@ impl Coordinator {
         deadline: Option<Instant>,
         recheck: impl FnOnce() -> bool,
     ) -> ParkResult {
+        self.park_with(id, recheck, |parker| parker.park(deadline))
+    }
+
+    /// [`park`](Self::park), blocking in `poll` instead of the futex: the
+    /// scheduler is the runtime's IO poller while it sleeps (I6). `poll`
+    /// gets the time left and returns whether it found work; a wake
+    /// writes `wake_fd`, which `poll` must watch.
+    pub(crate) fn park_polling(
+        &self,
+        id: usize,
+        deadline: Option<Instant>,
+        recheck: impl FnOnce() -> bool,
+        wake_fd: std::os::fd::RawFd,
+        poll: impl FnMut(Option<std::time::Duration>) -> bool,
+    ) -> ParkResult {
+        let bit = 1u64 << id;
+        self.polling.fetch_or(bit, Ordering::Relaxed);
+        let result = self.park_with(id, recheck, |parker| {
+            parker.park_polling(deadline, wake_fd, poll)
+        });
+        self.polling.fetch_and(!bit, Ordering::Relaxed);
+        result
+    }
+
+    fn park_with(
+        &self,
+        id: usize,
+        recheck: impl FnOnce() -> bool,
+        block: impl FnOnce(&Parker) -> bool,
+    ) -> ParkResult {
         debug_assert!(id < self.parkers.len(), "park: scheduler id out of range");
         let bit = 1u64 << id;
         let prev = self.idle.fetch_or(bit, Ordering::AcqRel);
@@ -118,7 +152,7 @@ impl Coordinator {
         }
         // A wake_one that picked us after the re-check has CASed our bit
         // clear and left a permit, so this returns at once.
-        let woken = self.parkers[id].park(deadline);
+        let woken = block(&self.parkers[id]);
         self.idle.fetch_and(!bit, Ordering::AcqRel);
         if woken {
             ParkResult::Woken
@@ -128,8 +162,11 @@ impl Coordinator {
     }
 
     /// Wake exactly one parked scheduler, if any: the highest idle bit
-    /// (warmest cache), CASed clear, then a permit (I3). Returns whether a
-    /// scheduler was woken.
+    /// (warmest cache), CASed clear, then a permit (I3). The IO poller is
+    /// woken only when no other scheduler is idle: it keeps polling (I6).
+    /// Returns whether a scheduler was woken. Out of line: the enqueue
+    /// tail inlines only its fenced load.
+    #[inline(never)]
     pub(crate) fn wake_one(&self) -> bool {
         // RMW read: the latest mask by modification-order coherence.
         let mut mask = self.idle.fetch_or(0, Ordering::AcqRel);
@@ -137,7 +174,9 @@ impl Coordinator {
             if mask == 0 {
                 return false;
             }
-            let id = 63 - mask.leading_zeros() as usize;
+            let others = mask & !self.polling.load(Ordering::Relaxed);
+            let pick = if others != 0 { others } else { mask };
+            let id = 63 - pick.leading_zeros() as usize;
             let bit = 1u64 << id;
             match self
                 .idle

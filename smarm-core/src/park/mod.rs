@@ -5,7 +5,7 @@
 //!
 //! Schedulers never sleep on a shared fd. Each parks on its own [`Parker`]
 //! and is woken through an idle-mask protocol the runtime owns. Producers
-//! (an actor waking another, a timer, an IO thread) follow a two-call
+//! (an actor waking another, a timer, an IO poll) follow a two-call
 //! contract: make the actor runnable (push it on a queue), then run the
 //! enqueue wake tail ([`Coordinator::wake_one_if_idle`]).
 //!
@@ -13,7 +13,9 @@
 //!   `std::thread::park`. An unpark delivered before the park leaves a
 //!   permit; the next park consumes it and returns at once. Linux: a private
 //!   futex with a nanosecond relative timeout. Loom and other targets: a
-//!   `Mutex<bool>` + `Condvar`.
+//!   `Mutex` + `Condvar`. A *polling* park blocks in the IO poll instead
+//!   ([`Coordinator::park_polling`]); an unpark that finds the parker
+//!   polling writes the poll's wake eventfd.
 //! - **Idle mask**: an `AtomicU64` of parked scheduler ids. A scheduler
 //!   parks by publishing its bit, re-checking every work source, then
 //!   blocking. [`Coordinator::wake_one`] picks the highest set bit, CASes it
@@ -52,6 +54,10 @@
 //!   block: it loops and takes the role. So a busy scheduler that blocks
 //!   its thread (a system call, a std lock) cannot strand the timers while
 //!   another scheduler idles.
+//! - (I6) A polling park is a park: the same idle bit, re-check and permit,
+//!   so (I1)-(I3) hold for it unchanged; it also ends when the poll finds
+//!   work. `wake_one` picks the polling scheduler only when no other is
+//!   idle, so the poll goes on while a futex-parked sibling takes the work.
 //!
 //! # Memory ordering
 //!
@@ -78,7 +84,8 @@
 //! # Safety
 //!
 //! The only unsafe code is the futex syscall in `parker/futex.rs` (see
-//! [`crate::sync::futex`]).
+//! [`crate::sync::futex`]) and the 8-byte `write` to a polling parker's
+//! wake eventfd, which the runtime keeps open (netpoll (P2)).
 
 mod coordinator;
 mod parker;

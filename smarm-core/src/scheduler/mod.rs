@@ -109,6 +109,7 @@ pub(crate) mod clock;
 mod current;
 mod live;
 mod locals;
+pub(crate) mod netpoll;
 mod next_slot;
 pub(crate) mod overflow;
 pub(crate) mod preempt;

@@ -2,6 +2,7 @@
 //! enqueue and wake paths through it. Layers above keep per-runtime state
 //! of their own in its [`RuntimeLocals`] instead of fields here.
 
+use super::netpoll::NetPoll;
 use super::next_slot::NextSlot;
 use super::sysmon::BlockedRecord;
 use super::{with_worker, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
@@ -117,6 +118,8 @@ pub(crate) struct Shared {
     io_outstanding: AtomicU32,
     /// Actors parked on fd readiness (fed by the IO driver).
     io_fd_waiters: AtomicU32,
+    /// Who polls the IO driver's readiness, and when.
+    pub(crate) netpoll: NetPoll,
     /// The root actor's pid bits for the current run.
     root: AtomicU64,
     pub(super) root_exited: AtomicBool,
@@ -156,6 +159,7 @@ impl Shared {
             live: LiveCount::new(threads),
             io_outstanding: AtomicU32::new(0),
             io_fd_waiters: AtomicU32::new(0),
+            netpoll: NetPoll::new(),
             root: AtomicU64::new(0),
             root_exited: AtomicBool::new(false),
             root_swept: AtomicBool::new(false),
@@ -341,7 +345,7 @@ impl Shared {
         self.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// An fd wait was consumed by the epoll thread or cancelled.
+    /// An fd wait was consumed by a poll or cancelled.
     pub(crate) fn fd_wait_ended(&self) {
         self.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
     }
@@ -418,6 +422,7 @@ impl Shared {
         self.coord.wake_one_if_idle();
     }
 
+    #[inline]
     fn route_pinned(&self, pid: Pid, slot: &Slot) -> bool {
         let pin = slot.pinned.load(Ordering::Relaxed);
         if pin == 0 {
@@ -504,6 +509,11 @@ impl Shared {
     }
 
     // ----- termination (runtime (I2), (I3)) -----
+
+    /// Some actor waits on fd readiness: worth polling.
+    pub(super) fn fd_waited(&self) -> bool {
+        self.io_fd_waiters.load(Ordering::Relaxed) > 0
+    }
 
     fn io_in_flight(&self) -> bool {
         self.io_outstanding.load(Ordering::Acquire) + self.io_fd_waiters.load(Ordering::Acquire) > 0

@@ -5,7 +5,7 @@
 //! A blocking primitive opens a [`Wait`]: a new epoch on the actor's slot
 //! word (slot (I3)), marked on its scheduler so no safepoint preempts the
 //! actor while the wait is open. It registers the wait's [`WaitId`] with
-//! whoever will wake it (a channel, a mutex queue, the epoll thread, a
+//! whoever will wake it (a channel, a mutex queue, an IO poll, a
 //! joiner record, a pool job), optionally gives it a deadline (the actor's
 //! cached wait timer, time bounded (B1)), then parks or retires it. A waker
 //! holds a [`WakeToken`] (or a `WaitId` beside a runtime it already keeps)

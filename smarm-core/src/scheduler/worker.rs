@@ -84,6 +84,11 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         if worker.tick.get().is_multiple_of(DUE_CHECK_TICK) && shared.coord.deadline_due() {
             shared.fire_due_timers(true);
         }
+        // While every scheduler is busy nobody parks in the IO poll: look
+        // now and then (netpoll).
+        if worker.tick.get().is_multiple_of(super::netpoll::POLL_TICK) {
+            shared.netpoll.poll_now(shared);
+        }
         let Some(pid) = pop(
             shared,
             &worker,
@@ -279,9 +284,14 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     } else {
         tk_deadline
     };
-    let result = shared
-        .coord
-        .park(w.id, deadline, || shared.work_visible(w.id));
+    // With actors waiting on fds, one idle scheduler parks in the IO poll
+    // (netpoll (P1)); the others on their futexes.
+    let result = match shared.netpoll.park(shared, w.id, deadline) {
+        Some(result) => result,
+        None => shared
+            .coord
+            .park(w.id, deadline, || shared.work_visible(w.id)),
+    };
     shared.reclaim.online(w.id);
     let stats = &shared.queues[w.id].stats;
     match result {
@@ -441,6 +451,7 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
 /// Run by an actor right after it is switched back in: commit the park of
 /// the actor that handed over to it directly, now that its stack is left
 /// (a waker may resume it anywhere from here on).
+#[inline]
 pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
     let Some(parked) = w.handed_off.take() else {
         return;
