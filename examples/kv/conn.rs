@@ -43,7 +43,6 @@ pub fn serve(stream: TcpStream, shared: Arc<Shared>) {
         start: 0,
         end: 0,
         out: Vec::new(),
-        drained: false,
     };
     let _ = conn.run();
 }
@@ -59,10 +58,6 @@ struct Conn {
     start: usize,
     end: usize,
     out: Vec<u8>,
-    /// The last read left room in the buffer: the socket was drained, so
-    /// the next read would most likely find nothing (wait first instead
-    /// of paying for a read that fails).
-    drained: bool,
 }
 
 /// What a batch does once its replies are in.
@@ -118,16 +113,13 @@ impl Conn {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
-        if self.drained {
-            smarm::io::wait_readable(self.stream.as_raw_fd())?;
-        }
+        // A read that left room in the buffer drained the socket: the next
+        // one waits for new bytes without a failed read first (smarm::net).
         loop {
-            let room = self.buf.len() - self.end;
             match (&self.stream).read(&mut self.buf[self.end..]) {
                 Ok(0) => return Ok(false),
                 Ok(n) => {
                     self.end += n;
-                    self.drained = n < room;
                     return Ok(true);
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -64,3 +64,28 @@ pub fn heartbeat_worst_lateness(n: u32) -> std::time::Duration {
     }
     worst
 }
+
+/// Aborts the test process if not dropped within `limit`: for tests whose
+/// failure mode is a hang (a lost wake leaves a run that never ends), so
+/// the failure is a message and an exit, not a stuck test binary.
+pub struct HangGuard(Option<std::sync::mpsc::Sender<()>>);
+
+impl HangGuard {
+    pub fn new(limit: std::time::Duration, what: &'static str) -> HangGuard {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(limit) {
+                eprintln!("hung for {limit:?}: {what}");
+                std::process::abort();
+            }
+        });
+        HangGuard(Some(tx))
+    }
+}
+
+impl Drop for HangGuard {
+    fn drop(&mut self) {
+        // Dropping the sender disconnects the watchdog, which then leaves.
+        self.0.take();
+    }
+}

@@ -12,18 +12,28 @@ use crate::sync::{LockClass, RawMutex};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The epoll token of the runtime's wake eventfd (netpoll (P2)).
 const WAKE_TOKEN: u64 = u64::MAX;
 
-/// The parked waiters of one fd: at most one per direction, so one actor
-/// can read a socket while another writes it.
+/// One fd's state in the set: its parked waiters, at most one per
+/// direction (so one actor can read a socket while another writes it),
+/// and the edges nobody was waiting for.
 #[derive(Default, Clone, Copy)]
 struct FdWaiters {
     reader: Option<WaitId>,
     writer: Option<WaitId>,
+    /// An edge came with no reader (writer) parked: the next wait through
+    /// the fd's [`Registration`] returns at once (io (I5)).
+    read_ready: bool,
+    write_ready: bool,
+    /// The peer closed its side, or the fd is in error: no edge may ever
+    /// follow, so every wait in that direction returns at once (the read
+    /// then sees EOF, the write the error).
+    read_closed: bool,
+    write_closed: bool,
 }
 
 impl FdWaiters {
@@ -35,24 +45,58 @@ impl FdWaiters {
         }
     }
 
-    /// The epoll interest of the waiters present (0: none).
-    fn events(&self) -> u32 {
-        let mut events = 0;
-        if self.reader.is_some() {
-            events |= libc::EPOLLIN as u32;
+    fn ready(&mut self, readable: bool) -> &mut bool {
+        if readable {
+            &mut self.read_ready
+        } else {
+            &mut self.write_ready
         }
-        if self.writer.is_some() {
-            events |= libc::EPOLLOUT as u32;
+    }
+
+    fn closed(&mut self, readable: bool) -> &mut bool {
+        if readable {
+            &mut self.read_closed
+        } else {
+            &mut self.write_closed
         }
-        events
     }
 }
 
-/// The parked waiters, by fd.
+/// The fds in the set, by number.
 type Waiters = HashMap<RawFd, FdWaiters>;
+
+/// Source of [`Epoll::id`]s (0: none).
+static NEXT_EPOLL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A socket's registration: which epoll set its fd is armed in, and
+/// whether its last read drained it. A socket's own waits trust the set's
+/// edges (io (I5)); raw-fd waits re-arm every time.
+#[derive(Debug, Default)]
+pub(crate) struct Registration {
+    /// The [`Epoll::id`] the fd is armed in, 0 if none yet.
+    epoll: AtomicU64,
+    /// The last read returned less than asked: the fd was drained then, so
+    /// the next read waits for an edge instead of failing first.
+    drained: AtomicBool,
+}
+
+impl Registration {
+    /// Take the drained mark.
+    pub(crate) fn take_drained(&self) -> bool {
+        self.drained.load(Ordering::Relaxed) && self.drained.swap(false, Ordering::Relaxed)
+    }
+
+    /// Mark whether the read just made drained the fd.
+    pub(crate) fn set_drained(&self, drained: bool) {
+        self.drained.store(drained, Ordering::Relaxed);
+    }
+}
 
 pub(super) struct Epoll {
     epfd: OwnedFd,
+    /// Distinguishes this set from a previous run's (a [`Registration`]
+    /// armed there is not armed here).
+    id: u64,
     waiters: RawMutex<Waiters>,
     /// The runtime's wake eventfd, in the set under [`WAKE_TOKEN`]; owned
     /// by the runtime (netpoll (P2)).
@@ -80,20 +124,31 @@ impl Epoll {
         }
         Ok(Epoll {
             epfd,
+            id: NEXT_EPOLL_ID.fetch_add(1, Ordering::Relaxed),
             waiters: RawMutex::new(LockClass::Io, HashMap::new()),
             wake_fd,
         })
     }
 
-    /// Register `wait` as `fd`'s waiter in one direction (io (I1)).
-    fn register(&self, fd: RawFd, wait: WaitId, readable: bool) -> io::Result<()> {
+    /// Register `wait` as `fd`'s waiter in one direction (io (I1)). With
+    /// the socket's `registration` armed here, an edge left unclaimed
+    /// means ready now: `Ok(false)`, nothing registered. Otherwise (first
+    /// wait, or a raw fd) the fd is armed again, which makes the kernel
+    /// report it at once if it is ready (io (I5)); `Ok(true)`.
+    fn register(
+        &self,
+        fd: RawFd,
+        wait: WaitId,
+        readable: bool,
+        registration: Option<&Registration>,
+    ) -> io::Result<bool> {
         if fd == self.epfd.as_raw_fd() || fd == self.wake_fd {
             // The number of an fd the caller closed, reused by the driver
             // it started: the caller's fd is not open.
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         let mut waiters = self.waiters.lock();
-        let mut entry = waiters.get(&fd).copied().unwrap_or_default();
+        let entry = waiters.entry(fd).or_default();
         if entry.slot(readable).is_some() {
             let dir = if readable { "read" } else { "write" };
             return Err(io::Error::new(
@@ -104,52 +159,52 @@ impl Epoll {
                 ),
             ));
         }
+        let armed = registration.is_some_and(|r| r.epoll.load(Ordering::Relaxed) == self.id);
+        if armed {
+            if std::mem::take(entry.ready(readable)) || *entry.closed(readable) {
+                return Ok(false);
+            }
+        } else {
+            // Arming reports the fd's state afresh, hang-ups included.
+            *entry.ready(readable) = false;
+            *entry.closed(readable) = false;
+            if registration.is_some() {
+                // A new socket on this number: the old one's marks are not
+                // its own.
+                *entry.ready(!readable) = false;
+                *entry.closed(!readable) = false;
+            }
+            arm(self.epfd.as_raw_fd(), fd)?;
+            if let Some(r) = registration {
+                r.epoll.store(self.id, Ordering::Relaxed);
+            }
+        }
         *entry.slot(readable) = Some(wait);
-        arm(self.epfd.as_raw_fd(), fd, entry.events())?;
-        waiters.insert(fd, entry);
-        Ok(())
+        Ok(true)
     }
 
-    /// Remove `fd`'s waiter in one direction if it is still `wait`,
-    /// re-arming for the other direction's waiter or DELing the fd (io
-    /// (I3)). `None` if it was not ours any more; else the other
-    /// direction's waiter if re-arming failed (the fd was closed under it):
-    /// the caller wakes it, so its retry reports the error.
-    fn cancel(&self, fd: RawFd, wait: WaitId, readable: bool) -> Option<Option<WaitId>> {
+    /// Remove `fd`'s waiter in one direction if it is still `wait` (io
+    /// (I3)); `false` if a poll took it meanwhile. The fd stays armed.
+    fn cancel(&self, fd: RawFd, wait: WaitId, readable: bool) -> bool {
         let mut waiters = self.waiters.lock();
-        let entry = waiters.get_mut(&fd)?;
-        if *entry.slot(readable) != Some(wait) {
-            return None;
+        let Some(slot) = waiters.get_mut(&fd).map(|entry| entry.slot(readable)) else {
+            return false;
+        };
+        if *slot != Some(wait) {
+            return false;
         }
-        *entry.slot(readable) = None;
-        let events = entry.events();
-        if events == 0 {
-            waiters.remove(&fd);
-            // SAFETY: DEL of a registered fd; ENOENT (already closed) is fine.
-            unsafe {
-                libc::epoll_ctl(
-                    self.epfd.as_raw_fd(),
-                    libc::EPOLL_CTL_DEL,
-                    fd,
-                    std::ptr::null_mut(),
-                )
-            };
-        } else if arm(self.epfd.as_raw_fd(), fd, events).is_err() {
-            let other = entry.slot(!readable).take();
-            waiters.remove(&fd);
-            return Some(other);
-        }
-        Some(None)
+        *slot = None;
+        true
     }
 }
 
-/// Arm `fd` for `events`, once. A fd that was waited on before is still in
-/// the epoll set, disarmed by EPOLLONESHOT: re-arm it with one MOD. ENOENT
-/// means it is not (first wait, or it was closed and its number reused):
-/// ADD.
-fn arm(epfd: RawFd, fd: RawFd, events: u32) -> io::Result<()> {
+/// Arm `fd` edge-triggered for both directions, for good: a MOD if it is
+/// in the set (it stays there once added), an ADD on ENOENT (first wait,
+/// or the number was closed and reused). Either way the kernel checks
+/// the fd's readiness now and reports it if it is ready.
+fn arm(epfd: RawFd, fd: RawFd) -> io::Result<()> {
     let mut ev = libc::epoll_event {
-        events: events | libc::EPOLLONESHOT as u32,
+        events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
         u64: fd as u64,
     };
     // SAFETY: `ev` outlives both calls; an invalid fd is an error return.
@@ -191,14 +246,9 @@ impl PollSource for Epoll {
 
     fn dispatch(&self, shared: &Shared, events: &PollEvents) {
         for ev in events {
-            for wait in consume(
-                self.epfd.as_raw_fd(),
-                &self.waiters,
-                ev.u64 as RawFd,
-                ev.events,
-            )
-            .into_iter()
-            .flatten()
+            for wait in consume(&self.waiters, ev.u64 as RawFd, ev.events)
+                .into_iter()
+                .flatten()
             {
                 shared.fd_wait_ended();
                 shared.wake(wait);
@@ -260,67 +310,61 @@ unsafe fn epoll_wait(
     n.max(0) as usize
 }
 
-/// Consume the registrations `events` on `fd` satisfy, under the waiters
-/// lock (io (I1)): an error or hang-up wakes both directions. EPOLLONESHOT
-/// has disarmed the fd (it stays in the set for the next wait's MOD); a
-/// waiter left in the other direction is re-armed.
-fn consume(
-    epfd: RawFd,
-    waiters: &RawMutex<Waiters>,
-    fd: RawFd,
-    events: u32,
-) -> [Option<WaitId>; 2] {
+/// Take the waiters `events` on `fd` wake, under the waiters lock (io
+/// (I1)): an error or hang-up wakes both directions, and a peer's close
+/// the reader. A direction with nobody parked keeps the edge for its next
+/// wait; a close or error is kept for every later one (io (I5)).
+fn consume(waiters: &RawMutex<Waiters>, fd: RawFd, events: u32) -> [Option<WaitId>; 2] {
     let both = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
     let mut waiters = waiters.lock();
     let Some(entry) = waiters.get_mut(&fd) else {
         return [None, None];
     };
-    let reader = if events & (libc::EPOLLIN as u32 | libc::EPOLLRDHUP as u32 | both) != 0 {
-        entry.reader.take()
-    } else {
-        None
+    let mut take = |readable: bool, mask: u32, closing: u32| {
+        if events & (mask | closing) == 0 {
+            return None;
+        }
+        if events & closing != 0 {
+            *entry.closed(readable) = true;
+        }
+        let waiter = entry.slot(readable).take();
+        if waiter.is_none() {
+            *entry.ready(readable) = true;
+        }
+        waiter
     };
-    let writer = if events & (libc::EPOLLOUT as u32 | both) != 0 {
-        entry.writer.take()
-    } else {
-        None
-    };
-    let left = entry.events();
-    if left == 0 {
-        waiters.remove(&fd);
-    } else if arm(epfd, fd, left).is_err() {
-        // Closed under the remaining waiter: wake it too, its retry reports
-        // the error.
-        let rest = *entry;
-        waiters.remove(&fd);
-        return [reader.or(rest.reader), writer.or(rest.writer)];
-    }
-    [reader, writer]
+    [
+        take(true, libc::EPOLLIN as u32, both | libc::EPOLLRDHUP as u32),
+        take(false, libc::EPOLLOUT as u32, both),
+    ]
 }
 
 /// Register the running actor's `wait` on `fd`, counted in
-/// `io_fd_waiters` (io (I2)).
-fn register_current(fd: RawFd, readable: bool, wait: WaitId) -> io::Result<()> {
+/// `io_fd_waiters` (io (I2)) while it is registered. `Ok(false)`: ready
+/// now, nothing registered.
+fn register_current(
+    fd: RawFd,
+    readable: bool,
+    wait: WaitId,
+    registration: Option<&Registration>,
+) -> io::Result<bool> {
     scheduler::with_current_actor(wait_name(readable), |_, shared| {
         let driver = super::driver(shared)?;
         shared.fd_wait_registered();
-        driver.epoll.register(fd, wait, readable).inspect_err(|_| {
+        let registered = driver.epoll.register(fd, wait, readable, registration);
+        if registered.as_ref().map_or(true, |parked| !parked) {
             shared.fd_wait_ended();
-        })
+        }
+        registered
     })
 }
 
 /// Undo `register_current` if the registration is still ours.
 fn cancel_current(fd: RawFd, wait: WaitId, readable: bool) {
     scheduler::with_worker(|_, shared| {
-        let driver = super::running_driver(shared);
-        if let Some(driver) = driver {
-            if let Some(other) = driver.epoll.cancel(fd, wait, readable) {
+        if let Some(driver) = super::running_driver(shared) {
+            if driver.epoll.cancel(fd, wait, readable) {
                 shared.fd_wait_ended();
-                if let Some(other) = other {
-                    shared.fd_wait_ended();
-                    shared.wake(other);
-                }
             }
         }
     });
@@ -339,14 +383,20 @@ impl Drop for Registered {
     }
 }
 
-fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
+/// Park until `fd` is ready in one direction: a raw fd's wait (re-armed,
+/// so readiness already there counts) or, with the socket's
+/// `registration`, a wait for an edge since its last drain (io (I5)).
+fn wait_fd(fd: RawFd, readable: bool, registration: Option<&Registration>) -> io::Result<()> {
     // From registering to being woken: a section (an actor ended in between
     // would leave its registration counted forever).
     let _section = crate::scheduler::Section::enter();
     let wait = Wait::open(wait_name(readable), WaitingOn::Fd);
-    if let Err(e) = register_current(fd, readable, wait.id()) {
-        wait.retire();
-        return Err(e);
+    match register_current(fd, readable, wait.id(), registration) {
+        Ok(true) => {}
+        other => {
+            wait.retire();
+            return other.map(|_| ());
+        }
     }
     let registered = Registered {
         fd,
@@ -358,6 +408,16 @@ fn wait_fd(fd: RawFd, readable: bool) -> io::Result<()> {
     // to cancel.
     std::mem::forget(registered);
     Ok(())
+}
+
+/// A socket's wait for `fd` to become ready in one direction, through its
+/// `registration` (see [`wait_fd`]).
+pub(crate) fn wait_registered(
+    fd: RawFd,
+    readable: bool,
+    registration: &Registration,
+) -> io::Result<()> {
+    wait_fd(fd, readable, Some(registration))
 }
 
 /// The public call a wait in this direction is, for the outside-an-actor
@@ -399,7 +459,7 @@ fn wait_name(readable: bool) -> &'static str {
 ///
 /// Outside an actor.
 pub fn wait_readable(fd: RawFd) -> io::Result<()> {
-    wait_fd(fd, true)
+    wait_fd(fd, true, None)
 }
 
 /// Park the calling actor until `fd` is writable. As [`wait_readable`].
@@ -408,7 +468,7 @@ pub fn wait_readable(fd: RawFd) -> io::Result<()> {
 ///
 /// Outside an actor.
 pub fn wait_writable(fd: RawFd) -> io::Result<()> {
-    wait_fd(fd, false)
+    wait_fd(fd, false, None)
 }
 
 /// [`wait_readable`] with a deadline: `Ok(true)` if the fd became
@@ -460,7 +520,7 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 /// `EAGAIN` or `EINTR`.
 fn when_ready(fd: RawFd, readable: bool, mut syscall: impl FnMut() -> isize) -> io::Result<usize> {
     loop {
-        wait_fd(fd, readable)?;
+        wait_fd(fd, readable, None)?;
         let n = syscall();
         if n >= 0 {
             return Ok(n as usize);
@@ -516,8 +576,7 @@ impl Selectable for FdArm {
         if poll_ready(self.fd, self.readable)? {
             return Ok(false);
         }
-        register_current(self.fd, self.readable, WaitId { pid, epoch })?;
-        Ok(true)
+        register_current(self.fd, self.readable, WaitId { pid, epoch }, None)
     }
 
     /// A fresh zero-timeout poll; an error (the fd closed meanwhile)

@@ -23,13 +23,14 @@
 //!   blocking now and then. A poll removes a ready fd's waiters under the
 //!   waiters lock, decrements `io_fd_waiters` and wakes the actors, which
 //!   land in the polling scheduler's own queues. An fd has at most one
-//!   waiter per direction (a reader and a writer), armed together.
-//!   Level-triggered with `EPOLLONESHOT`: one arm, one wake per wait. The
-//!   event disarms the fd but leaves it in the set, so the next wait on it
-//!   re-arms with one `EPOLL_CTL_MOD` (an `ADD` the first time, or after
-//!   the fd number was closed and reused); a waiter left in the other
-//!   direction is re-armed at once; a cancelled wait re-arms for the other
-//!   direction or `DEL`s the fd.
+//!   waiter per direction (a reader and a writer). An fd is armed
+//!   edge-triggered for both directions (`EPOLLET`) and stays in the set;
+//!   an edge with nobody parked in its direction is kept as a ready mark.
+//!   A raw-fd wait (`wait_readable`, `FdArm`) re-arms with one
+//!   `EPOLL_CTL_MOD` (an `ADD` the first time, or after the number was
+//!   closed and reused), which makes the kernel report readiness that is
+//!   already there; a socket of `net` arms once per epoll set, and its
+//!   later waits only look at the ready mark or park (I5).
 //!
 //! The pool reaches the runtime through a `Weak` (the driver lives in the
 //! runtime: no reference cycle). `io_outstanding + io_fd_waiters` feed the
@@ -40,8 +41,9 @@
 //!
 //! # Invariants
 //!
-//! - (I1) The waiters lock serialises every arm (ADD/MOD) and DEL of an fd
-//!   with a poll's consumption of a registration: they never interleave.
+//! - (I1) The waiters lock serialises every arm (ADD/MOD) of an fd and
+//!   every look at its ready marks with a poll's consumption of its
+//!   events: they never interleave.
 //!   A poll takes no other lock of the runtime while it holds it.
 //! - (I2) Each counter increment happens before the registration or
 //!   submission it counts and is undone exactly once: by the producer that
@@ -52,6 +54,11 @@
 //! - (I4) Teardown uninstalls the poll source once no scheduler runs,
 //!   joins the pool and closes every fd the driver opened (the wake
 //!   eventfd is the runtime's).
+//! - (I5) A wait through a socket's `Registration` that finds no ready
+//!   mark parks only when an edge will follow: its caller saw `WouldBlock`
+//!   or a draining read, and any readiness after that is an edge, which
+//!   wakes it or, before it parked, left the mark it checks under the
+//!   waiters lock. A stale mark costs one failed retry, never a lost wake.
 //!
 //! # Safety
 //!
@@ -69,6 +76,8 @@ pub use epoll::{
     read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write, FdArm,
 };
 pub use os_signal::OsSignals;
+
+pub(crate) use epoll::{wait_registered, Registration};
 
 use crate::scheduler::Shared;
 use std::sync::Arc;

@@ -15,8 +15,8 @@
 //! - **Busy schedulers**: nobody holds the role while every scheduler
 //!   runs actors, so each polls without blocking every [`POLL_TICK`] runs
 //!   if no poll happened for [`POLL_GAP`].
-//! - **System monitor**: polls without blocking at each tick on the same
-//!   condition, for a scheduler stuck in a blocking call.
+//! - **System monitor**: polls without blocking at each tick if no poll
+//!   happened for a tick, for schedulers all stuck in blocking calls.
 //!
 //! # Invariants
 //!
@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 /// A busy scheduler polls every this many actor runs (if [`POLL_GAP`]
 /// passed since the last poll).
 pub(super) const POLL_TICK: u32 = 61;
-/// The least time between two non-blocking polls.
-const POLL_GAP: Duration = Duration::from_micros(200);
+/// The least time since the last poll for a busy scheduler's poll.
+pub(super) const POLL_GAP: Duration = Duration::from_micros(200);
 /// Events taken per poll.
 const POLL_BATCH: usize = 256;
 
@@ -155,13 +155,16 @@ impl NetPoll {
     }
 
     /// The busy poll: without blocking, if fds are waited on, nobody
-    /// polls and the last poll is [`POLL_GAP`] old.
-    pub(crate) fn poll_now(&self, shared: &Shared) {
+    /// polls and the last poll is `gap` old ([`POLL_GAP`] for a busy
+    /// scheduler; the system monitor's tick for the monitor, which so
+    /// polls only once the schedulers stopped polling).
+    pub(crate) fn poll_now(&self, shared: &Shared, gap: Duration) {
         if !shared.fd_waited() {
             return;
         }
         let now = shared.coord.now_nanos();
-        if now.saturating_sub(self.last_poll.load(Ordering::Relaxed)) < POLL_GAP.as_nanos() as u64 {
+        let gap = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
+        if now.saturating_sub(self.last_poll.load(Ordering::Relaxed)) < gap {
             return;
         }
         let Some(mut guard) = self.take_role() else {

@@ -164,7 +164,7 @@ pub(crate) fn monitor(shared: &Arc<Shared>, threshold: Duration, stop: impl Fn()
         std::thread::park_timeout(tick);
         crate::stack::scavenge();
         // IO readiness, for schedulers all stuck in blocking calls.
-        shared.netpoll.poll_now(shared);
+        shared.netpoll.poll_now(shared, tick);
         let now = shared.coord.now_nanos();
         for (q, seen) in shared.queues.iter().zip(seen.iter_mut()) {
             let resumes = q.stats.actors_run.load(Ordering::Relaxed);

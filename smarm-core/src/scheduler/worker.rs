@@ -87,7 +87,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
         // While every scheduler is busy nobody parks in the IO poll: look
         // now and then (netpoll).
         if worker.tick.get().is_multiple_of(super::netpoll::POLL_TICK) {
-            shared.netpoll.poll_now(shared);
+            shared.netpoll.poll_now(shared, super::netpoll::POLL_GAP);
         }
         let Some(pid) = pop(
             shared,

@@ -29,6 +29,13 @@
 //!   socket or raw fd.
 //! - (N2) A timeout is per socket, shared by its `try_clone`s as std's
 //!   socket options are; zero is refused (`InvalidInput`), as std does.
+//! - (N3) A socket's unbounded waits go through its own `Registration`:
+//!   its fd stays armed edge-triggered in the runtime's epoll set, so a
+//!   wait after `WouldBlock` costs no system call (io (I5)). A stream read
+//!   that returns less than its buffer drained the socket (the kernel
+//!   hands over all it has), so the next read waits for an edge first
+//!   instead of failing a read. Datagram sockets never take that short
+//!   cut (a short datagram says nothing of the next).
 
 mod addr;
 mod socket;
@@ -40,6 +47,7 @@ pub use tcp::{Incoming, TcpListener, TcpSocket, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixIncoming, UnixListener, UnixStream};
 
+use super::Registration;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,11 +61,13 @@ pub const DEFAULT_BACKLOG: u32 = 1024;
 
 /// Retry `op` until it stops reporting `WouldBlock`, waiting for `fd` to
 /// become readable (or writable) in between, each wait bounded by
-/// `timeout` (`TimedOut` when it passes). `what` names the public call.
+/// `timeout` (`TimedOut` when it passes). `what` names the public call;
+/// a socket's `registration` makes the unbounded waits edge waits (N3).
 fn retry<T>(
     fd: RawFd,
     readable: bool,
     timeout: Option<Duration>,
+    registration: Option<&Registration>,
     what: &'static str,
     mut op: impl FnMut() -> io::Result<T>,
 ) -> io::Result<T> {
@@ -67,7 +77,7 @@ fn retry<T>(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             other => return other,
         }
-        if !wait(fd, readable, timeout)? {
+        if !wait(fd, readable, timeout, registration)? {
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("smarm: {what} timed out"),
@@ -79,15 +89,21 @@ fn retry<T>(
 /// Wait until `fd` is ready in one direction, for at most `timeout`:
 /// `Ok(false)` when it passed. Parks the actor, or blocks a plain thread
 /// in `poll(2)`.
-fn wait(fd: RawFd, readable: bool, timeout: Option<Duration>) -> io::Result<bool> {
+fn wait(
+    fd: RawFd,
+    readable: bool,
+    timeout: Option<Duration>,
+    registration: Option<&Registration>,
+) -> io::Result<bool> {
     if !crate::scheduler::in_actor() {
         return poll_thread(fd, readable, timeout);
     }
-    match (timeout, readable) {
-        (None, true) => super::wait_readable(fd).map(|()| true),
-        (None, false) => super::wait_writable(fd).map(|()| true),
-        (Some(t), true) => super::wait_readable_timeout(fd, t),
-        (Some(t), false) => super::wait_writable_timeout(fd, t),
+    match (timeout, registration, readable) {
+        (None, Some(r), _) => super::wait_registered(fd, readable, r).map(|()| true),
+        (None, None, true) => super::wait_readable(fd).map(|()| true),
+        (None, None, false) => super::wait_writable(fd).map(|()| true),
+        (Some(t), _, true) => super::wait_readable_timeout(fd, t),
+        (Some(t), _, false) => super::wait_writable_timeout(fd, t),
     }
 }
 
@@ -143,6 +159,32 @@ struct Timeouts {
 
 /// Shared by a socket and its clones (N2).
 type SharedTimeouts = Arc<Timeouts>;
+
+/// What a socket keeps for its waits: the timeouts, shared with its
+/// clones (N2), and its fd's own registration (N3).
+#[derive(Debug)]
+struct SocketIo {
+    timeouts: SharedTimeouts,
+    registration: Registration,
+}
+
+impl SocketIo {
+    fn new() -> SocketIo {
+        SocketIo {
+            timeouts: Timeouts::shared(),
+            registration: Registration::default(),
+        }
+    }
+
+    /// For a clone: the same timeouts, a registration of its own (its fd
+    /// is another).
+    fn cloned(&self) -> SocketIo {
+        SocketIo {
+            timeouts: self.timeouts.clone(),
+            registration: Registration::default(),
+        }
+    }
+}
 
 impl Timeouts {
     fn shared() -> SharedTimeouts {
@@ -243,9 +285,9 @@ macro_rules! fd_conversions {
 }
 use fd_conversions;
 
-/// The timeout accessors of a socket with a `timeouts: SharedTimeouts`
-/// field (std's signatures, N2), and its `receiving` / `sending` retries
-/// bounded by them.
+/// The timeout accessors of a socket with an `io: SocketIo` field (std's
+/// signatures, N2), and its `receiving` / `sending` retries bounded by
+/// them.
 macro_rules! timeout_methods {
     ($ty:ident) => {
         impl $ty {
@@ -256,7 +298,7 @@ macro_rules! timeout_methods {
                 &self,
                 timeout: Option<std::time::Duration>,
             ) -> std::io::Result<()> {
-                self.timeouts.set(true, timeout)
+                self.io.timeouts.set(true, timeout)
             }
 
             /// Bound each send's (write's) wait. As `set_read_timeout`.
@@ -264,17 +306,17 @@ macro_rules! timeout_methods {
                 &self,
                 timeout: Option<std::time::Duration>,
             ) -> std::io::Result<()> {
-                self.timeouts.set(false, timeout)
+                self.io.timeouts.set(false, timeout)
             }
 
             /// The read timeout.
             pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
-                Ok(self.timeouts.get(true))
+                Ok(self.io.timeouts.get(true))
             }
 
             /// The write timeout.
             pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
-                Ok(self.timeouts.get(false))
+                Ok(self.io.timeouts.get(false))
             }
 
             fn receiving<T>(
@@ -283,7 +325,8 @@ macro_rules! timeout_methods {
                 op: impl FnMut() -> std::io::Result<T>,
             ) -> std::io::Result<T> {
                 let fd = std::os::fd::AsRawFd::as_raw_fd(&self.inner);
-                super::retry(fd, true, self.timeouts.get(true), what, op)
+                let timeout = self.io.timeouts.get(true);
+                super::retry(fd, true, timeout, Some(&self.io.registration), what, op)
             }
 
             fn sending<T>(
@@ -292,7 +335,8 @@ macro_rules! timeout_methods {
                 op: impl FnMut() -> std::io::Result<T>,
             ) -> std::io::Result<T> {
                 let fd = std::os::fd::AsRawFd::as_raw_fd(&self.inner);
-                super::retry(fd, false, self.timeouts.get(false), what, op)
+                let timeout = self.io.timeouts.get(false);
+                super::retry(fd, false, timeout, Some(&self.io.registration), what, op)
             }
         }
     };
@@ -304,9 +348,21 @@ use timeout_methods;
 macro_rules! stream_io {
     ($ty:ident, $name:literal) => {
         impl std::io::Read for &$ty {
+            /// A read that returns less than `buf` drained the stream, so
+            /// the next one waits for new data before trying (N3).
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let registration = &self.io.registration;
+                if registration.take_drained()
+                    && self.io.timeouts.get(true).is_none()
+                    && $crate::scheduler::in_actor()
+                {
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(&self.inner);
+                    $crate::io::wait_registered(fd, true, registration)?;
+                }
                 let mut inner = &self.inner;
-                self.receiving(concat!($name, "::read"), || inner.read(buf))
+                let n = self.receiving(concat!($name, "::read"), || inner.read(buf))?;
+                registration.set_drained(n > 0 && n < buf.len());
+                Ok(n)
             }
 
             fn read_vectored(

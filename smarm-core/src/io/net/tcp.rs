@@ -2,9 +2,7 @@
 //! writes and connect park the actor, and `TcpSocket` for the options that
 //! must be set before `bind` or `connect`.
 
-use super::{
-    addr, fd_conversions, retry, socket, stream_io, timeout_methods, wait, SharedTimeouts, Timeouts,
-};
+use super::{addr, fd_conversions, retry, socket, stream_io, timeout_methods, wait, SocketIo};
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -84,7 +82,9 @@ impl TcpListener {
     /// once connections close: back off and accept again.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let fd = self.inner.as_raw_fd();
-        let (conn, peer, _) = retry(fd, true, None, "TcpListener::accept", || socket::accept(fd))?;
+        let (conn, peer, _) = retry(fd, true, None, None, "TcpListener::accept", || {
+            socket::accept(fd)
+        })?;
         let peer = addr::from_raw(&peer).ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidData, "smarm: accept: not an IP peer")
         })?;
@@ -145,14 +145,14 @@ impl Iterator for Incoming<'_> {
 #[derive(Debug)]
 pub struct TcpStream {
     inner: std::net::TcpStream,
-    timeouts: SharedTimeouts,
+    io: SocketIo,
 }
 
 impl TcpStream {
     fn wrap(inner: std::net::TcpStream) -> TcpStream {
         TcpStream {
             inner,
-            timeouts: Timeouts::shared(),
+            io: SocketIo::new(),
         }
     }
 
@@ -219,7 +219,7 @@ impl TcpStream {
     pub fn try_clone(&self) -> io::Result<TcpStream> {
         Ok(TcpStream {
             inner: self.inner.try_clone()?,
-            timeouts: self.timeouts.clone(),
+            io: self.io.cloned(),
         })
     }
 }
@@ -330,7 +330,7 @@ impl TcpSocket {
     fn connect_inner(self, addr: SocketAddr, timeout: Option<Duration>) -> io::Result<TcpStream> {
         let (raw, len) = addr::to_raw(&addr);
         if !socket::start_connect(&self.fd, (&raw const raw).cast(), len)? {
-            if !wait(self.fd.as_raw_fd(), false, timeout)? {
+            if !wait(self.fd.as_raw_fd(), false, timeout, None)? {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "smarm: TcpStream::connect timed out",

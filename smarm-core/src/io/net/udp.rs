@@ -1,6 +1,6 @@
 //! UDP: a socket whose receives (and, rarely, sends) park the actor.
 
-use super::{fd_conversions, tcp::each_addr, timeout_methods, SharedTimeouts, Timeouts};
+use super::{fd_conversions, tcp::each_addr, timeout_methods, SocketIo};
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
@@ -25,7 +25,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 #[derive(Debug)]
 pub struct UdpSocket {
     inner: std::net::UdpSocket,
-    timeouts: SharedTimeouts,
+    io: SocketIo,
 }
 
 impl UdpSocket {
@@ -37,7 +37,7 @@ impl UdpSocket {
     fn wrap(inner: std::net::UdpSocket) -> UdpSocket {
         UdpSocket {
             inner,
-            timeouts: Timeouts::shared(),
+            io: SocketIo::new(),
         }
     }
 
@@ -128,7 +128,7 @@ impl UdpSocket {
     pub fn try_clone(&self) -> io::Result<UdpSocket> {
         Ok(UdpSocket {
             inner: self.inner.try_clone()?,
-            timeouts: self.timeouts.clone(),
+            io: self.io.cloned(),
         })
     }
 }

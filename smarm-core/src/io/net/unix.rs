@@ -1,7 +1,7 @@
 //! Unix domain sockets: a listener, a stream and a datagram socket whose
 //! blocking calls park the actor, mirroring `std::os::unix::net`.
 
-use super::{fd_conversions, retry, socket, stream_io, timeout_methods, SharedTimeouts, Timeouts};
+use super::{fd_conversions, retry, socket, stream_io, timeout_methods, SocketIo};
 use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -97,7 +97,7 @@ impl UnixListener {
     /// Wait for the next connection, parking only the calling actor.
     pub fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
         let fd = self.inner.as_raw_fd();
-        let (conn, _, _) = retry(fd, true, None, "UnixListener::accept", || {
+        let (conn, _, _) = retry(fd, true, None, None, "UnixListener::accept", || {
             socket::accept(fd)
         })?;
         let stream = UnixStream::wrap(conn.into());
@@ -147,14 +147,14 @@ impl Iterator for UnixIncoming<'_> {
 #[derive(Debug)]
 pub struct UnixStream {
     inner: std::os::unix::net::UnixStream,
-    timeouts: SharedTimeouts,
+    io: SocketIo,
 }
 
 impl UnixStream {
     fn wrap(inner: std::os::unix::net::UnixStream) -> UnixStream {
         UnixStream {
             inner,
-            timeouts: Timeouts::shared(),
+            io: SocketIo::new(),
         }
     }
 
@@ -168,7 +168,7 @@ impl UnixStream {
             match socket::start_connect(&fd, (&raw const addr).cast(), len) {
                 Ok(true) => break,
                 Ok(false) => {
-                    super::wait(fd.as_raw_fd(), false, None)?;
+                    super::wait(fd.as_raw_fd(), false, None, None)?;
                     if let Some(e) = socket::take_error(&fd)? {
                         return Err(e);
                     }
@@ -219,7 +219,7 @@ impl UnixStream {
     pub fn try_clone(&self) -> io::Result<UnixStream> {
         Ok(UnixStream {
             inner: self.inner.try_clone()?,
-            timeouts: self.timeouts.clone(),
+            io: self.io.cloned(),
         })
     }
 }
@@ -247,14 +247,14 @@ stream_io!(UnixStream, "UnixStream");
 #[derive(Debug)]
 pub struct UnixDatagram {
     inner: std::os::unix::net::UnixDatagram,
-    timeouts: SharedTimeouts,
+    io: SocketIo,
 }
 
 impl UnixDatagram {
     fn wrap(inner: std::os::unix::net::UnixDatagram) -> UnixDatagram {
         UnixDatagram {
             inner,
-            timeouts: Timeouts::shared(),
+            io: SocketIo::new(),
         }
     }
 
@@ -327,7 +327,7 @@ impl UnixDatagram {
     pub fn try_clone(&self) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
             inner: self.inner.try_clone()?,
-            timeouts: self.timeouts.clone(),
+            io: self.io.cloned(),
         })
     }
 }
