@@ -3,14 +3,15 @@
 //! (every operation of one pipelined read that falls on this shard) and
 //! get the replies back, in order, on a oneshot.
 //!
-//! Expired keys are dropped when touched, and a tick every 100 ms drops
-//! those nobody touched (the timers of EXPIRE, SET EX/PX).
+//! An expired key reads as absent at once; a tick every 100 ms drops it
+//! (the timers of EXPIRE, SET EX/PX), unless a write replaced it first.
 
 use crate::resp::Reply;
 use smarm::channel::OneshotSender;
 use smarm::gen_server::{Ctx, Flow, GenServer, InitError, Reply as CallReply, ServerName};
 use smarm::Name;
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BinaryHeap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -66,6 +67,12 @@ pub struct Batch {
 struct Entry {
     value: Vec<u8>,
     expires: Option<Instant>,
+}
+
+impl Entry {
+    fn is_live(&self, now: Instant) -> bool {
+        self.expires.is_none_or(|at| at > now)
+    }
 }
 
 /// The shard's state.
@@ -132,7 +139,10 @@ impl Shard {
                 expire,
                 cond,
             } => {
-                let exists = self.live(&key, now).is_some();
+                let expires = expire.map(|d| now + d);
+                // One lookup: an expired entry counts as absent.
+                let entry = self.map.entry(key);
+                let exists = matches!(&entry, MapEntry::Occupied(e) if e.get().is_live(now));
                 let refused = match cond {
                     SetCond::Always => false,
                     SetCond::IfAbsent => exists,
@@ -141,21 +151,28 @@ impl Shard {
                 if refused {
                     return Reply::Nil;
                 }
-                let expires = expire.map(|d| now + d);
                 if let Some(at) = expires {
-                    self.deadlines.push(Reverse((at, key.clone())));
+                    self.deadlines.push(Reverse((at, entry.key().clone())));
                 }
-                self.map.insert(key, Entry { value, expires });
+                let new = Entry { value, expires };
+                match entry {
+                    MapEntry::Occupied(mut e) => {
+                        e.insert(new);
+                    }
+                    MapEntry::Vacant(e) => {
+                        e.insert(new);
+                    }
+                }
                 Reply::Status("OK")
             }
             Op::Del(key) => Reply::Int(i64::from(
-                self.live(&key, now).is_some() && self.map.remove(&key).is_some(),
+                self.map.remove(&key).is_some_and(|e| e.is_live(now)),
             )),
             Op::Exists(key) => Reply::Int(i64::from(self.live(&key, now).is_some())),
             Op::IncrBy(key, by) => self.incr_by(key, by, now),
             Op::Expire(key, after) => {
                 let at = now + after;
-                match self.live_mut(&key, now) {
+                match self.map.get_mut(&key).filter(|e| e.is_live(now)) {
                     Some(e) => {
                         e.expires = Some(at);
                         self.deadlines.push(Reverse((at, key)));
@@ -189,50 +206,45 @@ impl Shard {
     }
 
     fn incr_by(&mut self, key: Vec<u8>, by: i64, now: Instant) -> Reply {
-        let current = match self.live(&key, now) {
-            None => 0,
-            Some(e) => match std::str::from_utf8(&e.value)
+        // One lookup; an absent or expired key counts from 0, with no TTL
+        // (0 + by cannot overflow, so a fresh entry never stays empty).
+        let (entry, fresh) = match self.map.entry(key) {
+            MapEntry::Occupied(o) => {
+                let e = o.into_mut();
+                let fresh = !e.is_live(now);
+                (e, fresh)
+            }
+            MapEntry::Vacant(v) => (
+                v.insert(Entry {
+                    value: Vec::new(),
+                    expires: None,
+                }),
+                true,
+            ),
+        };
+        let current = if fresh {
+            entry.expires = None;
+            0
+        } else {
+            match std::str::from_utf8(&entry.value)
                 .ok()
                 .and_then(|s| s.parse::<i64>().ok())
             {
                 Some(n) => n,
                 None => return Reply::err("value is not an integer or out of range"),
-            },
+            }
         };
         let Some(next) = current.checked_add(by) else {
             return Reply::err("increment or decrement would overflow");
         };
-        let value = next.to_string().into_bytes();
-        match self.map.get_mut(&key) {
-            Some(e) => e.value = value,
-            None => {
-                self.map.insert(
-                    key,
-                    Entry {
-                        value,
-                        expires: None,
-                    },
-                );
-            }
-        }
+        entry.value = next.to_string().into_bytes();
         Reply::Int(next)
     }
 
-    /// The entry for `key` unless it has expired (then it is dropped).
-    fn live(&mut self, key: &[u8], now: Instant) -> Option<&Entry> {
-        self.live_mut(key, now).map(|e| &*e)
-    }
-
-    fn live_mut(&mut self, key: &[u8], now: Instant) -> Option<&mut Entry> {
-        let expired = self
-            .map
-            .get(key)
-            .is_some_and(|e| e.expires.is_some_and(|at| at <= now));
-        if expired {
-            self.map.remove(key);
-            return None;
-        }
-        self.map.get_mut(key)
+    /// The entry for `key` unless it has expired (expired entries are
+    /// dropped by the tick, or overwritten by the next write).
+    fn live(&self, key: &[u8], now: Instant) -> Option<&Entry> {
+        self.map.get(key).filter(|e| e.is_live(now))
     }
 
     /// Drop every key whose deadline has passed.
