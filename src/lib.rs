@@ -89,6 +89,12 @@ pub use smarm_otp::{
     spawn_addr, unregister, whereis, Name, RegisterError,
 };
 
+/// Crash reports and supervisor reports, and where they go
+/// ([`set_handler`](report::set_handler)).
+pub mod report {
+    pub use smarm_core::report::*;
+}
+
 /// Telling a cooperative stop from a panic after `catch_unwind`, and
 /// setting the stop aside so cleanup can block.
 pub mod stop {
@@ -187,4 +193,6 @@ pub mod guide {
     pub struct Fairness;
     #[doc = include_str!("../guide/src/service.md")]
     pub struct Service;
+    #[doc = include_str!("../guide/src/observing.md")]
+    pub struct Observing;
 }

@@ -84,9 +84,17 @@ fn run_child(test: &str, scenario: &str, signal: Option<libc::c_int>) -> (Vec<St
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, scenario)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // The child's reports (its supervisor gives up on purpose) go through
+    // this test's captured output: shown only if the test fails.
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            eprintln!("child: {line}");
+        }
+    });
     let started = Instant::now();
     let stdout = BufReader::new(child.stdout.take().unwrap());
     let mut lines = Vec::new();

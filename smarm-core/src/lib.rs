@@ -21,7 +21,7 @@
 //! 3 time::heap time::bounded time::timers
 //! 4 scheduler
 //! 5 channel sync::mutex
-//! 6 actor signal stop
+//! 6 actor signal stop report
 //! 7 io time
 //! 8 introspect
 //! 9 runtime
@@ -41,7 +41,7 @@
 //!   select, the actor-aware `Mutex`.
 //! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends
 //!   (monitors, links, exit trapping), through channels or the watcher's
-//!   own function.
+//!   own function; the crash report of an actor that panicked.
 //! - 7, IO that parks only the actor; `sleep` and message timers.
 //! - 8, introspection of a running system.
 //! - 9, the runtime that assembles the layers, runs them, and keeps
@@ -57,6 +57,7 @@ pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
 mod mapping; //           anonymous mmap: the one place it is called
 mod park; //              scheduler park/wake coordination
+pub mod report; //        crash and supervisor reports, and where they go
 pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate
 pub mod signal; //        monitors, links, exit trapping, on_exit

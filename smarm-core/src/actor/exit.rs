@@ -20,10 +20,21 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
             Err(payload) => Outcome::Panic(payload),
         },
     };
-    let (joiner, recycle, dropped, notify) = {
+    let (joiner, recycle, dropped, notify, crash) = {
         let mut cold = slot.cold.lock();
         let joiner = cold.joiner.take();
         let mut signals = crate::signal::take_signals(&mut cold);
+        // A panic is reported once, here (report (R2)); emitted after the
+        // lock is released (the names come from the layer above).
+        let crash = match &outcome {
+            Outcome::Panic(payload) => Some(crash_report(
+                pid,
+                slot,
+                signals.as_deref(),
+                payload.as_ref(),
+            )),
+            _ => None,
+        };
         // A stop caused by a linked actor's exit is that exit's reason.
         let outcome = match (outcome, signals.as_mut().and_then(|s| s.kill_reason.take())) {
             (Outcome::Stopped, Some(reason)) => Outcome::Ended(reason),
@@ -34,12 +45,15 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
         let notify = signals.map(|s| (DownReason::of(&outcome), s));
         if cold.handle_alive {
             cold.outcome = Some(outcome);
-            (joiner, false, None, notify)
+            (joiner, false, None, notify, crash)
         } else {
             cold.handle_alive = true; // ready for the next tenant
-            (joiner, true, Some(outcome), notify)
+            (joiner, true, Some(outcome), notify, crash)
         }
     };
+    if let Some(crash) = crash {
+        (*crash).emit();
+    }
     // Monitors and links learn of the exit before the actor stops counting
     // as live (runtime (I2)): their sends are wakes this finalisation makes.
     if let Some((reason, signals)) = notify {
@@ -55,4 +69,42 @@ pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thr
     // A detached actor's panic payload is dropped here, on the scheduler
     // stack, before the actor stops counting as live.
     drop(dropped);
+}
+
+/// What a crash report needs from the finalising actor's slot, taken under
+/// its cold lock (kept out of line and boxed: most exits are not panics).
+struct Crash {
+    pid: Pid,
+    label: Option<String>,
+    parent: Option<Pid>,
+    message: String,
+}
+
+#[cold]
+#[inline(never)]
+fn crash_report(
+    pid: Pid,
+    slot: &Slot,
+    signals: Option<&crate::signal::Signals>,
+    payload: &(dyn std::any::Any + Send),
+) -> Box<Crash> {
+    let parent = match slot.parent.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        bits => Some(Pid::from_bits(bits)),
+    };
+    Box::new(Crash {
+        pid,
+        label: signals.and_then(|s| s.label.clone()),
+        parent,
+        message: super::outcome::panic_message(payload),
+    })
+}
+
+impl Crash {
+    /// Emit the report (no lock held: the names come from the layer above).
+    #[cold]
+    fn emit(self) {
+        let names = super::extras::names_of(self.pid);
+        crate::report::actor_panicked(self.pid, self.label, names, self.parent, self.message);
+    }
 }

@@ -32,6 +32,7 @@
 mod builder;
 mod error;
 mod exit;
+pub(crate) mod extras;
 mod join;
 mod outcome;
 mod spawn;

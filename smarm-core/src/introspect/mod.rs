@@ -55,8 +55,9 @@ mod display;
 mod info;
 mod read;
 
+pub use crate::actor::extras::{set_extras_hook, ActorExtras};
 pub use info::{
     ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
     SNAPSHOT_FORMAT_VERSION,
 };
-pub use read::{actor_info, set_extras_hook, snapshot, tree, tree_from, ActorExtras};
+pub use read::{actor_info, snapshot, tree, tree_from};

@@ -1,5 +1,5 @@
 //! Reading a running system: [`snapshot`], [`actor_info`], [`tree`], and
-//! the extras a layer above adds ([`set_extras_hook`]).
+//! the extras a layer above adds ([`set_extras_hook`](crate::introspect::set_extras_hook)).
 
 use super::info::*;
 use crate::scheduler;
@@ -197,52 +197,10 @@ fn is_waiting(shared: &crate::scheduler::Shared, pid: Pid, epoch: u32) -> bool {
     })
 }
 
-/// What an upper layer knows about an actor, for introspection.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ActorExtras {
-    /// Names the actor is registered under.
-    pub names: Vec<&'static str>,
-    /// Messages queued on the channels it published.
-    pub mailbox_depth: u32,
-    /// Messages taken from the channels it published.
-    pub messages_received: u64,
-}
-
-/// The runtime's extras hook, if a layer above installed one.
-#[derive(Default)]
-struct ExtrasHook(std::sync::OnceLock<fn(Pid) -> ActorExtras>);
-
-/// Install, for the current runtime, the function introspection calls for
-/// each actor's [`ActorExtras`] (what a layer above knows about it: the
-/// registry installs one on its first use in a runtime). The first hook
-/// installed in a runtime stays; later calls are ignored. The hook runs in
-/// the actor that asked for the snapshot, with no runtime lock held.
-///
-/// # Panics
-///
-/// Outside a runtime (an actor, or a callback on a scheduler).
-pub fn set_extras_hook(hook: fn(Pid) -> ActorExtras) {
-    let installed = scheduler::with_worker(|_, shared| {
-        let _ = shared.locals.get_or_default::<ExtrasHook>().0.set(hook);
-    });
-    if installed.is_none() {
-        scheduler::outside_actor("set_extras_hook");
-    }
-}
-
 /// Fill names and mailbox depth from the runtime's extras hook (I2: no
 /// lock held while it runs).
 fn with_extras(mut info: ActorInfo) -> ActorInfo {
-    let hook = scheduler::with_worker(|_, shared| {
-        shared
-            .locals
-            .get_or_default::<ExtrasHook>()
-            .0
-            .get()
-            .copied()
-    })
-    .flatten();
-    if let Some(hook) = hook {
+    if let Some(hook) = crate::actor::extras::extras_hook() {
         let extras = hook(info.pid);
         info.names = extras.names;
         info.mailbox_depth = extras.mailbox_depth;

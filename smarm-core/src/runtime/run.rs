@@ -67,6 +67,7 @@ impl Runtime {
     pub fn new(config: Config) -> Result<Runtime, ConfigError> {
         config.validate()?;
         crate::stack::install_overflow_handler(crate::scheduler::overflow::recover);
+        crate::report::install_panic_hook();
         let stacks = crate::stack::pool_for(config.stack_size);
         Ok(Runtime {
             shared: Arc::new(Shared::new(config, stacks, crate::actor::exit_hook)),

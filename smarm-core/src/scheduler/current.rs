@@ -169,6 +169,11 @@ pub(crate) fn in_actor() -> bool {
     with_worker(|w, _| w.current.get().is_some()).unwrap_or(false)
 }
 
+/// The running actor's pid, if this thread is running one.
+pub(crate) fn current_pid() -> Option<Pid> {
+    with_worker(|w, _| w.current.get()).flatten()
+}
+
 /// The running actor's pid and runtime, or a panic naming `what` that says
 /// how to fix the call.
 #[inline]

@@ -123,8 +123,9 @@ mod worker;
 
 pub use alloc::PreemptingAlloc;
 pub(crate) use current::{
-    current_worker, in_actor, outside_actor, with_current_actor, with_current_actor_in_section,
-    with_worker, worker_busy, Section, Worker, STACK_BATCH, STACK_CACHE_MAX,
+    current_pid, current_worker, in_actor, outside_actor, with_current_actor,
+    with_current_actor_in_section, with_worker, worker_busy, Section, Worker, STACK_BATCH,
+    STACK_CACHE_MAX,
 };
 pub(crate) use live::LiveCount;
 pub(crate) use locals::RuntimeLocals;

@@ -63,6 +63,7 @@ use crate::gen_server::{
     self, CallError, Ctx, Flow, GenServer, GenServerRef, InitError, Reply, ServerName, StartError,
     StopReason, DEFAULT_CALL_TIMEOUT,
 };
+use smarm_core::report::{self, SupervisorAction};
 use smarm_core::{Exit, Pid};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -421,18 +422,23 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
         let Some(arg) = self.children.remove(&exit.from) else {
             return Flow::Continue; // (D1)
         };
+        let failed = is_failure(&exit.reason);
         let restart = match self.spec.restart {
             Restart::Permanent => true,
-            Restart::Transient => is_failure(&exit.reason),
+            Restart::Transient => failed,
             Restart::Temporary => false,
         };
-        if let (true, Some(arg)) = (restart, arg) {
-            if let Err(why) = self.restart_child(arg) {
-                panic!(
-                    "smarm: dynamic supervisor {} gave up: {why}",
-                    ctx.me().pid()
-                );
+        let me = ctx.me().pid();
+        match (restart, arg) {
+            (true, Some(arg)) => {
+                if let Err(why) = self.restart_child(me, &exit, arg) {
+                    self.report(me, &exit, SupervisorAction::GaveUp);
+                    panic!("smarm: dynamic supervisor {me} gave up: {why}");
+                }
+                self.report(me, &exit, SupervisorAction::Restarted);
             }
+            _ if failed => self.report(me, &exit, SupervisorAction::Removed),
+            _ => {}
         }
         Flow::Continue
     }
@@ -459,17 +465,36 @@ impl<A: Send + 'static> DynamicServer<A> {
 
     /// Start an exited restartable child again with `arg`, counting each
     /// attempt against the intensity. `Err(why)`: too many restarts.
-    fn restart_child(&mut self, arg: A) -> Result<(), String> {
+    fn restart_child(&mut self, me: Pid, exit: &Exit, arg: A) -> Result<(), String> {
         let Some(clone) = self.spec.clone_arg else {
             return Ok(());
         };
         loop {
             self.restarts.count(self.spec.intensity, self.spec.period)?;
-            if let Ok(pid) = (self.spec.start)(clone(&arg)) {
-                self.children.insert(pid, Some(arg));
-                return Ok(());
+            match (self.spec.start)(clone(&arg)) {
+                Ok(pid) => {
+                    self.children.insert(pid, Some(arg));
+                    return Ok(());
+                }
+                Err(e) => self.report(me, exit, SupervisorAction::RestartFailed(e.to_string())),
             }
         }
+    }
+
+    /// Report `action` on the child `exit` is from (through
+    /// `smarm::report`). Its children share one template: the child is
+    /// named by it.
+    fn report(&self, me: Pid, exit: &Exit, action: SupervisorAction) {
+        let name = smarm_core::introspect::actor_info(me).and_then(|i| i.names.first().copied());
+        report::emit(report::Report::Supervisor(report::SupervisorReport::new(
+            me,
+            name,
+            "dynamic child".to_string(),
+            exit.from,
+            exit.reason.clone(),
+            self.restarts.len(),
+            action,
+        )));
     }
 
     fn terminate_child(&mut self, pid: Pid) -> bool {

@@ -20,6 +20,7 @@
 use super::spec::{ChildSpec, Restart, Shutdown, Strategy, SupFlags};
 use super::{ChildInfo, ChildRef};
 use crate::gen_server::{Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};
+use smarm_core::report::{self, SupervisorAction};
 use smarm_core::{DownReason, Exit, Pid};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -117,13 +118,20 @@ impl Supervisor {
             return Ok(());
         };
         child.pid = None;
+        let failed = is_failure(&exit.reason);
         let restart = match child.spec.restart {
             Restart::Permanent => true,
-            Restart::Transient => is_failure(&exit.reason),
+            Restart::Transient => failed,
             Restart::Temporary => false,
         };
         if !restart {
-            if child.spec.restart == Restart::Temporary {
+            if failed {
+                self.report(i, &exit, SupervisorAction::Removed);
+            }
+            if self.children[i]
+                .as_ref()
+                .is_some_and(|c| c.spec.restart == Restart::Temporary)
+            {
                 self.children[i] = None;
                 self.compact();
             }
@@ -131,20 +139,47 @@ impl Supervisor {
         }
         let mut failing = i;
         loop {
-            self.restarts
-                .count(self.flags.intensity, self.flags.period)?;
+            if let Err(why) = self.restarts.count(self.flags.intensity, self.flags.period) {
+                self.report(failing, &exit, SupervisorAction::GaveUp);
+                return Err(why);
+            }
             match self.restart(failing) {
-                Ok(()) => return Ok(()),
-                Err(next) => failing = next, // a child failed to start: again
+                Ok(()) => {
+                    self.report(i, &exit, SupervisorAction::Restarted);
+                    return Ok(());
+                }
+                Err((next, e)) => {
+                    self.report(next, &exit, SupervisorAction::RestartFailed(e.to_string()));
+                    failing = next; // a child failed to start: again
+                }
             }
         }
     }
 
-    /// Restart child `i` (stopped) by the strategy. `Err(j)`: child `j`
-    /// failed to start (and is stopped).
-    fn restart(&mut self, i: usize) -> Result<(), usize> {
+    /// Report `action` on child `i` after `exit` (report (R1) of the
+    /// runtime: through `smarm::report`).
+    fn report(&self, i: usize, exit: &Exit, action: SupervisorAction) {
+        let child = self.children[i]
+            .as_ref()
+            .map_or_else(String::new, |c| c.spec.id.clone());
+        let name = smarm_core::introspect::actor_info(self.me)
+            .and_then(|info| info.names.first().copied());
+        report::emit(report::Report::Supervisor(report::SupervisorReport::new(
+            self.me,
+            name,
+            child,
+            exit.from,
+            exit.reason.clone(),
+            self.restarts.len(),
+            action,
+        )));
+    }
+
+    /// Restart child `i` (stopped) by the strategy. `Err((j, why))`: child
+    /// `j` failed to start (and is stopped).
+    fn restart(&mut self, i: usize) -> Result<(), (usize, StartError)> {
         let from = match self.flags.strategy {
-            Strategy::OneForOne => return self.start_at(i).map(|_| ()).map_err(|_| i),
+            Strategy::OneForOne => return self.start_at(i).map(|_| ()).map_err(|e| (i, e)),
             Strategy::OneForAll => 0,
             Strategy::RestForOne => i,
         };
@@ -152,8 +187,8 @@ impl Supervisor {
             self.stop_at(j);
         }
         for j in from..self.children.len() {
-            if self.children[j].is_some() && self.start_at(j).is_err() {
-                return Err(j);
+            if self.children[j].is_some() {
+                self.start_at(j).map_err(|e| (j, e))?;
             }
         }
         Ok(())
@@ -269,6 +304,11 @@ impl Supervisor {
 pub(super) struct RestartLog(VecDeque<Instant>);
 
 impl RestartLog {
+    /// Restarts within the window at the last count.
+    pub(super) fn len(&self) -> u32 {
+        u32::try_from(self.0.len()).unwrap_or(u32::MAX)
+    }
+
     /// Note one restart; an error once more than `intensity` fall within
     /// `period`.
     pub(super) fn count(&mut self, intensity: u32, period: Duration) -> Result<(), String> {

@@ -1,0 +1,297 @@
+//! Reports: what the runtime and the behaviours above it say when an actor
+//! crashes or a supervisor acts, in one place the user can redirect or
+//! silence ([`set_handler`]), as Erlang's logger takes crash and
+//! supervisor reports.
+//!
+//! # Design
+//!
+//! A panic inside an actor is reported once, when the actor is finalised:
+//! a [`CrashReport`] naming the actor (pid, label, registered names, the
+//! actor that spawned or supervises it), the panic message and where it
+//! happened. The runtime's panic hook only *records* the location (and a
+//! backtrace, when `RUST_BACKTRACE` asks for one) for the panicking actor,
+//! and prints nothing; the report is built on the scheduler after the
+//! actor's stack is gone, where no runtime lock is held. On threads that
+//! run no actor the hook hands over to the hook installed before it, so
+//! std's message for a plain thread's panic is unchanged. A panic an actor
+//! catches itself (`catch_unwind`) is not reported, as an exception an
+//! Erlang process catches is not.
+//!
+//! Supervisors report their decisions ([`SupervisorReport`]: a child
+//! restarted, or the supervisor giving up) through [`emit`].
+//!
+//! The default handler writes each report to standard error (so a test
+//! harness that captures a test's output captures the reports of actors
+//! its runtime runs).
+//!
+//! # Invariants
+//!
+//! - (R1) The panic hook takes no lock and allocates only the record it
+//!   keeps (in a thread-local), so it is safe wherever a panic starts.
+//! - (R2) A crash report uses the recorded location only if it was
+//!   recorded for the same actor (pid and generation) on the finalising
+//!   thread; otherwise it goes without one. A stale record is overwritten
+//!   by the next panic on that thread.
+
+use crate::slot::{DownReason, Pid};
+use std::backtrace::{Backtrace, BacktraceStatus};
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::{Arc, Once, RwLock};
+
+/// An actor ended by a panic.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct CrashReport {
+    /// The actor.
+    pub pid: Pid,
+    /// The label it was spawned with ([`Builder::name`](crate::Builder::name)).
+    pub label: Option<String>,
+    /// Names it was registered under.
+    pub names: Vec<&'static str>,
+    /// The actor that spawned it (or the pid given to `spawn_under`: its
+    /// supervisor); `None` for a run's root.
+    pub parent: Option<Pid>,
+    /// The panic message.
+    pub message: String,
+    /// Where it panicked (`file:line:column`), when the runtime saw it.
+    pub location: Option<String>,
+    /// A backtrace, when `RUST_BACKTRACE` (or `RUST_LIB_BACKTRACE`) asks
+    /// for one (resolved to symbols only when it is printed).
+    pub backtrace: Option<Arc<Backtrace>>,
+}
+
+/// What a supervisor did about a child that ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SupervisorAction {
+    /// The child was started again (`restarts` counts them within the
+    /// supervisor's intensity window).
+    Restarted,
+    /// The child ended for good (temporary, or transient with a normal
+    /// exit) and is not restarted.
+    Removed,
+    /// Restarts exceeded the supervisor's intensity: it stops its children
+    /// and exits.
+    GaveUp,
+    /// Starting the child again failed.
+    RestartFailed(String),
+}
+
+/// A supervisor's decision about one of its children.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SupervisorReport {
+    /// The supervisor.
+    pub supervisor: Pid,
+    /// Its registered name, if it has one.
+    pub supervisor_name: Option<&'static str>,
+    /// The child's id in the supervisor's specs.
+    pub child: String,
+    /// The child's pid when it ended.
+    pub child_pid: Pid,
+    /// Why it ended.
+    pub reason: DownReason,
+    /// Restarts within the current intensity window, this one included.
+    pub restarts: u32,
+    /// What the supervisor did.
+    pub action: SupervisorAction,
+}
+
+impl SupervisorReport {
+    /// A report of `action` on `child` (id `child`, pid `child_pid`, ended
+    /// for `reason`) by `supervisor`.
+    pub fn new(
+        supervisor: Pid,
+        supervisor_name: Option<&'static str>,
+        child: String,
+        child_pid: Pid,
+        reason: DownReason,
+        restarts: u32,
+        action: SupervisorAction,
+    ) -> SupervisorReport {
+        SupervisorReport {
+            supervisor,
+            supervisor_name,
+            child,
+            child_pid,
+            reason,
+            restarts,
+            action,
+        }
+    }
+}
+
+/// One report.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Report {
+    /// An actor panicked.
+    Crash(CrashReport),
+    /// A supervisor acted on a child's end.
+    Supervisor(SupervisorReport),
+}
+
+impl fmt::Display for CrashReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "=CRASH REPORT==== actor {}", self.pid)?;
+        if !self.names.is_empty() {
+            write!(f, " [{}]", self.names.join(", "))?;
+        }
+        if let Some(label) = &self.label {
+            write!(f, " ({label})")?;
+        }
+        writeln!(f, " panicked")?;
+        match self.parent {
+            Some(parent) => writeln!(f, "    parent: {parent}")?,
+            None => writeln!(f, "    parent: none (the run's root)")?,
+        }
+        write!(f, "    panic: {}", self.message)?;
+        if let Some(at) = &self.location {
+            write!(f, "\n    at: {at}")?;
+        }
+        if let Some(bt) = &self.backtrace {
+            write!(f, "\n    backtrace:\n{bt}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for SupervisorReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "=SUPERVISOR REPORT==== supervisor {}", self.supervisor)?;
+        if let Some(name) = self.supervisor_name {
+            write!(f, " [{name}]")?;
+        }
+        writeln!(f)?;
+        writeln!(f, "    child: {} ({})", self.child, self.child_pid)?;
+        writeln!(f, "    reason: {:?}", self.reason)?;
+        writeln!(f, "    restarts: {}", self.restarts)?;
+        match &self.action {
+            SupervisorAction::Restarted => write!(f, "    action: restarted"),
+            SupervisorAction::Removed => write!(f, "    action: removed, not restarted"),
+            SupervisorAction::GaveUp => {
+                write!(f, "    action: gave up (restart intensity reached)")
+            }
+            SupervisorAction::RestartFailed(e) => write!(f, "    action: restart failed: {e}"),
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Report::Crash(r) => r.fmt(f),
+            Report::Supervisor(r) => r.fmt(f),
+        }
+    }
+}
+
+type Handler = Arc<dyn Fn(&Report) + Send + Sync>;
+
+/// The process's report handler; `None` = the default (standard error).
+static HANDLER: RwLock<Option<Handler>> = RwLock::new(None);
+
+/// Send every report of this process to `handler` instead of standard
+/// error: to a logger, to a test's collector, or nowhere (`|_| {}`).
+/// Process-wide, like a panic hook; the last call wins. The handler runs
+/// on a scheduler thread, outside any actor: it must not block for long.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// smarm::report::set_handler(move |r| sink.lock().unwrap().push(r.to_string()));
+/// smarm::run(|| {
+///     let h = smarm::Builder::new().name("worker").spawn(|| panic!("boom")).unwrap();
+///     assert!(h.join().is_err());
+/// });
+/// let seen = seen.lock().unwrap();
+/// assert!(seen[0].contains("(worker) panicked"));
+/// assert!(seen[0].contains("panic: boom"));
+/// # drop(seen);
+/// # smarm::report::reset_handler();
+/// ```
+pub fn set_handler(handler: impl Fn(&Report) + Send + Sync + 'static) {
+    *HANDLER.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(handler));
+}
+
+/// Back to the default handler (standard error).
+pub fn reset_handler() {
+    *HANDLER.write().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Hand `report` to the process's handler (the behaviours above the
+/// runtime report through here too).
+pub fn emit(report: Report) {
+    let handler = HANDLER.read().unwrap_or_else(|e| e.into_inner()).clone();
+    match handler {
+        Some(h) => h(&report),
+        None => eprintln!("{report}"),
+    }
+}
+
+/// Where the last actor panic on this thread happened (R1, R2).
+struct Recorded {
+    pid: Pid,
+    location: Option<String>,
+    backtrace: Option<Arc<Backtrace>>,
+}
+
+thread_local! {
+    static RECORDED: RefCell<Option<Recorded>> = const { RefCell::new(None) };
+}
+
+/// Install the runtime's panic hook, once per process (chained to the
+/// hook installed before it).
+pub(crate) fn install_panic_hook() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let Some(pid) = crate::scheduler::current_pid() else {
+                return previous(info);
+            };
+            let location = info.location().map(|l| l.to_string());
+            let bt = Backtrace::capture();
+            let backtrace = (bt.status() == BacktraceStatus::Captured).then(|| Arc::new(bt));
+            let record = Recorded {
+                pid,
+                location,
+                backtrace,
+            };
+            // A panic while the cell is borrowed (a panic inside this
+            // hook's own bookkeeping) keeps the older record.
+            RECORDED.with(|r| {
+                if let Ok(mut r) = r.try_borrow_mut() {
+                    *r = Some(record);
+                }
+            });
+        }));
+    });
+}
+
+/// Report `pid`'s panic (with `message`), at its finalisation on this
+/// scheduler thread.
+pub(crate) fn actor_panicked(
+    pid: Pid,
+    label: Option<String>,
+    names: Vec<&'static str>,
+    parent: Option<Pid>,
+    message: String,
+) {
+    let recorded = RECORDED
+        .with(|r| r.try_borrow_mut().ok().and_then(|mut r| r.take()))
+        .filter(|r| r.pid == pid);
+    let (location, backtrace) = recorded.map_or((None, None), |r| (r.location, r.backtrace));
+    emit(Report::Crash(CrashReport {
+        pid,
+        label,
+        names,
+        parent,
+        message,
+        location,
+        backtrace,
+    }));
+}

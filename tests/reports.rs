@@ -1,0 +1,217 @@
+//! Crash and supervisor reports (`smarm::report`): a panicking actor is
+//! reported once, by pid, label, registered name and parent, with where it
+//! panicked; a panic it catches is not; supervisors report restarts and
+//! giving up; a plain thread's panic still reaches the hook installed
+//! before the runtime's.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply, ServerName};
+use smarm::report::{Report, SupervisorAction};
+use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use support::run_with;
+
+/// Every report of this test binary (the handler is process-wide; each
+/// test picks its own by the labels and names it used).
+fn reports() -> &'static Mutex<Vec<Report>> {
+    static SEEN: OnceLock<Arc<Mutex<Vec<Report>>>> = OnceLock::new();
+    SEEN.get_or_init(|| {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        smarm::report::set_handler(move |r| {
+            // Shown with a failing test's captured output.
+            eprintln!("{r}");
+            sink.lock().unwrap().push(r.clone());
+        });
+        seen
+    })
+}
+
+fn crashes_where(
+    f: impl Fn(&smarm::report::CrashReport) -> bool,
+) -> Vec<smarm::report::CrashReport> {
+    reports()
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| match r {
+            Report::Crash(c) if f(c) => Some(c.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+struct Exploder;
+
+impl GenServer for Exploder {
+    type Args = ();
+    type Call = ();
+    type Reply = ();
+    type Cast = ();
+    type Info = ();
+
+    fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Exploder)
+    }
+
+    fn handle_call(&mut self, _: (), reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+        let _ = reply.reply(());
+        Flow::Continue
+    }
+
+    fn handle_cast(&mut self, _: (), _: &mut Ctx<Self>) -> Flow {
+        panic!("exploder went off");
+    }
+}
+
+const EXPLODER: ServerName<Exploder> = ServerName::new("reports-exploder");
+
+#[test]
+fn a_crash_report_names_the_actor_its_registered_name_parent_and_location() {
+    reports();
+    run_with(2, || {
+        let me = smarm::self_pid();
+        let server = gen_server::start_named(EXPLODER, ()).unwrap();
+        let down = smarm::monitor(server.pid());
+        server.cast(()).unwrap();
+        down.rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        // Pids are per runtime (other tests' runtimes reuse them): pick
+        // this test's report by its unique name.
+        let found = crashes_where(|c| c.names == ["reports-exploder"]);
+        assert_eq!(found.len(), 1, "one report per crash: {found:?}");
+        let c = &found[0];
+        assert_eq!(c.pid, server.pid());
+        assert_eq!(c.parent, Some(me));
+        assert_eq!(c.message, "exploder went off");
+        let at = c.location.as_deref().unwrap();
+        assert!(at.starts_with("tests/reports.rs:"), "location: {at}");
+        let text = Report::Crash(c.clone()).to_string();
+        assert!(text.contains("[reports-exploder]") && text.contains("panic: exploder went off"));
+    });
+}
+
+#[test]
+fn a_caught_panic_is_not_reported_and_a_later_one_is_reported_with_its_own_location() {
+    reports();
+    run_with(1, || {
+        let h = smarm::Builder::new()
+            .name("reports-catcher")
+            .spawn(|| {
+                let caught = std::panic::catch_unwind(|| panic!("caught inside"));
+                assert!(caught.is_err());
+                smarm::yield_now();
+                panic!("the second one");
+            })
+            .unwrap();
+        assert!(h.join().is_err());
+        let found = crashes_where(|c| c.label.as_deref() == Some("reports-catcher"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].message, "the second one");
+        let caught_line = line_of("caught inside");
+        let second_line = line_of("\"the second one\"");
+        let at = found[0].location.as_deref().unwrap();
+        assert!(
+            at.contains(&format!(":{second_line}:")),
+            "{at} (caught at {caught_line})"
+        );
+        // An actor that ends normally after catching a panic: no report.
+        let quiet = smarm::Builder::new()
+            .name("reports-quiet")
+            .spawn(|| {
+                let _ = std::panic::catch_unwind(|| panic!("caught and done"));
+            })
+            .unwrap();
+        quiet.join().unwrap();
+        assert!(crashes_where(|c| c.label.as_deref() == Some("reports-quiet")).is_empty());
+    });
+}
+
+/// The line of this file whose text contains `needle` (first match after
+/// the helper itself).
+fn line_of(needle: &str) -> usize {
+    let src = include_str!("reports.rs");
+    src.lines()
+        .position(|l| l.contains(needle) && !l.contains("line_of("))
+        .map(|i| i + 1)
+        .unwrap()
+}
+
+#[test]
+fn supervisors_report_each_restart_then_giving_up() {
+    reports();
+    run_with(2, || {
+        let exits = smarm::trap_exit(true).unwrap();
+        let sup = supervisor::start_link(
+            SupFlags::new(Strategy::OneForOne).intensity(2, Duration::from_secs(30)),
+            vec![ChildSpec::actor("reports-flaky", || panic!("flaky child"))],
+        )
+        .unwrap();
+        let exit = exits.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(exit.from, sup.pid());
+        let mine: Vec<_> = reports()
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|r| match r {
+                Report::Supervisor(s) if s.child == "reports-flaky" => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+        let actions: Vec<_> = mine
+            .iter()
+            .map(|s| (s.action.clone(), s.restarts))
+            .collect();
+        assert_eq!(
+            actions,
+            vec![
+                (SupervisorAction::Restarted, 1),
+                (SupervisorAction::Restarted, 2),
+                (SupervisorAction::GaveUp, 3),
+            ]
+        );
+        assert!(mine.iter().all(|s| s.supervisor == sup.pid()));
+        // Each of the three crashes of the child was reported too, and
+        // the supervisor's own panic on giving up.
+        assert_eq!(crashes_where(|c| c.message == "flaky child").len(), 3);
+        let gave_up = crashes_where(|c| c.pid == sup.pid() && c.message.contains("gave up"));
+        assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+    });
+}
+
+#[test]
+fn a_plain_threads_panic_still_reaches_the_hook_installed_before() {
+    if std::env::var_os("SMARM_REPORTS_CHILD").is_some() {
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = hits.clone();
+        std::panic::set_hook(Box::new(move |_| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }));
+        run_with(1, || {
+            let h = smarm::spawn(|| panic!("in an actor"));
+            assert!(h.join().is_err());
+        });
+        let t = std::thread::spawn(|| panic!("on a plain thread"));
+        assert!(t.join().is_err());
+        // The actor's panic became a report; the thread's went to our hook.
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        println!("CHILD-OK");
+        return;
+    }
+    let out = support::rerun_in_child(
+        "a_plain_threads_panic_still_reaches_the_hook_installed_before",
+        "SMARM_REPORTS_CHILD",
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("CHILD-OK"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("=CRASH REPORT====") && stderr.contains("panic: in an actor"),
+        "{stderr}"
+    );
+}
