@@ -238,8 +238,10 @@ impl Conn {
         if per_shard.is_empty() {
             per_shard.resize_with(n_shards, || (Vec::new(), Vec::new()));
         }
-        let mut push = |key: &[u8], op: Op, slot: Slot| {
-            let s = shard::of(key, n_shards);
+        // The shard is picked before the key moves into its operation
+        // (the arguments are evaluated in order): no copy of the key.
+        let of = |key: &[u8]| shard::of(key, n_shards);
+        let mut push = |s: usize, op: Op, slot: Slot| {
             per_shard[s].0.push(op);
             per_shard[s].1.push(slot);
         };
@@ -262,7 +264,7 @@ impl Conn {
             b"QUIT" => Planned::Quit,
             b"GET" if argc == 1 => {
                 let key = args.next().unwrap_or_default();
-                push(&key.clone(), Op::Get(key), Slot::Reply(at));
+                push(of(&key), Op::Get(key), Slot::Reply(at));
                 Planned::Sent(None)
             }
             b"SET" if argc >= 2 => {
@@ -271,7 +273,7 @@ impl Conn {
                 match set_options(args) {
                     Ok((expire, cond)) => {
                         push(
-                            &key.clone(),
+                            of(&key),
                             Op::Set {
                                 key,
                                 value,
@@ -288,19 +290,16 @@ impl Conn {
             b"DEL" | b"EXISTS" if argc >= 1 => {
                 let del = name.as_slice() == b"DEL";
                 for key in args {
-                    let op = if del {
-                        Op::Del(key.clone())
-                    } else {
-                        Op::Exists(key.clone())
-                    };
-                    push(&key, op, Slot::Sum(at));
+                    let s = of(&key);
+                    let op = if del { Op::Del(key) } else { Op::Exists(key) };
+                    push(s, op, Slot::Sum(at));
                 }
                 Planned::Sent(Some(Reply::Int(0)))
             }
             b"INCR" | b"DECR" if argc == 1 => {
                 let by = if name.as_slice() == b"INCR" { 1 } else { -1 };
                 let key = args.next().unwrap_or_default();
-                push(&key.clone(), Op::IncrBy(key, by), Slot::Reply(at));
+                push(of(&key), Op::IncrBy(key, by), Slot::Reply(at));
                 Planned::Sent(None)
             }
             b"INCRBY" | b"DECRBY" if argc == 2 => {
@@ -316,18 +315,19 @@ impl Conn {
                 let Some(by) = by else {
                     return Planned::Now(Reply::err("decrement would overflow"));
                 };
-                push(&key.clone(), Op::IncrBy(key, by), Slot::Reply(at));
+                push(of(&key), Op::IncrBy(key, by), Slot::Reply(at));
                 Planned::Sent(None)
             }
             b"MSET" if argc >= 2 && argc.is_multiple_of(2) => {
                 while let (Some(key), Some(value)) = (args.next(), args.next()) {
+                    let s = of(&key);
                     let op = Op::Set {
-                        key: key.clone(),
+                        key,
                         value,
                         expire: None,
                         cond: SetCond::Always,
                     };
-                    push(&key, op, Slot::Ok(at));
+                    push(s, op, Slot::Ok(at));
                 }
                 Planned::Sent(None)
             }
@@ -336,7 +336,7 @@ impl Conn {
                 // The array is filled element by element as shards answer.
                 let initial = Reply::Array(vec![Reply::Nil; keys.len()]);
                 for (k, key) in keys.into_iter().enumerate() {
-                    push(&key.clone(), Op::Get(key), Slot::Element(at, k));
+                    push(of(&key), Op::Get(key), Slot::Element(at, k));
                 }
                 Planned::Sent(Some(initial))
             }
@@ -352,12 +352,12 @@ impl Conn {
                 };
                 let after =
                     Duration::from_millis(u64::try_from(n).unwrap_or(0).saturating_mul(unit));
-                push(&key.clone(), Op::Expire(key, after), Slot::Reply(at));
+                push(of(&key), Op::Expire(key, after), Slot::Reply(at));
                 Planned::Sent(None)
             }
             b"TTL" if argc == 1 => {
                 let key = args.next().unwrap_or_default();
-                push(&key.clone(), Op::Ttl(key), Slot::Reply(at));
+                push(of(&key), Op::Ttl(key), Slot::Reply(at));
                 Planned::Sent(None)
             }
             b"DBSIZE" if argc == 0 => {
