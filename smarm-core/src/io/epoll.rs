@@ -18,47 +18,35 @@ use std::time::Duration;
 /// The epoll token of the runtime's wake eventfd (netpoll (P2)).
 const WAKE_TOKEN: u64 = u64::MAX;
 
-/// One fd's state in the set: its parked waiters, at most one per
-/// direction (so one actor can read a socket while another writes it),
-/// and the edges nobody was waiting for.
+/// One direction (read or write) of an fd in the set.
 #[derive(Default, Clone, Copy)]
-struct FdWaiters {
-    reader: Option<WaitId>,
-    writer: Option<WaitId>,
-    /// An edge came with no reader (writer) parked: the next wait through
-    /// the fd's [`Registration`] returns at once (io (I5)).
-    read_ready: bool,
-    write_ready: bool,
+struct Direction {
+    /// The actor parked waiting for it: at most one per direction, so one
+    /// actor can read a socket while another writes it.
+    waiter: Option<WaitId>,
+    /// An edge came with nobody parked: the next wait through the fd's
+    /// [`Registration`] returns at once (io (I5)).
+    ready: bool,
     /// The peer closed its side, or the fd is in error: no edge may ever
-    /// follow, so every wait in that direction returns at once (the read
-    /// then sees EOF, the write the error).
-    read_closed: bool,
-    write_closed: bool,
+    /// follow, so every such wait returns at once (the read then sees
+    /// EOF, the write the error).
+    closed: bool,
+}
+
+/// One fd's state in the set: its read and write directions.
+#[derive(Default, Clone, Copy)]
+struct FdWaiters([Direction; 2]);
+
+impl Direction {
+    /// Drop the marks (not the waiter): arming reports the fd afresh.
+    fn forget_marks(&mut self) {
+        (self.ready, self.closed) = (false, false);
+    }
 }
 
 impl FdWaiters {
-    fn slot(&mut self, readable: bool) -> &mut Option<WaitId> {
-        if readable {
-            &mut self.reader
-        } else {
-            &mut self.writer
-        }
-    }
-
-    fn ready(&mut self, readable: bool) -> &mut bool {
-        if readable {
-            &mut self.read_ready
-        } else {
-            &mut self.write_ready
-        }
-    }
-
-    fn closed(&mut self, readable: bool) -> &mut bool {
-        if readable {
-            &mut self.read_closed
-        } else {
-            &mut self.write_closed
-        }
+    fn dir(&mut self, readable: bool) -> &mut Direction {
+        &mut self.0[usize::from(!readable)]
     }
 }
 
@@ -149,7 +137,7 @@ impl Epoll {
         }
         let mut waiters = self.waiters.lock();
         let entry = waiters.entry(fd).or_default();
-        if entry.slot(readable).is_some() {
+        if entry.dir(readable).waiter.is_some() {
             let dir = if readable { "read" } else { "write" };
             return Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
@@ -161,25 +149,24 @@ impl Epoll {
         }
         let armed = registration.is_some_and(|r| r.epoll.load(Ordering::Relaxed) == self.id);
         if armed {
-            if std::mem::take(entry.ready(readable)) || *entry.closed(readable) {
+            let d = entry.dir(readable);
+            if std::mem::take(&mut d.ready) || d.closed {
                 return Ok(false);
             }
         } else {
-            // Arming reports the fd's state afresh, hang-ups included.
-            *entry.ready(readable) = false;
-            *entry.closed(readable) = false;
+            // Arming reports the fd's state afresh, hang-ups included; a
+            // new socket on this number does not inherit the old one's
+            // marks in either direction.
+            entry.dir(readable).forget_marks();
             if registration.is_some() {
-                // A new socket on this number: the old one's marks are not
-                // its own.
-                *entry.ready(!readable) = false;
-                *entry.closed(!readable) = false;
+                entry.dir(!readable).forget_marks(); // its waiter stays
             }
             arm(self.epfd.as_raw_fd(), fd)?;
             if let Some(r) = registration {
                 r.epoll.store(self.id, Ordering::Relaxed);
             }
         }
-        *entry.slot(readable) = Some(wait);
+        entry.dir(readable).waiter = Some(wait);
         Ok(true)
     }
 
@@ -187,7 +174,10 @@ impl Epoll {
     /// (I3)); `false` if a poll took it meanwhile. The fd stays armed.
     fn cancel(&self, fd: RawFd, wait: WaitId, readable: bool) -> bool {
         let mut waiters = self.waiters.lock();
-        let Some(slot) = waiters.get_mut(&fd).map(|entry| entry.slot(readable)) else {
+        let Some(slot) = waiters
+            .get_mut(&fd)
+            .map(|entry| &mut entry.dir(readable).waiter)
+        else {
             return false;
         };
         if *slot != Some(wait) {
@@ -226,8 +216,9 @@ fn arm(epfd: RawFd, fd: RawFd) -> io::Result<()> {
 impl PollSource for Epoll {
     fn wait(&self, events: &mut PollEvents, timeout: Option<Duration>) -> bool {
         events.clear();
-        let room = events.capacity().max(1);
-        events.reserve(room);
+        // `install` reserved the batch; never poll into no room.
+        events.reserve(1);
+        let room = events.capacity();
         // SAFETY: `events` has room for `room` entries, which the kernel
         // fills; `len` is set to the count it reports.
         let n = unsafe { epoll_wait(self.epfd.as_raw_fd(), events.as_mut_ptr(), room, timeout) };
@@ -324,13 +315,10 @@ fn consume(waiters: &RawMutex<Waiters>, fd: RawFd, events: u32) -> [Option<WaitI
         if events & (mask | closing) == 0 {
             return None;
         }
-        if events & closing != 0 {
-            *entry.closed(readable) = true;
-        }
-        let waiter = entry.slot(readable).take();
-        if waiter.is_none() {
-            *entry.ready(readable) = true;
-        }
+        let d = entry.dir(readable);
+        d.closed |= events & closing != 0;
+        let waiter = d.waiter.take();
+        d.ready |= waiter.is_none();
         waiter
     };
     [

@@ -57,13 +57,13 @@
 //! - (D3) Stopping many children asks them all first and waits after, so
 //!   a shutdown of N children takes one shutdown timeout, not N.
 
-use super::server::{is_failure, RestartLog};
+use super::server::{is_failure, report_child, RestartLog};
 use super::spec::{Restart, Shutdown};
 use crate::gen_server::{
     self, CallError, Ctx, Flow, GenServer, GenServerRef, InitError, Reply, ServerName, StartError,
     StopReason, DEFAULT_CALL_TIMEOUT,
 };
-use smarm_core::report::{self, SupervisorAction};
+use smarm_core::report::SupervisorAction;
 use smarm_core::{Exit, Pid};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -481,20 +481,11 @@ impl<A: Send + 'static> DynamicServer<A> {
         }
     }
 
-    /// Report `action` on the child `exit` is from (through
-    /// `smarm::report`). Its children share one template: the child is
-    /// named by it.
+    /// Report `action` on the child `exit` is from. Its children share
+    /// one template: the child is named by it.
     fn report(&self, me: Pid, exit: &Exit, action: SupervisorAction) {
-        let name = smarm_core::introspect::actor_info(me).and_then(|i| i.names.first().copied());
-        report::emit(report::Report::Supervisor(report::SupervisorReport::new(
-            me,
-            name,
-            "dynamic child".to_string(),
-            exit.from,
-            exit.reason.clone(),
-            self.restarts.len(),
-            action,
-        )));
+        let child = "dynamic child".to_string();
+        report_child(me, child, exit, self.restarts.len(), action);
     }
 
     fn terminate_child(&mut self, pid: Pid) -> bool {

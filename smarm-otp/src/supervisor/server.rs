@@ -156,23 +156,12 @@ impl Supervisor {
         }
     }
 
-    /// Report `action` on child `i` after `exit` (report (R1) of the
-    /// runtime: through `smarm::report`).
+    /// Report `action` on child `i` after `exit`.
     fn report(&self, i: usize, exit: &Exit, action: SupervisorAction) {
         let child = self.children[i]
             .as_ref()
             .map_or_else(String::new, |c| c.spec.id.clone());
-        let name = smarm_core::introspect::actor_info(self.me)
-            .and_then(|info| info.names.first().copied());
-        report::emit(report::Report::Supervisor(report::SupervisorReport::new(
-            self.me,
-            name,
-            child,
-            exit.from,
-            exit.reason.clone(),
-            self.restarts.len(),
-            action,
-        )));
+        report_child(self.me, child, exit, self.restarts.len(), action);
     }
 
     /// Restart child `i` (stopped) by the strategy. `Err((j, why))`: child
@@ -328,6 +317,28 @@ impl RestartLog {
         }
         Ok(())
     }
+}
+
+/// Report, through `smarm::report`, `action` by supervisor `me` on its
+/// child `child` after `exit` (shared by the static and the dynamic
+/// supervisor).
+pub(super) fn report_child(
+    me: Pid,
+    child: String,
+    exit: &Exit,
+    restarts: u32,
+    action: SupervisorAction,
+) {
+    let name = smarm_core::introspect::actor_info(me).and_then(|info| info.names.first().copied());
+    report::emit(report::Report::Supervisor(report::SupervisorReport::new(
+        me,
+        name,
+        child,
+        exit.from,
+        exit.reason.clone(),
+        restarts,
+        action,
+    )));
 }
 
 /// Whether an exit is a failure (a transient child restarts after one):
