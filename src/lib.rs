@@ -95,6 +95,14 @@ pub mod report {
     pub use smarm_core::report::*;
 }
 
+/// Runtime trace events and their Chrome Trace export (feature `trace`):
+/// [`start`](trace::start), [`stop`](trace::stop),
+/// [`Trace::write_chrome`](trace::Trace::write_chrome).
+#[cfg(feature = "trace")]
+pub mod trace {
+    pub use smarm_core::trace::*;
+}
+
 /// Telling a cooperative stop from a panic after `catch_unwind`, and
 /// setting the stop aside so cleanup can block.
 pub mod stop {

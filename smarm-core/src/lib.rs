@@ -15,15 +15,15 @@
 //! `super::` path that reaches a layer above its module's.
 //!
 //! ```text layers
-//! 0 loom config context hash mapping stack sync
+//! 0 loom clock config context hash mapping stack sync
 //! 1 slot
-//! 2 park
+//! 2 park trace::ring
 //! 3 time::heap time::bounded time::timers
 //! 4 scheduler
 //! 5 channel sync::mutex
 //! 6 actor signal stop report
 //! 7 io time
-//! 8 introspect
+//! 8 introspect trace
 //! 9 runtime
 //! ```
 //!
@@ -47,8 +47,28 @@
 //! - 9, the runtime that assembles the layers, runs them, and keeps
 //!   per-runtime state for libraries built on smarm.
 
+/// Record a runtime trace event on `shared` (feature `trace`): the
+/// operands are evaluated only while recording; without the feature the
+/// point compiles to nothing.
+macro_rules! trace_event {
+    ($shared:expr, $kind:ident, $a:expr, $b:expr) => {{
+        #[cfg(feature = "trace")]
+        {
+            let shared = $shared;
+            if shared.trace.active() {
+                shared.trace_record($crate::trace::ring::Kind::$kind, $a, $b);
+            }
+        }
+        #[cfg(not(feature = "trace"))]
+        {
+            let _ = &$shared;
+        }
+    }};
+}
+
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 pub mod channel; //       channels and select
+mod clock; //             the timeslice and trace clock (cycle counter)
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
 pub mod hash; //          the hash for smarm's own keys (names, timer ids)
@@ -65,7 +85,9 @@ mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
 pub mod stop; //          telling a stop from a panic, and cleanup that blocks
 pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
-pub mod time; //          sleep, message timers, the timer heap
+pub mod time;
+#[cfg(feature = "trace")]
+pub mod trace; //        runtime trace events, Chrome Trace export //          sleep, message timers, the timer heap
 
 pub use actor::{
     exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, self_pid, spawn,

@@ -330,6 +330,7 @@ pub(crate) fn spawn_in(
     shared.count_spawn();
     let generation = slot.word.spawn_queued();
     let pid = Pid::from_parts(index, generation);
+    trace_event!(shared, Spawn, pid.to_bits(), parent.map_or(0, Pid::to_bits));
     shared.enqueue_woken(pid, slot);
     Ok(JoinHandle::new(pid, shared))
 }

@@ -105,7 +105,6 @@
 //! [`switch_out`](switch::switch_out) (actor side); see [`crate::context`] for its contract.
 
 pub(crate) mod alloc;
-pub(crate) mod clock;
 mod current;
 mod live;
 mod locals;

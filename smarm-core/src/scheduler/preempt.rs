@@ -26,7 +26,8 @@
 //! - (I3) No preemption while the thread is unwinding: the panic machinery
 //!   (hook, payload, unwinder) allocates and holds locks of its own.
 
-use super::{clock, switch_out, with_worker, Intent};
+use super::{switch_out, with_worker, Intent};
+use crate::clock;
 use crate::sync::no_preempt::{countdown_expired, gate_open};
 
 /// Whether a safepoint may switch the current actor out on its own (I1):

@@ -133,6 +133,9 @@ pub(crate) struct Shared {
     pub(super) exit_hook: ExitHook,
     /// Source of `MonitorId`s; never reused.
     next_monitor_id: std::sync::atomic::AtomicU64,
+    /// Runtime trace events (feature `trace`).
+    #[cfg(feature = "trace")]
+    pub(crate) trace: crate::trace::ring::Recorder,
 }
 
 impl Shared {
@@ -168,7 +171,9 @@ impl Shared {
             locals: RuntimeLocals::new(),
             exit_hook,
             reclaim: Reclaimer::new(threads),
-            slice_ticks: super::clock::ticks_for(config.timeslice),
+            slice_ticks: crate::clock::ticks_for(config.timeslice),
+            #[cfg(feature = "trace")]
+            trace: crate::trace::ring::Recorder::new(),
             config,
         }
     }
@@ -240,6 +245,32 @@ impl Shared {
 
     pub(crate) fn is_root(&self, pid: Pid) -> bool {
         self.root.load(Ordering::Acquire) == pid.to_bits()
+    }
+
+    /// Record a trace event (the `trace_event!` macro calls this only while
+    /// recording): into this thread's scheduler ring, or the shared one.
+    #[cfg(feature = "trace")]
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn trace_record(&self, kind: crate::trace::ring::Kind, a: u64, b: u64) {
+        self.trace.record(
+            self.local_scheduler_id(),
+            [crate::clock::now(), kind as u64, a, b],
+        );
+    }
+
+    /// The pid bits of the actor running on this thread in this runtime, or
+    /// 0 (for a trace event's waker).
+    #[cfg(feature = "trace")]
+    fn running_pid_bits(&self) -> u64 {
+        self.local_worker(|w| w.current.get().map_or(0, Pid::to_bits))
+            .unwrap_or(0)
+    }
+
+    /// How many schedulers the runtime has (spares included).
+    #[cfg_attr(not(feature = "trace"), allow(dead_code))]
+    pub(crate) fn scheduler_count(&self) -> usize {
+        self.queues.len()
     }
 
     /// The id of this runtime's scheduler running on this thread, if any.
@@ -400,6 +431,14 @@ impl Shared {
             });
             prev.map(|prev| push_displaced(own, prev)).is_some()
         });
+        trace_event!(self, Enqueue, pid.to_bits(), {
+            use crate::trace::ring::Queue;
+            (if placed.is_some() {
+                Queue::Next
+            } else {
+                Queue::Injector
+            }) as u64
+        });
         match placed {
             Some(false) => {}
             Some(true) => {
@@ -419,6 +458,9 @@ impl Shared {
             return;
         }
         self.queues[w.id].local.push_back(pid);
+        trace_event!(self, Enqueue, pid.to_bits(), {
+            crate::trace::ring::Queue::Local as u64
+        });
         self.coord.wake_one_if_idle();
     }
 
@@ -430,6 +472,9 @@ impl Shared {
         }
         let id = pin as usize - 1;
         self.queues[id].pinned.push_back(pid);
+        trace_event!(self, Enqueue, pid.to_bits(), {
+            crate::trace::ring::Queue::Pinned as u64
+        });
         // That scheduler, specifically, must look (it may be parked).
         self.coord.unpark(id);
         true
@@ -470,6 +515,7 @@ impl Shared {
     fn unpark(&self, pid: Pid, epoch: Option<u32>) {
         if let Some(slot) = self.slots.get(pid.index()) {
             if slot.word.unpark_at(pid.generation(), epoch) == Unpark::Enqueue {
+                trace_event!(self, Wake, pid.to_bits(), self.running_pid_bits());
                 self.enqueue_woken(pid, slot);
             }
         }
@@ -485,6 +531,7 @@ impl Shared {
         self.timers
             .take_due(&self.coord, Instant::now(), try_only, &mut due);
         for entry in due {
+            trace_event!(self, TimerFire, entry.pid.to_bits(), 0);
             match entry.action {
                 TimerAction::Send(fire) => fire(),
                 TimerAction::WakeBounded => {

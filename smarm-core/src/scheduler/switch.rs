@@ -69,6 +69,8 @@ fn switch_out_observing(
             0
         };
         slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
+        #[cfg(feature = "trace")]
+        trace_switch_out(shared, pid, slot, intent);
         if intent == Intent::Park && pin == 0 {
             if let Some(next_sp) = worker::direct_target(w, shared) {
                 w.handed_off.set(Some(pid));
@@ -122,6 +124,29 @@ fn switch_out_observing(
         observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
     }) == Some(true)
         && !std::thread::panicking()
+}
+
+/// Record why `pid` leaves its scheduler (feature `trace`).
+#[cfg(feature = "trace")]
+#[inline(always)]
+fn trace_switch_out(
+    shared: &super::Shared,
+    pid: crate::slot::Pid,
+    slot: &crate::slot::Slot,
+    intent: Intent,
+) {
+    let bits = pid.to_bits();
+    match intent {
+        Intent::Park => trace_event!(
+            shared,
+            Park,
+            bits,
+            slot.waiting_on.load(crate::loom::Ordering::Relaxed) as u64
+        ),
+        Intent::Yield => trace_event!(shared, Yield, bits, 0),
+        Intent::Preempt => trace_event!(shared, Preempt, bits, 0),
+        Intent::Exit | Intent::Overflow => {}
+    }
 }
 
 /// Unwind the running actor if a stop was requested: the cooperative stop

@@ -176,6 +176,7 @@ fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
         shared.queues[victim].local.steal_into(buf);
         if let Some(first) = buf.pop() {
             Counters::bump(&shared.queues[w.id].stats.steals);
+            trace_event!(shared, Steal, victim as u64, buf.len() as u64 + 1);
             let own = &shared.queues[w.id].local;
             // Keep the stolen order: the victim's oldest runs last.
             for pid in buf.drain(..).rev() {
@@ -323,7 +324,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     let Some(slot) = shared.slots.get(pid.index()) else {
         return;
     };
-    begin_run(w, pid, slot);
+    begin_run(shared, w, pid, slot);
     // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
     // null `sp` is a first resume: the entry frame goes at the top of the
     // actor's own fresh stack. Otherwise `sp` was saved by its last switch
@@ -341,11 +342,11 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         }
         let sp = runner.sp;
         #[cfg(feature = "budget-accounting")]
-        let start = super::clock::now();
+        let start = crate::clock::now();
         crate::context::switch(w.sched_sp.as_ptr(), sp);
         #[cfg(feature = "budget-accounting")]
         slot.budget.store(
-            slot.budget.load(Ordering::Relaxed) + super::clock::now().wrapping_sub(start),
+            slot.budget.load(Ordering::Relaxed) + crate::clock::now().wrapping_sub(start),
             Ordering::Relaxed,
         );
     }
@@ -386,7 +387,8 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
 
 /// Mark `pid` running on this scheduler, just before switching to it.
 #[inline]
-fn begin_run(w: &Worker, pid: Pid, slot: &Slot) {
+fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
+    trace_event!(shared, Resume, pid.to_bits(), 0);
     debug_assert_eq!(
         slot.word.load().generation(),
         pid.generation(),
@@ -444,7 +446,7 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     if shared.queues[w.id].local.len() > 0 || shared.injector.len() > 0 {
         shared.coord.wake_one_if_idle();
     }
-    begin_run(w, pid, slot);
+    begin_run(shared, w, pid, slot);
     Some(sp)
 }
 
@@ -485,6 +487,7 @@ pub(super) fn finalize(
     runner.entry = None;
     shared.timers.finish_actor(&shared.coord, slot);
     slot.word.finish();
+    trace_event!(shared, Exit, pid.to_bits(), result.is_err() as u64);
     // Every wake the exit makes (monitors, links, the joiner) happens
     // before the actor stops counting as live (runtime (I2)); a detached
     // actor's panic payload is dropped in there too.

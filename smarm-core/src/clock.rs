@@ -1,4 +1,5 @@
-//! The timeslice clock: ticks of the CPU's invariant cycle counter where
+//! The runtime's fast clock (timeslices, per-actor budgets, trace event
+//! timestamps): ticks of the CPU's invariant cycle counter where
 //! there is one (x86_64 with an invariant TSC, read with `rdtsc`, a few ns),
 //! nanoseconds of the monotonic clock elsewhere.
 //!
@@ -50,6 +51,16 @@ pub(crate) fn ticks_for(d: Duration) -> u64 {
         None => d.as_nanos() as u64,
     };
     ticks.max(1)
+}
+
+/// How long `ticks` ticks last (the inverse of [`ticks_for`]), for
+/// reporting.
+#[cfg_attr(not(feature = "trace"), allow(dead_code))]
+pub(crate) fn nanos_for(ticks: u64) -> u64 {
+    match source().tsc_per_us {
+        Some(per_us) => ((ticks as u128 * 1000) / per_us as u128) as u64,
+        None => ticks,
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
