@@ -28,6 +28,7 @@
 //! re-exports `smarm-core` (the runtime), `smarm-otp` (OTP behaviours) and
 //! `smarm-macros`.
 
+pub use smarm_core::introspect::SNAPSHOT_FORMAT_VERSION;
 pub use smarm_core::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
     SchedulerStats, TreeNode, WaitingOn,
@@ -101,6 +102,14 @@ pub mod report {
 #[cfg(feature = "trace")]
 pub mod trace {
     pub use smarm_core::trace::*;
+}
+
+/// The web and terminal observer (feature `observer`):
+/// [`serve`](observer::serve) an HTTP endpoint with a live page and the
+/// snapshot as JSON, or [`run_top`](observer::run_top) on a terminal.
+#[cfg(feature = "observer")]
+pub mod observer {
+    pub use smarm_otp::observer::*;
 }
 
 /// Telling a cooperative stop from a panic after `catch_unwind`, and

@@ -109,6 +109,27 @@ fn three(strategy: Strategy) -> (supervisor::SupervisorRef, Log) {
 }
 
 #[test]
+fn introspection_counts_a_supervisors_restarts() {
+    run_with(2, || {
+        let (sup, mut log) = three(Strategy::OneForOne);
+        let restarts = || smarm::actor_info(sup.pid()).unwrap().restarts;
+        assert_eq!(restarts(), 0);
+        for n in 1..=2 {
+            log.send("b", Cmd::Crash);
+            assert_eq!(log.next(2), ["stop b", "start b"]);
+            assert_eq!(restarts(), n);
+        }
+        // A worker is not a supervisor: it restarted nobody.
+        assert_eq!(smarm::actor_info(log.pid("a")).unwrap().restarts, 0);
+        let snapshot = smarm::snapshot();
+        let row = snapshot.actors.iter().find(|a| a.pid == sup.pid()).unwrap();
+        assert_eq!(row.restarts, 2);
+        sup.shutdown().unwrap();
+        let _ = log.next(3);
+    });
+}
+
+#[test]
 fn one_for_one_restarts_only_the_failed_child() {
     run_with(2, || {
         let (sup, mut log) = three(Strategy::OneForOne);

@@ -55,7 +55,6 @@ pub(crate) fn ticks_for(d: Duration) -> u64 {
 
 /// How long `ticks` ticks last (the inverse of [`ticks_for`]), for
 /// reporting.
-#[cfg_attr(not(feature = "trace"), allow(dead_code))]
 pub(crate) fn nanos_for(ticks: u64) -> u64 {
     match source().tsc_per_us {
         Some(per_us) => ((ticks as u128 * 1000) / per_us as u128) as u64,

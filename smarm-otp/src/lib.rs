@@ -11,6 +11,8 @@ mod gen; //            start, call, termination, StartError / StopReason: for ev
 pub mod gen_server; // a state-owning actor serving calls and casts
 mod key; //            the typed name behind registry::Name and pg::Group
 mod loom; //           the sync facade of the lock-free registry (loom or std)
+#[cfg(feature = "observer")]
+pub mod observer; // the web and terminal observer (feature `observer`)
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends
 pub mod supervisor; // start, watch and restart children; trees of them

@@ -20,6 +20,8 @@ pub struct ActorExtras {
     pub mailbox_depth: u32,
     /// Messages taken from the channels it published.
     pub messages_received: u64,
+    /// For a supervisor: how many times it has restarted a child.
+    pub restarts: u64,
 }
 
 /// The runtime's extras hook, if a layer above installed one.

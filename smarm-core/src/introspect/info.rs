@@ -7,7 +7,7 @@ use crate::slot::Pid;
 
 /// The version of the [`RuntimeSnapshot`] / [`RuntimeTree`] shape; it
 /// changes when their fields do.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 3;
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 4;
 
 /// What an actor is doing, from the scheduler's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +58,9 @@ pub struct ActorInfo {
     /// Messages it has taken from the channels it published through the
     /// registry.
     pub messages_received: u64,
+    /// For a supervisor: how many times it has restarted a child (from
+    /// the same hook).
+    pub restarts: u64,
     /// Timeslice-clock ticks it has run for (CPU cycles where the cycle
     /// counter is invariant, else nanoseconds), with the
     /// `budget-accounting` feature; `None` without it.
@@ -88,6 +91,12 @@ pub struct SchedulerStats {
     pub wakes: u64,
     /// Successful steals from other schedulers.
     pub steals: u64,
+    /// Actors waiting in its queues (local and pinned) at the snapshot.
+    pub run_queue: usize,
+    /// Time it has spent with nothing to run (looking for work, spinning,
+    /// parked), since the runtime was built: utilisation over an interval
+    /// is one minus the growth of this over the interval's length.
+    pub idle: std::time::Duration,
     /// The actor it has been stuck in (a blocking system call, a std lock,
     /// a loop with no safepoint) for longer than `Config::blocked_after`,
     /// as the system monitor last saw it; `None` if it is not blocked.

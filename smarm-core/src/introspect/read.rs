@@ -27,7 +27,7 @@ pub fn snapshot() -> RuntimeSnapshot {
         let schedulers = shared
             .scheduler_counters()
             .enumerate()
-            .map(|(id, (c, b))| {
+            .map(|(id, (c, b, run_queue))| {
                 let blocked = b.blocked();
                 let now = shared.coord.now_nanos();
                 SchedulerStats {
@@ -36,6 +36,10 @@ pub fn snapshot() -> RuntimeSnapshot {
                     parks: c.parks.load(Ordering::Relaxed),
                     wakes: c.wakes.load(Ordering::Relaxed),
                     steals: c.steals.load(Ordering::Relaxed),
+                    run_queue,
+                    idle: std::time::Duration::from_nanos(crate::clock::nanos_for(
+                        c.idle_ticks.load(Ordering::Relaxed),
+                    )),
                     blocked_in: blocked.map(|(pid, _)| pid),
                     blocked_for: blocked.map_or(std::time::Duration::ZERO, |(_, since)| {
                         std::time::Duration::from_nanos(now.saturating_sub(since))
@@ -184,6 +188,7 @@ fn read(
         mailbox_depth: 0,
         overruns: slot.overruns.load(Ordering::Relaxed),
         messages_received: 0,
+        restarts: 0,
         budget_cycles: cfg!(feature = "budget-accounting")
             .then(|| slot.budget.load(Ordering::Relaxed)),
     })
@@ -205,6 +210,7 @@ fn with_extras(mut info: ActorInfo) -> ActorInfo {
         info.names = extras.names;
         info.mailbox_depth = extras.mailbox_depth;
         info.messages_received = extras.messages_received;
+        info.restarts = extras.restarts;
     }
     info
 }

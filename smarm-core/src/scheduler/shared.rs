@@ -57,6 +57,8 @@ pub(crate) struct Counters {
     pub(crate) parks: AtomicU64,
     pub(crate) wakes: AtomicU64,
     pub(crate) steals: AtomicU64,
+    /// Clock ticks spent with nothing to run (looking, spinning, parked).
+    pub(crate) idle_ticks: AtomicU64,
 }
 
 impl Counters {
@@ -319,8 +321,10 @@ impl Shared {
     /// Each scheduler's activity counters, in id order.
     pub(crate) fn scheduler_counters(
         &self,
-    ) -> impl Iterator<Item = (&Counters, &super::sysmon::BlockedRecord)> {
-        self.queues.iter().map(|q| (&q.stats, &q.blocked))
+    ) -> impl Iterator<Item = (&Counters, &super::sysmon::BlockedRecord, usize)> {
+        self.queues
+            .iter()
+            .map(|q| (&q.stats, &q.blocked, q.local.len() + q.pinned.len()))
     }
 
     /// Arm a timer running `f` on a scheduler at `deadline`, for `owner`.

@@ -95,7 +95,15 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
             &mut steal_buf,
             std::mem::take(&mut may_steal),
         ) else {
-            match idle(shared, &worker) {
+            let idle_since = crate::clock::now();
+            let idled = idle(shared, &worker);
+            let stats = &shared.queues[id].stats;
+            stats.idle_ticks.store(
+                stats.idle_ticks.load(Ordering::Relaxed)
+                    + crate::clock::now().wrapping_sub(idle_since),
+                Ordering::Relaxed,
+            );
+            match idled {
                 Idle::Continue => continue,
                 Idle::Steal => {
                     may_steal = true;

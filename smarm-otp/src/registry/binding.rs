@@ -31,10 +31,17 @@ impl Default for Registry {
     }
 }
 
-/// The hook that lets introspection ask this runtime for names and
-/// mailbox depth, installed in the runtime by its first registry use.
+/// The hook that lets introspection ask this runtime for names, mailbox
+/// depth and supervisor restarts, installed in the runtime by its first
+/// registry use or supervisor start.
 fn install_hook() {
     smarm_core::introspect::set_extras_hook(introspection_extras);
+}
+
+/// Install the introspection hook in the current runtime if no registry
+/// use did yet (a supervisor's restarts are read through it).
+pub(crate) fn ensure_introspection_hook() {
+    runtime::with_runtime_local::<Registry, ()>(|reg, _| reg.hooked.call_once(install_hook));
 }
 
 /// Run `f` on the current runtime's registry, locked (I3). No user code
@@ -82,6 +89,7 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
             names,
             mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
             messages_received: received,
+            restarts: crate::supervisor::restarts_of(pid),
         }
     })
 }

@@ -70,6 +70,7 @@ mod send;
 mod tables;
 
 pub use crate::key::{AtomTableFull, ATOM_LIMIT};
+pub(crate) use binding::ensure_introspection_hook;
 pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis};
 pub use error::{RegisterError, SendError};
 pub use name::Name;

@@ -395,6 +395,7 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
 
     fn init(spec: DynamicSpec<A>, ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
         ctx.trap_exits();
+        super::server::track_restarts(ctx.me().pid());
         Ok(DynamicServer {
             spec,
             children: HashMap::new(),

@@ -71,4 +71,5 @@ pub use dynamic::{
     DynamicName, DynamicServer, DynamicSpec, DynamicStartFn, DynamicSupervisor, StartChildError,
 };
 pub use handle::{start, start_link, ChildInfo, ChildRef, SupervisorRef};
+pub(crate) use server::restarts_of;
 pub use spec::{ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};

@@ -65,6 +65,7 @@ impl GenServer for Supervisor {
     /// reverse) and fail with its [`StartError::Child`].
     fn init((flags, specs): Self::Args, ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
         ctx.trap_exits();
+        track_restarts(ctx.me().pid());
         let mut sup = Supervisor {
             me: ctx.me().pid(),
             flags,
@@ -329,6 +330,9 @@ pub(super) fn report_child(
     restarts: u32,
     action: SupervisorAction,
 ) {
+    if action == SupervisorAction::Restarted {
+        count_restart(me);
+    }
     let name = smarm_core::introspect::actor_info(me).and_then(|info| info.names.first().copied());
     report::emit(report::Report::Supervisor(report::SupervisorReport::new(
         me,
@@ -339,6 +343,38 @@ pub(super) fn report_child(
         restarts,
         action,
     )));
+}
+
+/// Restarts each supervisor of a runtime has made, for introspection
+/// (`ActorInfo::restarts`); an entry goes when its supervisor exits.
+#[derive(Default)]
+struct RestartCounts(std::sync::Mutex<HashMap<Pid, u64>>);
+
+fn count_restart(me: Pid) {
+    smarm_core::runtime::with_runtime_local::<RestartCounts, ()>(|counts, _| {
+        let mut counts = counts.0.lock().unwrap_or_else(|e| e.into_inner());
+        *counts.entry(me).or_default() += 1;
+    });
+}
+
+/// Restarts supervisor `pid` has made (0 for any other actor).
+pub(crate) fn restarts_of(pid: Pid) -> u64 {
+    smarm_core::runtime::with_runtime_local::<RestartCounts, u64>(|counts, _| {
+        let counts = counts.0.lock().unwrap_or_else(|e| e.into_inner());
+        counts.get(&pid).copied().unwrap_or(0)
+    })
+}
+
+/// A supervisor starts: make its restarts visible to introspection, and
+/// forget them when it exits.
+pub(super) fn track_restarts(me: Pid) {
+    crate::registry::ensure_introspection_hook();
+    smarm_core::signal::on_exit(me, move |_, _| {
+        smarm_core::runtime::with_runtime_local::<RestartCounts, ()>(|counts, _| {
+            let mut counts = counts.0.lock().unwrap_or_else(|e| e.into_inner());
+            counts.remove(&me);
+        });
+    });
 }
 
 /// Whether an exit is a failure (a transient child restarts after one):
