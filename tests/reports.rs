@@ -88,8 +88,57 @@ fn a_crash_report_names_the_actor_its_registered_name_parent_and_location() {
         assert_eq!(c.message, "exploder went off");
         let at = c.location.as_deref().unwrap();
         assert!(at.starts_with("tests/reports.rs:"), "location: {at}");
+        // The last message it handled, as OTP's reports give it: the
+        // callback and the message's type.
+        assert_eq!(c.last_message.as_deref(), Some("handle_cast: a ()"));
         let text = Report::Crash(c.clone()).to_string();
         assert!(text.contains("[reports-exploder]") && text.contains("panic: exploder went off"));
+        assert!(text.contains("last message: handle_cast: a ()"), "{text}");
+    });
+}
+
+/// A typed actor whose `Explode` message panics.
+#[derive(smarm::Actor)]
+#[actor(name = "reports-typed")]
+enum Typed {
+    Fine(u32),
+    Explode { why: String },
+}
+
+struct TypedState;
+
+impl smarm::actor::Handler<Typed> for TypedState {
+    fn handle(&mut self, msg: Typed) -> Flow {
+        match msg {
+            Typed::Fine(_) => Flow::Continue,
+            Typed::Explode { why } => panic!("{why}"),
+        }
+    }
+}
+
+#[test]
+fn a_typed_actor_crash_report_names_the_variant_it_was_handling() {
+    reports();
+    run_with(1, || {
+        let pid = smarm::actor::start::<Typed>(TypedState).unwrap();
+        let down = smarm::monitor(pid);
+        pid.fine(1).unwrap();
+        pid.explode("typed went off".to_string()).unwrap();
+        down.rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let found = crashes_where(|c| c.names == ["reports-typed"]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            found[0].last_message.as_deref(),
+            Some("handle: reports::Typed::Explode")
+        );
+        // A plain actor has no behaviour to say what it handled.
+        let plain = smarm::Builder::new()
+            .name("reports-plain")
+            .spawn(|| panic!("plain"))
+            .unwrap();
+        assert!(plain.join().is_err());
+        let found = crashes_where(|c| c.label.as_deref() == Some("reports-plain"));
+        assert_eq!(found[0].last_message, None);
     });
 }
 

@@ -54,6 +54,10 @@ pub struct CrashReport {
     pub parent: Option<Pid>,
     /// The panic message.
     pub message: String,
+    /// What it was handling, as the behaviour running it noted
+    /// ([`note_last_message`]): for a gen_server, the callback and the
+    /// message's type; `None` for a plain actor.
+    pub last_message: Option<String>,
     /// Where it panicked (`file:line:column`), when the runtime saw it.
     pub location: Option<String>,
     /// A backtrace, when `RUST_BACKTRACE` (or `RUST_LIB_BACKTRACE`) asks
@@ -145,6 +149,9 @@ impl fmt::Display for CrashReport {
         match self.parent {
             Some(parent) => writeln!(f, "    parent: {parent}")?,
             None => writeln!(f, "    parent: none (the run's root)")?,
+        }
+        if let Some(last) = &self.last_message {
+            writeln!(f, "    last message: {last}")?;
         }
         write!(f, "    panic: {}", self.message)?;
         if let Some(at) = &self.location {
@@ -272,26 +279,64 @@ pub(crate) fn install_panic_hook() {
     });
 }
 
-/// Report `pid`'s panic (with `message`), at its finalisation on this
-/// scheduler thread.
-pub(crate) fn actor_panicked(
-    pid: Pid,
-    label: Option<String>,
-    names: Vec<&'static str>,
-    parent: Option<Pid>,
-    message: String,
-) {
+/// What the actor layer knows of a crashed actor at its finalisation.
+pub(crate) struct Crashed {
+    pub(crate) pid: Pid,
+    pub(crate) label: Option<String>,
+    pub(crate) names: Vec<&'static str>,
+    pub(crate) parent: Option<Pid>,
+    pub(crate) message: String,
+    pub(crate) last_message: Option<String>,
+}
+
+/// Report a panic, at the actor's finalisation on this scheduler thread.
+pub(crate) fn actor_panicked(c: Crashed) {
     let recorded = RECORDED
         .with(|r| r.try_borrow_mut().ok().and_then(|mut r| r.take()))
-        .filter(|r| r.pid == pid);
+        .filter(|r| r.pid == c.pid);
     let (location, backtrace) = recorded.map_or((None, None), |r| (r.location, r.backtrace));
     emit(Report::Crash(CrashReport {
-        pid,
-        label,
-        names,
-        parent,
-        message,
+        pid: c.pid,
+        label: c.label,
+        names: c.names,
+        parent: c.parent,
+        message: c.message,
+        last_message: c.last_message,
         location,
         backtrace,
     }));
+}
+
+/// Note, for the running actor's crash report, what it was handling when
+/// it panicked (OTP's "last message in"): a behaviour that catches its
+/// callback's panic calls this before letting the panic end the actor.
+/// Takes the actor's record lock: for the crash path, not per message.
+/// Outside an actor it does nothing.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+///
+/// let seen = Arc::new(Mutex::new(String::new()));
+/// let sink = seen.clone();
+/// smarm::report::set_handler(move |r| *sink.lock().unwrap() = r.to_string());
+/// smarm::run(|| {
+///     let h = smarm::spawn(|| {
+///         let caught = std::panic::catch_unwind(|| panic!("bad order"));
+///         smarm::report::note_last_message("handle_cast: Order(17)");
+///         std::panic::resume_unwind(caught.unwrap_err());
+///     });
+///     assert!(h.join().is_err());
+/// });
+/// assert!(seen.lock().unwrap().contains("last message: handle_cast: Order(17)"));
+/// # smarm::report::reset_handler();
+/// ```
+pub fn note_last_message(what: impl Into<String>) {
+    let what = what.into();
+    crate::scheduler::with_worker(|w, shared| {
+        if let Some(me) = w.current.get() {
+            crate::signal::with_live_signals(shared, me, |signals, _| {
+                signals.last_message = Some(what);
+            });
+        }
+    });
 }

@@ -14,6 +14,16 @@ pub(crate) fn expand(e: &ActorEnum) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let methods = e.variants.iter().map(|v| method(ident, v));
+    let variant_arms = e.variants.iter().map(|v| {
+        let variant = &v.ident;
+        let text = variant.to_string();
+        let pattern = match v.shape {
+            Shape::Unit => quote!(#ident::#variant),
+            Shape::Tuple => quote!(#ident::#variant(..)),
+            Shape::Named => quote!(#ident::#variant { .. }),
+        };
+        quote!(#pattern => #text,)
+    });
     let constant = e.name.as_ref().map(|lit| {
         let konst = format_ident!("{}", snake_case(ident).to_uppercase());
         let doc = format!(
@@ -36,6 +46,12 @@ pub(crate) fn expand(e: &ActorEnum) -> TokenStream {
 
         impl ::smarm::actor::Actor for #ident {
             const NAME: ::core::option::Option<&'static str> = #name;
+
+            fn variant(&self) -> &'static str {
+                match self {
+                    #(#variant_arms)*
+                }
+            }
         }
 
         #[doc = #api_doc]

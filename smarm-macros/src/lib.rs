@@ -19,7 +19,10 @@
 //!
 //! ```ignore
 //! impl Addressable for Counter { type Msg = Counter; } // Pid<Counter> is its address
-//! impl smarm::actor::Actor for Counter { const NAME: Option<&'static str> = Some("counter"); }
+//! impl smarm::actor::Actor for Counter {
+//!     const NAME: Option<&'static str> = Some("counter");
+//!     fn variant(&self) -> &'static str { match self { Counter::Add(..) => "Add", /* ... */ } }
+//! }
 //!
 //! /// Client methods, on `Pid<Counter>` and `Name<Counter>` (anything that
 //! /// can deliver a `Counter`).

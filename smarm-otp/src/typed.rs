@@ -31,6 +31,12 @@ use smarm_core::{Addressable, Pid};
 pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
     /// The name from `#[actor(name = "...")]`, if any.
     const NAME: Option<&'static str>;
+
+    /// The message's variant name (the derive gives it), for the crash
+    /// report of an actor that panicked handling it.
+    fn variant(&self) -> &'static str {
+        ""
+    }
 }
 
 /// The state of a typed actor of message type `M`.
@@ -108,9 +114,11 @@ fn serve<M: Actor>(
     if !ok {
         return;
     }
+    let mut last: Option<&'static str> = None;
     let ended = crate::gen::termination::run(|| loop {
         match inbox.recv() {
             Ok(msg) => {
+                last = Some(msg.variant());
                 if let Flow::Stop(reason) = state.handle(msg) {
                     return reason;
                 }
@@ -118,6 +126,14 @@ fn serve<M: Actor>(
             Err(_) => return StopReason::Normal,
         }
     });
+    if ended.panicked() {
+        let ty = std::any::type_name::<M>();
+        smarm_core::report::note_last_message(match last {
+            None => "none (it crashed before its first message)".to_string(),
+            Some("") => format!("handle: a {ty}"),
+            Some(variant) => format!("handle: {ty}::{variant}"),
+        });
+    }
     state.terminate(&ended.reason);
     drop(inbox);
     ended.finish();

@@ -78,6 +78,7 @@ struct Crash {
     label: Option<String>,
     parent: Option<Pid>,
     message: String,
+    last_message: Option<String>,
 }
 
 #[cold]
@@ -97,6 +98,7 @@ fn crash_report(
         label: signals.and_then(|s| s.label.clone()),
         parent,
         message: super::outcome::panic_message(payload),
+        last_message: signals.and_then(|s| s.last_message.clone()),
     })
 }
 
@@ -105,6 +107,13 @@ impl Crash {
     #[cold]
     fn emit(self) {
         let names = super::extras::names_of(self.pid);
-        crate::report::actor_panicked(self.pid, self.label, names, self.parent, self.message);
+        crate::report::actor_panicked(crate::report::Crashed {
+            pid: self.pid,
+            label: self.label,
+            names,
+            parent: self.parent,
+            message: self.message,
+            last_message: self.last_message,
+        });
     }
 }

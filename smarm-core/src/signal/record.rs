@@ -26,6 +26,9 @@ pub(crate) struct Signals {
     /// The label it was spawned with (`Builder::name`), for introspection
     /// and reports.
     pub(crate) label: Option<String>,
+    /// What the actor was handling when it crashed, as the behaviour
+    /// running it noted ([`note_last_message`](crate::report::note_last_message)).
+    pub(crate) last_message: Option<String>,
 }
 
 /// An actor's links: a short list, or a set once it grows past

@@ -40,6 +40,12 @@ pub(crate) fn run(body: impl FnOnce() -> StopReason) -> Ended {
 }
 
 impl Ended {
+    /// Whether the loop ended by a panic (which the runtime reports as a
+    /// crash once the actor ends).
+    pub(crate) fn panicked(&self) -> bool {
+        self.unwind.is_some() && matches!(self.reason, StopReason::Error(_))
+    }
+
     /// End the actor as the loop ended (call after cleaning up).
     pub(crate) fn finish(self) {
         match (self.unwind, self.reason) {

@@ -172,8 +172,13 @@ pub(super) fn serve<G: GenServer>(
     drop(started);
 
     let mut ack = None;
-    let ended =
-        crate::gen::termination::run(|| serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack));
+    let mut last = Handled::Nothing;
+    let ended = crate::gen::termination::run(|| {
+        serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack, &mut last)
+    });
+    if ended.panicked() {
+        smarm_core::report::note_last_message(last.describe::<G>());
+    }
     state.terminate(&ended.reason, &mut ctx); // (S1)
     drop(inbox); // (S2): queued callers fail now
     drop(state);
@@ -183,6 +188,35 @@ pub(super) fn serve<G: GenServer>(
     ended.finish();
 }
 
+/// What the server last handed to a callback, for its crash report
+/// (OTP's "last message in"). The message itself went into the callback;
+/// its kind and type are what is kept (one store per message).
+#[derive(Debug, Clone, Copy)]
+enum Handled {
+    Nothing,
+    Call,
+    Cast,
+    Info,
+    Exit(Pid),
+    Down(Pid),
+    Inspect,
+}
+
+impl Handled {
+    fn describe<G: GenServer>(self) -> String {
+        use std::any::type_name;
+        match self {
+            Handled::Nothing => "none (it crashed before its first message)".to_string(),
+            Handled::Call => format!("handle_call: a {}", type_name::<G::Call>()),
+            Handled::Cast => format!("handle_cast: a {}", type_name::<G::Cast>()),
+            Handled::Info => format!("handle_info: a {}", type_name::<G::Info>()),
+            Handled::Exit(from) => format!("handle_exit: an exit signal from {from}"),
+            Handled::Down(of) => format!("handle_down: the down notice of {of}"),
+            Handled::Inspect => "an inspection of its state".to_string(),
+        }
+    }
+}
+
 /// Serve until a callback or a shutdown request stops the server.
 fn serve_loop<G: GenServer>(
     state: &mut G,
@@ -190,11 +224,13 @@ fn serve_loop<G: GenServer>(
     sys: &Receiver<G::Info>,
     ctx: &mut Ctx<G>,
     ack: &mut Option<Reply<()>>,
+    last: &mut Handled,
 ) -> StopReason {
     loop {
         if ctx.sys_pending.load(Ordering::Acquire) {
             ctx.sys_pending.store(false, Ordering::Relaxed);
             while let Ok(Some(info)) = sys.try_recv() {
+                *last = Handled::Info;
                 if let Flow::Stop(reason) = state.handle_info(info, ctx) {
                     return reason;
                 }
@@ -203,15 +239,31 @@ fn serve_loop<G: GenServer>(
         // The mailbox never closes while the server runs (S2).
         let flow = if let Ok(Envelope(msg)) = inbox.recv() {
             match msg {
-                Msg::Call(request, reply) => state.handle_call(request, reply, ctx),
-                Msg::Cast(msg) => state.handle_cast(msg, ctx),
-                Msg::Info(msg) => state.handle_info(msg, ctx),
+                Msg::Call(request, reply) => {
+                    *last = Handled::Call;
+                    state.handle_call(request, reply, ctx)
+                }
+                Msg::Cast(msg) => {
+                    *last = Handled::Cast;
+                    state.handle_cast(msg, ctx)
+                }
+                Msg::Info(msg) => {
+                    *last = Handled::Info;
+                    state.handle_info(msg, ctx)
+                }
                 Msg::Exit(exit) if Some(exit.from) == ctx.parent => {
                     Flow::Stop(parent_exit(exit.reason))
                 }
-                Msg::Exit(exit) => state.handle_exit(exit, ctx),
-                Msg::Down(down) => state.handle_down(down, ctx),
+                Msg::Exit(exit) => {
+                    *last = Handled::Exit(exit.from);
+                    state.handle_exit(exit, ctx)
+                }
+                Msg::Down(down) => {
+                    *last = Handled::Down(down.pid);
+                    state.handle_down(down, ctx)
+                }
                 Msg::Inspect(f) => {
+                    *last = Handled::Inspect;
                     f(state);
                     Flow::Continue
                 }
