@@ -28,6 +28,10 @@
 //! re-exports `smarm-core` (the runtime), `smarm-otp` (OTP behaviours) and
 //! `smarm-macros`.
 
+/// Run a closure inside a `tracing` span across blocking calls (feature
+/// `tracing`; see the guide's "Observing a running system").
+#[cfg(feature = "tracing")]
+pub use smarm_core::actor::in_span;
 pub use smarm_core::introspect::SNAPSHOT_FORMAT_VERSION;
 pub use smarm_core::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,

@@ -110,7 +110,10 @@ struct TypedState;
 impl smarm::actor::Handler<Typed> for TypedState {
     fn handle(&mut self, msg: Typed) -> Flow {
         match msg {
-            Typed::Fine(_) => Flow::Continue,
+            Typed::Fine(n) => {
+                assert!(n < 100, "a fine message");
+                Flow::Continue
+            }
             Typed::Explode { why } => panic!("{why}"),
         }
     }

@@ -22,7 +22,12 @@
 //!
 //! The default handler writes each report to standard error (so a test
 //! harness that captures a test's output captures the reports of actors
-//! its runtime runs).
+//! its runtime runs). With the `tracing` feature, while a `tracing`
+//! subscriber is the default where the report is made (a runtime's
+//! schedulers take the one that was the default where it started), the
+//! default handler makes each report a `tracing` event instead (target
+//! `smarm::report`: a crash at ERROR, a supervisor giving up or failing to
+//! restart at ERROR, a restart at WARN, a removal at INFO).
 //!
 //! # Invariants
 //!
@@ -235,7 +240,57 @@ pub fn emit(report: Report) {
     let handler = HANDLER.read().unwrap_or_else(|e| e.into_inner()).clone();
     match handler {
         Some(h) => h(&report),
+        #[cfg(feature = "tracing")]
+        None if subscribed() => to_tracing(&report),
         None => eprintln!("{report}"),
+    }
+}
+
+/// Whether a `tracing` subscriber is this thread's default.
+#[cfg(feature = "tracing")]
+fn subscribed() -> bool {
+    tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>())
+}
+
+/// `report` as a `tracing` event (target `smarm::report`).
+#[cfg(feature = "tracing")]
+fn to_tracing(report: &Report) {
+    match report {
+        Report::Crash(c) => tracing::error!(
+            target: "smarm::report",
+            pid = %c.pid,
+            label = c.label.as_deref(),
+            names = ?c.names,
+            parent = c.parent.map(tracing::field::display),
+            location = c.location.as_deref(),
+            last_message = c.last_message.as_deref(),
+            "actor {} panicked: {}",
+            c.pid,
+            c.message
+        ),
+        Report::Supervisor(s) => {
+            let child_pid = tracing::field::display(s.child_pid);
+            let supervisor = tracing::field::display(s.supervisor);
+            match &s.action {
+                SupervisorAction::Restarted => tracing::warn!(
+                    target: "smarm::report", %supervisor, child = %s.child, %child_pid,
+                    reason = ?s.reason, restarts = s.restarts, "child restarted"
+                ),
+                SupervisorAction::Removed => tracing::info!(
+                    target: "smarm::report", %supervisor, child = %s.child, %child_pid,
+                    reason = ?s.reason, "child removed, not restarted"
+                ),
+                SupervisorAction::GaveUp => tracing::error!(
+                    target: "smarm::report", %supervisor, child = %s.child, %child_pid,
+                    reason = ?s.reason, restarts = s.restarts,
+                    "supervisor gave up: restart intensity reached"
+                ),
+                SupervisorAction::RestartFailed(e) => tracing::error!(
+                    target: "smarm::report", %supervisor, child = %s.child, %child_pid,
+                    reason = ?s.reason, error = %e, "child restart failed"
+                ),
+            }
+        }
     }
 }
 

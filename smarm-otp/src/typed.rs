@@ -118,8 +118,10 @@ fn serve<M: Actor>(
     let ended = crate::gen::termination::run(|| loop {
         match inbox.recv() {
             Ok(msg) => {
-                last = Some(msg.variant());
-                if let Flow::Stop(reason) = state.handle(msg) {
+                let variant = msg.variant();
+                last = Some(variant);
+                let flow = crate::gen::callback!("handle", msg = variant, state.handle(msg));
+                if let Flow::Stop(reason) = flow {
                     return reason;
                 }
             }

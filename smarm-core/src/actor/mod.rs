@@ -35,6 +35,8 @@ mod exit;
 pub(crate) mod extras;
 mod join;
 mod outcome;
+#[cfg(feature = "tracing")]
+mod span;
 mod spawn;
 
 pub(crate) use crate::slot::Outcome;
@@ -44,6 +46,8 @@ pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
 pub use join::JoinHandle;
 pub use outcome::JoinError;
+#[cfg(feature = "tracing")]
+pub use span::in_span;
 
 pub(crate) use spawn::{alive_in, spawn_in, ExitWith, SpawnOpts};
 pub use spawn::{

@@ -323,6 +323,20 @@ pub(crate) fn spawn_in(
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
+    // Its span, a child of the spawner's current one (feature `tracing`).
+    #[cfg(feature = "tracing")]
+    let span = {
+        let span = tracing::info_span!(
+            target: "smarm",
+            "actor",
+            pid = tracing::field::Empty,
+            label = tracing::field::Empty
+        );
+        if let Some(label) = signals.as_ref().and_then(|s| s.label.as_deref()) {
+            span.record("label", label);
+        }
+        span
+    };
     if let Some(signals) = signals {
         // Linked, monitored and labelled before it can run.
         slot.cold.lock().signals = Some(crate::signal::erase_signals(signals));
@@ -330,6 +344,13 @@ pub(crate) fn spawn_in(
     shared.count_spawn();
     let generation = slot.word.spawn_queued();
     let pid = Pid::from_parts(index, generation);
+    #[cfg(feature = "tracing")]
+    if !span.is_disabled() {
+        span.record("pid", tracing::field::display(pid));
+        // SAFETY: the spawner owns the slot until the enqueue below (slot
+        // (I1)).
+        unsafe { slot.spans() }.push(span);
+    }
     trace_event!(shared, Spawn, pid.to_bits(), parent.map_or(0, Pid::to_bits));
     shared.enqueue_woken(pid, slot);
     Ok(JoinHandle::new(pid, shared))

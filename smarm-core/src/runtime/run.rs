@@ -122,6 +122,8 @@ impl Runtime {
             }
         };
         shared.set_root(Some(root.pid()));
+        #[cfg(feature = "tracing")]
+        shared.capture_dispatch();
         let threads: Vec<_> = (1..shared.config().threads)
             .map(|id| {
                 let shared = shared.clone();

@@ -115,6 +115,8 @@ pub(crate) mod preempt;
 mod reclaim;
 mod run_queue;
 mod shared;
+#[cfg(feature = "tracing")]
+mod spans;
 mod switch;
 pub(crate) mod sysmon;
 pub(crate) mod wait;

@@ -138,6 +138,10 @@ pub(crate) struct Shared {
     /// Runtime trace events (feature `trace`).
     #[cfg(feature = "trace")]
     pub(crate) trace: crate::trace::ring::Recorder,
+    /// The `tracing` dispatcher the current run was started under
+    /// (feature `tracing`), made every scheduler thread's default.
+    #[cfg(feature = "tracing")]
+    dispatch: std::sync::Mutex<Option<tracing::Dispatch>>,
 }
 
 impl Shared {
@@ -176,6 +180,8 @@ impl Shared {
             slice_ticks: crate::clock::ticks_for(config.timeslice),
             #[cfg(feature = "trace")]
             trace: crate::trace::ring::Recorder::new(),
+            #[cfg(feature = "tracing")]
+            dispatch: std::sync::Mutex::new(None),
             config,
         }
     }
@@ -267,6 +273,23 @@ impl Shared {
     fn running_pid_bits(&self) -> u64 {
         self.local_worker(|w| w.current.get().map_or(0, Pid::to_bits))
             .unwrap_or(0)
+    }
+
+    /// Remember the caller's default `tracing` dispatcher for this run's
+    /// scheduler threads.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn capture_dispatch(&self) {
+        let current = tracing::dispatcher::get_default(Clone::clone);
+        *self.dispatch.lock().unwrap_or_else(|e| e.into_inner()) = Some(current);
+    }
+
+    /// The dispatcher [`capture_dispatch`](Self::capture_dispatch) kept.
+    #[cfg(feature = "tracing")]
+    pub(super) fn dispatch(&self) -> Option<tracing::Dispatch> {
+        self.dispatch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// How many schedulers the runtime has (spares included).

@@ -49,6 +49,12 @@ const RECLAIM_TICK: u32 = 64;
 /// the runtime is done.
 pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     let _altstack = crate::stack::ensure_altstack();
+    // Actors' spans go to the subscriber that was the default where the
+    // runtime was started.
+    #[cfg(feature = "tracing")]
+    let _dispatch = shared
+        .dispatch()
+        .map(|d| tracing::dispatcher::set_default(&d));
     let worker = Worker {
         id,
         shared: Arc::as_ptr(shared),
@@ -370,6 +376,8 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     let Some(slot) = shared.slots.get(pid.index()) else {
         return;
     };
+    #[cfg(feature = "tracing")]
+    super::spans::exit(slot);
     crate::stack::set_running_pid(0);
     w.own().stats.running.store(0, Ordering::Relaxed);
     match w.intent.get() {
@@ -412,6 +420,8 @@ fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
     w.resumes.set(w.resumes.get().wrapping_add(1));
     Counters::bump(&w.own().stats.actors_run);
     crate::stack::set_running_pid(pid.to_bits());
+    #[cfg(feature = "tracing")]
+    super::spans::enter(slot);
 }
 
 /// The direct handoff of a park: when the loop would next run the
@@ -449,6 +459,11 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     })?;
     w.tick.set(tick);
     w.lifo_streak.set(w.lifo_streak.get() + 1);
+    // The parking actor leaves its spans here, on its thread (spans (S1)).
+    #[cfg(feature = "tracing")]
+    if let Some(parking) = w.current.get().and_then(|p| shared.slots.get(p.index())) {
+        super::spans::exit(parking);
+    }
     // Between two actors, as at the top of the loop.
     shared.reclaim.quiescent(w.id);
     if shared.queues[w.id].local.len() > 0 || shared.injector.len() > 0 {
@@ -493,6 +508,8 @@ pub(super) fn finalize(
         shared.release_stack(stack);
     }
     runner.entry = None;
+    #[cfg(feature = "tracing")]
+    super::spans::clear(slot);
     shared.timers.finish_actor(&shared.coord, slot);
     slot.word.finish();
     trace_event!(shared, Exit, pid.to_bits(), result.is_err() as u64);

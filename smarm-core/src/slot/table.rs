@@ -67,6 +67,12 @@ pub(crate) struct Slot {
     /// (tags keep growing across them, channel reply (R4)).
     pub(crate) reply: std::sync::OnceLock<Box<std::sync::Arc<dyn std::any::Any + Send + Sync>>>,
     pub(crate) cold: RawMutex<Cold>,
+    /// The `tracing` spans the actor is in (feature `tracing`): its own,
+    /// then any it entered through `in_span`; entered on each resume, left
+    /// on each switch out. Runner-owned, like `runner`. The one field
+    /// past the three lines: the feature costs a line per actor.
+    #[cfg(feature = "tracing")]
+    spans: UnsafeCell<Vec<tracing::Span>>,
 }
 
 // SAFETY: `runner` is accessed only by the exclusive owner named in its
@@ -95,7 +101,22 @@ impl Slot {
             wait_timer_at: AtomicU64::new(0),
             reply: std::sync::OnceLock::new(),
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
+            #[cfg(feature = "tracing")]
+            spans: UnsafeCell::new(Vec::new()),
         }
+    }
+
+    /// The actor's `tracing` spans (feature `tracing`), outermost first.
+    ///
+    /// # Safety
+    ///
+    /// As [`runner`](Slot::runner): only the actor's exclusive owner, and
+    /// no other reference from this method live.
+    #[cfg(feature = "tracing")]
+    #[allow(clippy::mut_from_ref)] // exclusivity is the caller's contract
+    pub(crate) unsafe fn spans(&self) -> &mut Vec<tracing::Span> {
+        // SAFETY: exclusivity is the caller's contract (see above).
+        unsafe { &mut *self.spans.get() }
     }
 
     /// The runner-owned cells.
@@ -298,7 +319,9 @@ mod tests {
     /// layers' parts in.
     #[test]
     fn a_slot_is_three_cache_lines() {
-        assert_eq!(std::mem::size_of::<Slot>(), 3 * 64);
+        // The `tracing` feature adds the actor's span stack: a fourth line.
+        let lines = if cfg!(feature = "tracing") { 4 } else { 3 };
+        assert_eq!(std::mem::size_of::<Slot>(), lines * 64);
         assert!(std::mem::size_of::<super::super::Cold>() <= 56);
     }
 }

@@ -7,10 +7,32 @@
 //! - [`termination`]: how a behaviour's loop ends (a stop, a panic, a
 //!   returned reason) and how the actor then exits;
 //! - [`StartError`], [`StopReason`]: why a behaviour did not start, or
-//!   stopped.
+//!   stopped;
+//! - `callback!`: a callback run inside a `tracing` span of its own
+//!   (feature `tracing`; plain code without it).
 //!
 //! gen_server, typed actors and supervisors use these; their public paths
 //! are the gen_server module's re-exports.
+
+/// Run `$body` (a behaviour callback) inside a DEBUG span named `$name`
+/// with `$field = $value` (feature `tracing`), through
+/// `smarm_core::actor::in_span` so the span survives the callback's
+/// blocking calls; without the feature, just `$body`.
+macro_rules! callback {
+    ($name:literal, $field:ident = $value:expr, $body:expr) => {{
+        #[cfg(feature = "tracing")]
+        {
+            let span = tracing::debug_span!(target: "smarm", $name, $field = $value);
+            smarm_core::actor::in_span(&span, || $body)
+        }
+        #[cfg(not(feature = "tracing"))]
+        {
+            let _ = &$value;
+            $body
+        }
+    }};
+}
+pub(crate) use callback;
 
 pub(crate) mod call;
 mod reason;

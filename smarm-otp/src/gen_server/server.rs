@@ -27,6 +27,7 @@
 //!   request's reply slot (their callers fail at once).
 
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
+use crate::gen::callback;
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::time::{cancel_timer, TimerId};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
@@ -153,7 +154,8 @@ pub(super) fn serve<G: GenServer>(
             return;
         }
     }
-    let mut state = match G::init(args, &mut ctx) {
+    let server = std::any::type_name::<G>();
+    let mut state = match callback!("init", server = server, G::init(args, &mut ctx)) {
         Ok(state) => state,
         Err(e) => {
             if let Some(name) = name {
@@ -179,7 +181,11 @@ pub(super) fn serve<G: GenServer>(
     if ended.panicked() {
         smarm_core::report::note_last_message(last.describe::<G>());
     }
-    state.terminate(&ended.reason, &mut ctx); // (S1)
+    callback!(
+        "terminate",
+        server = server,
+        state.terminate(&ended.reason, &mut ctx)
+    ); // (S1)
     drop(inbox); // (S2): queued callers fail now
     drop(state);
     if let Some(ack) = ack {
@@ -217,6 +223,12 @@ impl Handled {
     }
 }
 
+/// The server's type, for its callbacks' spans.
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+fn server<G>() -> &'static str {
+    std::any::type_name::<G>()
+}
+
 /// Serve until a callback or a shutdown request stops the server.
 fn serve_loop<G: GenServer>(
     state: &mut G,
@@ -231,7 +243,12 @@ fn serve_loop<G: GenServer>(
             ctx.sys_pending.store(false, Ordering::Relaxed);
             while let Ok(Some(info)) = sys.try_recv() {
                 *last = Handled::Info;
-                if let Flow::Stop(reason) = state.handle_info(info, ctx) {
+                let flow = callback!(
+                    "handle_info",
+                    server = server::<G>(),
+                    state.handle_info(info, ctx)
+                );
+                if let Flow::Stop(reason) = flow {
                     return reason;
                 }
             }
@@ -241,26 +258,46 @@ fn serve_loop<G: GenServer>(
             match msg {
                 Msg::Call(request, reply) => {
                     *last = Handled::Call;
-                    state.handle_call(request, reply, ctx)
+                    callback!(
+                        "handle_call",
+                        server = server::<G>(),
+                        state.handle_call(request, reply, ctx)
+                    )
                 }
                 Msg::Cast(msg) => {
                     *last = Handled::Cast;
-                    state.handle_cast(msg, ctx)
+                    callback!(
+                        "handle_cast",
+                        server = server::<G>(),
+                        state.handle_cast(msg, ctx)
+                    )
                 }
                 Msg::Info(msg) => {
                     *last = Handled::Info;
-                    state.handle_info(msg, ctx)
+                    callback!(
+                        "handle_info",
+                        server = server::<G>(),
+                        state.handle_info(msg, ctx)
+                    )
                 }
                 Msg::Exit(exit) if Some(exit.from) == ctx.parent => {
                     Flow::Stop(parent_exit(exit.reason))
                 }
                 Msg::Exit(exit) => {
                     *last = Handled::Exit(exit.from);
-                    state.handle_exit(exit, ctx)
+                    callback!(
+                        "handle_exit",
+                        server = server::<G>(),
+                        state.handle_exit(exit, ctx)
+                    )
                 }
                 Msg::Down(down) => {
                     *last = Handled::Down(down.pid);
-                    state.handle_down(down, ctx)
+                    callback!(
+                        "handle_down",
+                        server = server::<G>(),
+                        state.handle_down(down, ctx)
+                    )
                 }
                 Msg::Inspect(f) => {
                     *last = Handled::Inspect;
