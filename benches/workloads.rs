@@ -10,6 +10,8 @@
 //! Each workload runs in a fresh OS process (this binary re-executes
 //! itself), so memory figures do not inherit another workload's pools, and
 //! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads.
+//! With `--features trace`, `SMARM_BENCH_TRACE=1` runs each workload under a
+//! started trace.
 //! `SMARM_BENCH_STATS=1` prints the per-scheduler stats after the call workloads (on
 //! stderr); `SMARM_BENCH_THREADS=N` overrides the number of schedulers.
 //!
@@ -129,7 +131,26 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
                 .expect("SMARM_BENCH_STACK: a stack size in bytes"),
         );
     }
-    runtime::init(config).run(move || *r.lock().unwrap() = Some(body()));
+    runtime::init(config).run(move || {
+        // With the `trace` feature, `SMARM_BENCH_TRACE=1` records the
+        // whole workload (the cost of a running trace).
+        #[cfg(feature = "trace")]
+        let tracing = std::env::var_os("SMARM_BENCH_TRACE").is_some();
+        #[cfg(feature = "trace")]
+        if tracing {
+            smarm::trace::start();
+        }
+        *r.lock().unwrap() = Some(body());
+        #[cfg(feature = "trace")]
+        if tracing {
+            let trace = smarm::trace::stop().unwrap();
+            eprintln!(
+                "trace: {} events kept, {} lost",
+                trace.events().len(),
+                trace.lost()
+            );
+        }
+    });
     let (value, unit) = result
         .lock()
         .unwrap()

@@ -48,15 +48,15 @@
 //!   per-runtime state for libraries built on smarm.
 
 /// Record a runtime trace event on `shared` (feature `trace`): the
-/// operands are evaluated only while recording; without the feature the
-/// point compiles to nothing.
+/// operands are evaluated only while recording, in the out-of-line
+/// recording function (the event point itself is a load and a branch);
+/// without the feature the point compiles to nothing.
 macro_rules! trace_event {
     ($shared:expr, $kind:ident, $a:expr, $b:expr) => {{
         #[cfg(feature = "trace")]
         {
-            let shared = $shared;
-            if shared.trace.active() {
-                shared.trace_record($crate::trace::ring::Kind::$kind, $a, $b);
+            if $crate::trace::ring::any_active() {
+                $shared.trace_record($crate::trace::ring::Kind::$kind, || ($a, $b));
             }
         }
         #[cfg(not(feature = "trace"))]

@@ -255,12 +255,21 @@ impl Shared {
         self.root.load(Ordering::Acquire) == pid.to_bits()
     }
 
-    /// Record a trace event (the `trace_event!` macro calls this only while
-    /// recording): into this thread's scheduler ring, or the shared one.
+    /// Record a trace event if this runtime is recording (the
+    /// `trace_event!` macro calls this only while some runtime of the
+    /// process is): into this thread's scheduler ring, or the shared one.
     #[cfg(feature = "trace")]
     #[cold]
     #[inline(never)]
-    pub(crate) fn trace_record(&self, kind: crate::trace::ring::Kind, a: u64, b: u64) {
+    pub(crate) fn trace_record(
+        &self,
+        kind: crate::trace::ring::Kind,
+        operands: impl FnOnce() -> (u64, u64),
+    ) {
+        if !self.trace.active() {
+            return; // another runtime's trace is running
+        }
+        let (a, b) = operands();
         self.trace.record(
             self.local_scheduler_id(),
             [crate::clock::now(), kind as u64, a, b],
@@ -458,14 +467,6 @@ impl Shared {
             });
             prev.map(|prev| push_displaced(own, prev)).is_some()
         });
-        trace_event!(self, Enqueue, pid.to_bits(), {
-            use crate::trace::ring::Queue;
-            (if placed.is_some() {
-                Queue::Next
-            } else {
-                Queue::Injector
-            }) as u64
-        });
         match placed {
             Some(false) => {}
             Some(true) => {
@@ -476,6 +477,16 @@ impl Shared {
                 self.coord.wake_one_if_idle();
             }
         }
+        // Last: an event point in tail position costs the common path
+        // least (no registers kept across it).
+        trace_event!(self, Enqueue, pid.to_bits(), {
+            use crate::trace::ring::Queue;
+            (if placed.is_some() {
+                Queue::Next
+            } else {
+                Queue::Injector
+            }) as u64
+        });
     }
 
     /// Queue an actor that yielded (or whose park found a wake already
@@ -497,6 +508,14 @@ impl Shared {
         if pin == 0 {
             return false;
         }
+        self.enqueue_pinned(pid, pin);
+        true
+    }
+
+    /// Queue `pid` on the pinned queue of scheduler `pin - 1` (out of
+    /// line: the enqueue paths' common case is an unpinned actor).
+    #[inline(never)]
+    fn enqueue_pinned(&self, pid: Pid, pin: u32) {
         let id = pin as usize - 1;
         self.queues[id].pinned.push_back(pid);
         trace_event!(self, Enqueue, pid.to_bits(), {
@@ -504,7 +523,6 @@ impl Shared {
         });
         // That scheduler, specifically, must look (it may be parked).
         self.coord.unpark(id);
-        true
     }
 
     /// Set `pid`'s stop flag (if it is still that incarnation) and wake it

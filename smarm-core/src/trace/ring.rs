@@ -2,7 +2,8 @@
 //! bounded ring per scheduler, written only by that scheduler's thread, and
 //! one for every other thread (a wake from a plain thread, the system
 //! monitor), whose writers take a lock. Recording is off until
-//! [`Recorder::start`]; while off, an event point costs one relaxed load.
+//! [`Recorder::start`]; while no runtime of the process records, an event
+//! point costs one relaxed load of a static and a branch.
 //!
 //! A ring keeps the newest `capacity` events: a writer overwrites the
 //! oldest without waiting for anyone. The reader (`trace::stop`) may run
@@ -23,6 +24,17 @@
 //!   it is published (Release) after the event's stamp is even.
 
 use crate::loom::{fence, AtomicBool, AtomicU64, Ordering};
+
+/// How many runtimes of the process are recording. An event point tests
+/// this one static (no pointer to follow, no register to free) and goes
+/// out of line only while it is non-zero.
+static RECORDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether any runtime of the process is recording.
+#[inline(always)]
+pub(crate) fn any_active() -> bool {
+    RECORDING.load(std::sync::atomic::Ordering::Relaxed) != 0
+}
 
 /// What an event records; its operands `a` and `b` are listed per kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,8 +186,7 @@ impl Recorder {
         }
     }
 
-    /// Whether events are being recorded (the one load an event point
-    /// pays while off).
+    /// Whether this runtime records events.
     #[inline(always)]
     pub(crate) fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
@@ -193,14 +204,18 @@ impl Recorder {
             schedulers: rings.schedulers.iter().map(Ring::head).collect(),
             shared: rings.shared.lock().map_or(0, |ring| ring.head()),
         };
-        self.active.store(true, Ordering::Release);
+        if !self.active.swap(true, Ordering::AcqRel) {
+            RECORDING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         marks
     }
 
     /// Stop recording. An event already begun may still land; the reader
     /// tells it apart (R2).
     pub(crate) fn stop(&self) {
-        self.active.store(false, Ordering::Release);
+        if self.active.swap(false, Ordering::AcqRel) {
+            RECORDING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// The rings, once started.
