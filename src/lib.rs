@@ -216,4 +216,13 @@ pub mod guide {
     pub struct Service;
     #[doc = include_str!("../guide/src/observing.md")]
     pub struct Observing;
+    #[cfg(feature = "tracing")]
+    #[doc = include_str!("../guide/src/observing-tracing.md")]
+    pub struct ObservingTracing;
+    #[cfg(feature = "trace")]
+    #[doc = include_str!("../guide/src/observing-trace.md")]
+    pub struct ObservingTrace;
+    #[cfg(feature = "observer")]
+    #[doc = include_str!("../guide/src/observing-observer.md")]
+    pub struct ObservingObserver;
 }

@@ -325,17 +325,18 @@ pub(crate) fn spawn_in(
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
     // Its span, a child of the spawner's current one (feature `tracing`).
     #[cfg(feature = "tracing")]
-    let span = {
+    let (span, label) = {
         let span = tracing::info_span!(
             target: "smarm",
             "actor",
             pid = tracing::field::Empty,
             label = tracing::field::Empty
         );
-        if let Some(label) = signals.as_ref().and_then(|s| s.label.as_deref()) {
-            span.record("label", label);
-        }
-        span
+        let label = match span.is_disabled() {
+            true => None,
+            false => signals.as_ref().and_then(|s| s.label.clone()),
+        };
+        (span, label)
     };
     if let Some(signals) = signals {
         // Linked, monitored and labelled before it can run.
@@ -346,7 +347,11 @@ pub(crate) fn spawn_in(
     let pid = Pid::from_parts(index, generation);
     #[cfg(feature = "tracing")]
     if !span.is_disabled() {
+        // Recorded in the order a reader wants them: pid, then label.
         span.record("pid", tracing::field::display(pid));
+        if let Some(label) = label {
+            span.record("label", label);
+        }
         // SAFETY: the spawner owns the slot until the enqueue below (slot
         // (I1)).
         unsafe { slot.spans() }.push(span);

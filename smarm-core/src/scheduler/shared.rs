@@ -271,7 +271,7 @@ impl Shared {
         }
         let (a, b) = operands();
         self.trace.record(
-            self.local_scheduler_id(),
+            self.local_id_unspanned(),
             [crate::clock::now(), kind as u64, a, b],
         );
     }
@@ -315,6 +315,19 @@ impl Shared {
     /// The worker of *this* runtime running on this thread, if any.
     fn local_worker<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
         with_worker(|w, shared| std::ptr::eq(shared, self).then(|| f(w))).flatten()
+    }
+
+    /// [`local_scheduler_id`](Self::local_scheduler_id) without opening a
+    /// `with_worker` span (for a step that neither switches nor allocates).
+    #[cfg(feature = "trace")]
+    fn local_id_unspanned(&self) -> Option<usize> {
+        let w = super::current_worker();
+        if w.is_null() {
+            return None;
+        }
+        // SAFETY: as in `local_queues`.
+        let w = unsafe { &*w };
+        std::ptr::eq(w.shared, self).then_some(w.id)
     }
 
     /// The queues of *this* runtime's scheduler running on this thread, if

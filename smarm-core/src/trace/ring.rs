@@ -128,9 +128,11 @@ impl Ring {
         // (R2): odd first, then the words, then the even stamp.
         entry.stamp.store(2 * index + 1, Ordering::Relaxed);
         fence(Ordering::Release);
-        for (word, value) in entry.words.iter().zip(raw) {
-            word.store(value, Ordering::Relaxed);
-        }
+        let [w0, w1, w2, w3] = &entry.words;
+        w0.store(raw[0], Ordering::Relaxed);
+        w1.store(raw[1], Ordering::Relaxed);
+        w2.store(raw[2], Ordering::Relaxed);
+        w3.store(raw[3], Ordering::Relaxed);
         entry.stamp.store(2 * (index + 1), Ordering::Release);
         self.head.store(index + 1, Ordering::Release);
     }
