@@ -244,6 +244,13 @@ impl Recorder {
     }
 }
 
+impl Drop for Recorder {
+    /// A runtime dropped while recording no longer counts as recording.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Where each ring stood when recording started.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Marks {

@@ -14,6 +14,9 @@ pub(crate) const MAX_HEAD: usize = 8 * 1024;
 /// How long a client may take to send its request.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long an event stream waits for a client that stopped reading.
+pub(crate) const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A parsed request line and the one header the observer reads.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Request {

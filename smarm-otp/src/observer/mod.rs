@@ -46,8 +46,9 @@
 //!   called, and holds no lock across a blocking call.
 //! - (O2) A connection costs one actor for a bounded time (request head
 //!   size and read timeout in `http`), except an event stream, which ends
-//!   when its client goes or the observer stops; at most
-//!   [`MAX_CONNECTIONS`] are open at once, the next get 503.
+//!   when its client goes, stops reading (the write timeout) or the
+//!   observer stops; at most [`MAX_CONNECTIONS`] are open at once, the
+//!   next get 503.
 
 mod http;
 mod json;
@@ -232,7 +233,7 @@ impl ObserverHandle {
     }
 
     /// Stop serving: close the listener, end the sampler, and end every
-    /// event stream at its next interval (O1).
+    /// event stream at its next interval, or once its write times out (O1, O2).
     pub fn stop(self) {
         self.state.stopped.store(true, Ordering::Release);
         smarm_core::request_stop(self.acceptor.pid());
@@ -443,6 +444,9 @@ fn serve_connection(mut stream: TcpStream, state: &State) {
 /// Server-sent events: a snapshot per interval until the client goes or
 /// the observer stops (O2).
 fn stream_snapshots(stream: &mut TcpStream, state: &State) -> std::io::Result<()> {
+    // A client that stops reading fills the socket: the write times out
+    // and the stream ends, rather than holding its actor forever (O2).
+    stream.set_write_timeout(Some(http::WRITE_TIMEOUT))?;
     http::begin_events(stream)?;
     while !state.stopped() {
         http::send_event(stream, "snapshot", &state.snapshot_json())?;
