@@ -275,3 +275,43 @@ fn budget_cycles_follow_run_time_with_the_feature() {
         busy.join().unwrap();
     });
 }
+
+/// `stack_bytes` is the stack in use at the last switch out, with the
+/// `budget-accounting` feature (`None` without it): an actor parked deep
+/// in a call chain shows its frames, a shallow one does not.
+#[test]
+fn stack_bytes_follow_stack_depth_with_the_feature() {
+    /// Park `levels` frames of 4 KiB each deep.
+    #[inline(never)]
+    fn deep(levels: u32, gate: &smarm::Receiver<()>) -> u8 {
+        let frame = std::hint::black_box([levels as u8; 4096]);
+        if levels == 0 {
+            gate.recv().unwrap();
+            frame[17]
+        } else {
+            deep(levels - 1, gate).wrapping_add(frame[levels as usize])
+        }
+    }
+    run_with(2, || {
+        let (deep_tx, deep_rx) = channel::<()>();
+        let (shallow_tx, shallow_rx) = channel::<()>();
+        let deep_actor = smarm::spawn(move || {
+            deep(8, &deep_rx);
+        });
+        let shallow = smarm::spawn(move || shallow_rx.recv().unwrap());
+        smarm::sleep(Duration::from_millis(50)); // both parked by now
+        let deep_bytes = actor_info(deep_actor.pid()).unwrap().stack_bytes;
+        let shallow_bytes = actor_info(shallow.pid()).unwrap().stack_bytes;
+        if cfg!(feature = "budget-accounting") {
+            let (d, s) = (deep_bytes.unwrap(), shallow_bytes.unwrap());
+            assert!(d >= 8 * 4096, "deep actor: {d} bytes");
+            assert!(s < 16 * 1024 && s > 0, "shallow actor: {s} bytes");
+        } else {
+            assert_eq!((deep_bytes, shallow_bytes), (None, None));
+        }
+        deep_tx.send(()).unwrap();
+        shallow_tx.send(()).unwrap();
+        deep_actor.join().unwrap();
+        shallow.join().unwrap();
+    });
+}

@@ -7,7 +7,7 @@ use crate::slot::Pid;
 
 /// The version of the [`RuntimeSnapshot`] / [`RuntimeTree`] shape; it
 /// changes when their fields do.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 4;
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 5;
 
 /// What an actor is doing, from the scheduler's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +65,10 @@ pub struct ActorInfo {
     /// counter is invariant, else nanoseconds), with the
     /// `budget-accounting` feature; `None` without it.
     pub budget_cycles: Option<u64>,
+    /// Bytes of its stack in use when it last switched out (Erlang's
+    /// `stack_size`), with the `budget-accounting` feature; `None` without
+    /// it, and 0 before its first run.
+    pub stack_bytes: Option<u64>,
 }
 
 /// Every actor of the runtime (see the module docs on consistency).

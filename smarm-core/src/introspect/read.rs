@@ -191,6 +191,8 @@ fn read(
         restarts: 0,
         budget_cycles: cfg!(feature = "budget-accounting")
             .then(|| slot.budget.load(Ordering::Relaxed)),
+        stack_bytes: cfg!(feature = "budget-accounting")
+            .then(|| u64::from(slot.stack_depth.load(Ordering::Relaxed))),
     })
 }
 

@@ -359,10 +359,21 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         let start = crate::clock::now();
         crate::context::switch(w.sched_sp.as_ptr(), sp);
         #[cfg(feature = "budget-accounting")]
-        slot.budget.store(
-            slot.budget.load(Ordering::Relaxed) + crate::clock::now().wrapping_sub(start),
-            Ordering::Relaxed,
-        );
+        {
+            slot.budget.store(
+                slot.budget.load(Ordering::Relaxed) + crate::clock::now().wrapping_sub(start),
+                Ordering::Relaxed,
+            );
+            // The stack in use at the switch out (Erlang's stack_size). No
+            // direct handoff with the feature: the actor back is `pid`, and
+            // until its park is committed below we still own its runner.
+            let runner = slot.runner();
+            if let Some(stack) = &runner.stack {
+                let depth = (stack.top() as usize).saturating_sub(runner.sp as usize);
+                slot.stack_depth
+                    .store(u32::try_from(depth).unwrap_or(u32::MAX), Ordering::Relaxed);
+            }
+        }
     }
     // Back on the scheduler stack, which holds no section (the actor's
     // count went with it). The actor that switched back may not be `pid`:

@@ -57,6 +57,10 @@ pub(crate) struct Slot {
     /// The bounded wait the actor is in: its epoch + 1, or 0 (time
     /// bounded (B1)). Written by the actor.
     pub(crate) bounded_epoch: AtomicU32,
+    /// Bytes of its stack in use when it last switched out (feature
+    /// `budget-accounting`, like `budget`; 0 without it). Written only by
+    /// the scheduler running it.
+    pub(crate) stack_depth: AtomicU32,
     /// The actor's cached wait timer: its seq + 1 (0 = none) and deadline
     /// (coordinator nanos). Armed by the actor, cleared when it fires.
     pub(crate) wait_timer_seq: AtomicU64,
@@ -97,6 +101,7 @@ impl Slot {
             overruns: AtomicU64::new(0),
             budget: AtomicU64::new(0),
             bounded_epoch: AtomicU32::new(0),
+            stack_depth: AtomicU32::new(0),
             wait_timer_seq: AtomicU64::new(0),
             wait_timer_at: AtomicU64::new(0),
             reply: std::sync::OnceLock::new(),

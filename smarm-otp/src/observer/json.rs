@@ -39,6 +39,7 @@ fn actor(a: &ActorInfo) -> Value {
         "overruns": a.overruns,
         "messages_received": a.messages_received,
         "budget_cycles": a.budget_cycles,
+        "stack_bytes": a.stack_bytes,
         "restarts": a.restarts,
     })
 }

@@ -19,6 +19,8 @@ pub enum TopBy {
     MessagesReceived,
     /// Restarts made (supervisors).
     Restarts,
+    /// Stack in use at the last switch out (with `budget-accounting`).
+    StackBytes,
 }
 
 impl TopBy {
@@ -28,6 +30,7 @@ impl TopBy {
             TopBy::RunTime => a.budget_cycles.unwrap_or(0),
             TopBy::MessagesReceived => a.messages_received,
             TopBy::Restarts => a.restarts,
+            TopBy::StackBytes => a.stack_bytes.unwrap_or(0),
         }
     }
 }
@@ -64,8 +67,8 @@ pub fn top_text(snapshot: &RuntimeSnapshot, by: TopBy, n: usize) -> String {
     actors.sort_by_key(|a| std::cmp::Reverse(by.key(a)));
     let _ = writeln!(
         out,
-        "\n{:<14} {:<24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8}",
-        "PID", "NAME", "STATE", "WAITING", "MAILBOX", "RECEIVED", "RESTARTS", "RUN"
+        "\n{:<14} {:<24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8} {:>8}",
+        "PID", "NAME", "STATE", "WAITING", "MAILBOX", "RECEIVED", "RESTARTS", "RUN", "STACK"
     );
     for a in actors.into_iter().take(n) {
         let name = a
@@ -76,7 +79,7 @@ pub fn top_text(snapshot: &RuntimeSnapshot, by: TopBy, n: usize) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<14} {:<24.24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8}",
+            "{:<14} {:<24.24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8} {:>8}",
             a.pid.to_string(),
             name,
             state(a.state),
@@ -85,6 +88,8 @@ pub fn top_text(snapshot: &RuntimeSnapshot, by: TopBy, n: usize) -> String {
             a.messages_received,
             a.restarts,
             a.budget_cycles.map_or("-".to_string(), ticks),
+            a.stack_bytes
+                .map_or("-".to_string(), |b| format!("{}K", b.div_ceil(1024))),
         );
     }
     out
