@@ -17,15 +17,19 @@ pub(crate) type Started = Sender<Result<(), StartError>>;
 /// channel, and wait for its report.
 pub(crate) fn start(
     link: bool,
+    label: Option<String>,
     body: impl FnOnce(Started) + Send + 'static,
 ) -> Result<Pid, StartError> {
     let (started_tx, started) = channel::<Result<(), StartError>>();
     let body = move || body(started_tx);
-    let handle = if link {
-        smarm_core::spawn_link(body)
-    } else {
-        smarm_core::try_spawn(body)?
-    };
+    let mut builder = smarm_core::Builder::new();
+    if link {
+        builder = builder.link();
+    }
+    if let Some(label) = label {
+        builder = builder.name(label);
+    }
+    let handle = builder.spawn(body)?;
     let pid = handle.pid();
     drop(handle); // detached: its life is its own
     match started.recv() {

@@ -73,6 +73,7 @@ pub fn start_link<G: GenServer>(args: G::Args) -> Result<GenServerRef<G>, StartE
 pub struct Builder<G: GenServer> {
     name: Option<ServerName<G>>,
     link: bool,
+    label: Option<String>,
 }
 
 impl<G: GenServer> Default for Builder<G> {
@@ -87,6 +88,7 @@ impl<G: GenServer> Builder<G> {
         Builder {
             name: None,
             link: false,
+            label: None,
         }
     }
 
@@ -102,6 +104,14 @@ impl<G: GenServer> Builder<G> {
         self
     }
 
+    /// Label the server's actor, as [`smarm::Builder::name`](smarm_core::Builder::name)
+    /// does: what introspection, crash reports and the observer show for
+    /// it besides a registered name.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
     /// Spawn the server, run its `init`, and return its address (or why it
     /// did not start).
     ///
@@ -114,7 +124,7 @@ impl<G: GenServer> Builder<G> {
         let me = inbox_tx.clone();
         let name = self.name;
         let parent = self.link.then(smarm_core::self_pid);
-        let pid = crate::gen::start(self.link, move |started| {
+        let pid = crate::gen::start(self.link, self.label, move |started| {
             server::serve::<G>(args, inbox_rx, me, name, parent, started)
         })?;
         Ok(GenServerRef::new(pid, inbox_tx))

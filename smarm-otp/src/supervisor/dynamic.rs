@@ -250,7 +250,8 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
     }
 
     fn start_with(mut spec: DynamicSpec<A>, link: bool) -> Result<Self, StartError> {
-        let mut builder = gen_server::Builder::<DynamicServer<A>>::new();
+        let mut builder =
+            gen_server::Builder::<DynamicServer<A>>::new().label("dynamic supervisor");
         if let Some(name) = spec.name.take() {
             builder = builder.name(name);
         }

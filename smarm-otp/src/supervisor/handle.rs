@@ -137,7 +137,9 @@ impl SupervisorRef {
 /// Outside an actor.
 pub fn start(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef, StartError> {
     smarm_core::require_actor("supervisor::start");
-    let server = gen_server::start::<Supervisor>((flags, children))?;
+    let server = gen_server::Builder::<Supervisor>::new()
+        .label("supervisor")
+        .start((flags, children))?;
     Ok(SupervisorRef { server })
 }
 
@@ -150,6 +152,19 @@ pub fn start(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef,
 /// Outside an actor.
 pub fn start_link(flags: SupFlags, children: Vec<ChildSpec>) -> Result<SupervisorRef, StartError> {
     smarm_core::require_actor("supervisor::start_link");
-    let server = gen_server::start_link::<Supervisor>((flags, children))?;
+    start_link_labelled(flags, children, "supervisor")
+}
+
+/// [`start_link`], labelled `label` (a nested supervisor takes its child
+/// id).
+pub(crate) fn start_link_labelled(
+    flags: SupFlags,
+    children: Vec<ChildSpec>,
+    label: &str,
+) -> Result<SupervisorRef, StartError> {
+    let server = gen_server::Builder::<Supervisor>::new()
+        .link()
+        .label(label)
+        .start((flags, children))?;
     Ok(SupervisorRef { server })
 }

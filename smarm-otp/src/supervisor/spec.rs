@@ -1,7 +1,7 @@
 //! What a supervisor is told: child specs, restart types, shutdown
 //! policies, strategies and restart intensity.
 
-use super::{start_link, SupervisorRef};
+use super::SupervisorRef;
 use crate::gen_server::{Builder, GenServer, StartError};
 use smarm_core::Pid;
 use std::time::Duration;
@@ -191,8 +191,11 @@ impl ChildSpec {
         flags: SupFlags,
         children: impl Fn() -> Vec<ChildSpec> + Send + 'static,
     ) -> Self {
+        let id = id.into();
+        let label = id.clone();
         let mut spec = ChildSpec::new(id, move || {
-            start_link(flags, children()).map(|s: SupervisorRef| s.pid())
+            super::handle::start_link_labelled(flags, children(), &label)
+                .map(|s: SupervisorRef| s.pid())
         });
         spec.kind = ChildKind::Supervisor;
         spec.shutdown = Shutdown::Infinity;
