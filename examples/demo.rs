@@ -15,7 +15,8 @@
 //! binary installs `PreemptingAlloc`). It grows with each capability the
 //! runtime gains.
 //!
-//! Run it with `cargo run --release --example demo`.
+//! Run it with `cargo run --release --example demo` (with `--features
+//! trace`, it also writes a trace of the fairness phase for Perfetto).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
@@ -287,7 +288,7 @@ fn main() {
         *slot.lock().unwrap() = Some(smarm::spawn(move || {
             let _ = a.join();
         }));
-        fairness(threads);
+        traced(|| fairness(threads));
         sup.shutdown().expect("the tree stops in reverse order");
 
         println!("the process tree now (smarm::tree()):");
@@ -295,6 +296,28 @@ fn main() {
         println!("root returning; two deadlocked actors and an idle acceptor are left for the root-exit sweep");
     });
     println!("run returned: every actor finished");
+}
+
+/// Run `phase`; with the `trace` feature, under a runtime trace written
+/// to the temporary directory for Perfetto (`cargo run --release
+/// --features trace --example demo`).
+fn traced(phase: impl FnOnce()) {
+    #[cfg(feature = "trace")]
+    smarm::trace::start();
+    phase();
+    #[cfg(feature = "trace")]
+    {
+        let trace = smarm::trace::stop().expect("started above");
+        let path = std::env::temp_dir().join("smarm-demo-trace.json");
+        trace
+            .write_chrome(&path)
+            .expect("the temporary directory is writable");
+        println!(
+            "  trace of that phase: {} events in {} (open it in Perfetto)",
+            trace.events().len(),
+            path.display()
+        );
+    }
 }
 
 /// One cruncher per scheduler, each building strings for 100 ms without

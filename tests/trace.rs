@@ -214,6 +214,50 @@ fn a_full_ring_keeps_the_newest_events_and_counts_the_lost() {
 }
 
 #[test]
+fn a_preempted_cruncher_records_preemptions_and_pinned_enqueues() {
+    let rt = Runtime::new(
+        Config::default()
+            .threads(1)
+            .timeslice(std::time::Duration::from_micros(100)),
+    )
+    .unwrap();
+    rt.run(|| {
+        smarm::trace::start();
+        let cruncher = spawn(|| {
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < std::time::Duration::from_millis(20) {
+                smarm::check!();
+            }
+        });
+        let pid = cruncher.pid();
+        cruncher.join().unwrap();
+        let trace = smarm::trace::stop().unwrap();
+        let preempts = trace
+            .events()
+            .iter()
+            .filter(|e| e.kind == EventKind::Preempt { pid })
+            .count();
+        assert!(
+            preempts >= 2,
+            "{preempts} preemptions in 20 ms of 100 us slices"
+        );
+        // A preempted actor resumes on its own scheduler: the pinned queue.
+        let pinned = trace
+            .events()
+            .iter()
+            .filter(|e| {
+                e.kind
+                    == EventKind::Enqueue {
+                        pid,
+                        queue: QueueKind::Pinned,
+                    }
+            })
+            .count();
+        assert_eq!(pinned, preempts);
+    });
+}
+
+#[test]
 #[should_panic(expected = "smarm::trace::start")]
 fn start_outside_an_actor_names_the_function() {
     smarm::trace::start();
