@@ -391,3 +391,108 @@ fn builder_link_and_parent_are_in_place_before_the_actor_runs() {
         assert!(child.join().is_err());
     });
 }
+
+/// `JoinHandle<T>`: an actor's closure returns a value and `join` gives it
+/// back, through every spawn function; a panic is still an error.
+#[test]
+fn join_gives_back_what_the_closure_returned() {
+    for threads in THREADS {
+        run_with(threads, || {
+            // Values from many actors, collected through their handles.
+            let handles: Vec<smarm::JoinHandle<u64>> =
+                (0..1_000u64).map(|i| smarm::spawn(move || i * i)).collect();
+            let sum: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(sum, (0..1_000u64).map(|i| i * i).sum::<u64>());
+            // Owned, non-Copy values, after blocking calls.
+            let h = smarm::spawn(|| {
+                smarm::sleep(Duration::from_millis(1));
+                vec![String::from("a"), String::from("b")]
+            });
+            assert_eq!(h.join().unwrap(), ["a", "b"]);
+            assert_eq!(smarm::try_spawn(|| 'x').unwrap().join().unwrap(), 'x');
+            let me = smarm::self_pid();
+            assert_eq!(smarm::spawn_under(me, || 1.5f64).join().unwrap(), 1.5);
+            assert_eq!(smarm::spawn_link(|| "linked").join().unwrap(), "linked");
+            let built = smarm::Builder::new()
+                .name("valued")
+                .spawn(|| Some(7u8))
+                .unwrap();
+            assert_eq!(built.join().unwrap(), Some(7));
+            let (monitored, m) = smarm::Builder::new().spawn_monitor(|| 9i32).unwrap();
+            assert_eq!(monitored.join().unwrap(), 9);
+            assert_eq!(m.rx.recv().unwrap().reason, smarm::DownReason::Exit);
+            // A panic instead of a value.
+            let err = smarm::spawn(|| -> u32 { panic!("no value") })
+                .join()
+                .unwrap_err();
+            assert_eq!(err.reason(), smarm::DownReason::Panic);
+        });
+    }
+}
+
+/// A stopped actor has no value: `JoinHandle<()>` joins it as `Ok(())`
+/// (as before values existed), any other as an error naming the stop.
+#[test]
+fn a_stopped_actor_joins_as_unit_or_as_an_error_without_a_value() {
+    run_with(2, || {
+        let unit = smarm::spawn(|| smarm::sleep(Duration::from_secs(60)));
+        let valued = smarm::spawn(|| {
+            smarm::sleep(Duration::from_secs(60));
+            42u32
+        });
+        smarm::sleep(Duration::from_millis(5));
+        smarm::request_stop(unit.pid());
+        smarm::request_stop(valued.pid());
+        unit.join().unwrap();
+        let err = valued.join().unwrap_err();
+        assert_eq!(err.reason(), smarm::DownReason::Stopped);
+    });
+}
+
+/// A value nobody joins is dropped once, when the detached actor ends; a
+/// joined value is moved out, not dropped.
+#[test]
+fn a_detached_actors_value_is_dropped_once_and_a_joined_one_not_at_all() {
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let d = drops.clone();
+    run_with(2, move || {
+        let (tx, rx) = smarm::channel::<()>();
+        let detached = {
+            let d = d.clone();
+            smarm::spawn(move || {
+                rx.recv().unwrap();
+                Counted(d)
+            })
+        };
+        drop(detached);
+        tx.send(()).unwrap();
+        let joined = smarm::spawn({
+            let d = d.clone();
+            move || Counted(d)
+        })
+        .join()
+        .unwrap();
+        // The detached one finishes on its own; give it a moment.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while d.load(Ordering::SeqCst) < 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "detached value never dropped"
+            );
+            smarm::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            d.load(Ordering::SeqCst),
+            1,
+            "the joined value is still alive"
+        );
+        drop(joined);
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 2);
+}

@@ -95,9 +95,12 @@ impl Builder {
     /// # Panics
     ///
     /// Outside an actor.
-    pub fn spawn(self, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
-        self.start("Builder::spawn", false, Box::new(f))
-            .map(|(handle, _)| handle)
+    pub fn spawn<T: Send + 'static>(
+        self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<JoinHandle<T>, SpawnError> {
+        self.start("Builder::spawn", false, crate::slot::table::entry(f))
+            .map(|(handle, _)| handle.retype())
     }
 
     /// Start the actor running `f`, monitored by the caller from before it
@@ -122,13 +125,14 @@ impl Builder {
     /// # Panics
     ///
     /// Outside an actor.
-    pub fn spawn_monitor(
+    pub fn spawn_monitor<T: Send + 'static>(
         self,
-        f: impl FnOnce() + Send + 'static,
-    ) -> Result<(JoinHandle, Monitor), SpawnError> {
-        let (handle, monitor) = self.start("Builder::spawn_monitor", true, Box::new(f))?;
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<(JoinHandle<T>, Monitor), SpawnError> {
+        let (handle, monitor) =
+            self.start("Builder::spawn_monitor", true, crate::slot::table::entry(f))?;
         match monitor {
-            Some(monitor) => Ok((handle, monitor)),
+            Some(monitor) => Ok((handle.retype(), monitor)),
             None => unreachable!("a monitored spawn always makes its monitor"),
         }
     }

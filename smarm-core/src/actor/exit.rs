@@ -10,9 +10,14 @@ use crate::slot::{DownReason, Pid, Slot};
 /// Finish the exit of `pid` (its slot already `Done`, its stack released),
 /// whose closure ended with `result`. Every wake made here happens before
 /// the scheduler counts the actor out of the live set (runtime (I2)).
-pub(crate) fn exit_hook(shared: &Shared, pid: Pid, slot: &Slot, result: std::thread::Result<()>) {
+pub(crate) fn exit_hook(
+    shared: &Shared,
+    pid: Pid,
+    slot: &Slot,
+    result: std::thread::Result<crate::slot::table::Value>,
+) {
     let outcome = match result {
-        Ok(()) => Outcome::Exit,
+        Ok(value) => Outcome::Exit(value),
         Err(payload) if payload.is::<StopSignal>() => Outcome::Stopped,
         Err(payload) if payload.is::<Overflowed>() => Outcome::Ended(DownReason::StackOverflow),
         Err(payload) => match payload.downcast::<super::ExitWith>() {

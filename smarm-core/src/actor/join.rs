@@ -5,22 +5,28 @@ use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, Wait};
 use crate::slot::Slot;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// A handle to a spawned actor: [`join`](Self::join) waits for it and
-/// reports how it finished; [`pid`](Self::pid) is its identity.
+/// gives back what its closure returned (a `T`), or how it failed;
+/// [`pid`](Self::pid) is its identity.
 ///
 /// Dropping the handle detaches the actor: it keeps running and its slot
-/// is reclaimed when it finishes. While the handle exists, a finished
-/// actor's slot is kept (as a Unix zombie is) so that `join` can still
-/// read its outcome; it counts against `Config::max_actors`.
-pub struct JoinHandle {
+/// is reclaimed when it finishes (a value it returns is then dropped on
+/// the scheduler). While the handle exists, a finished actor's slot is
+/// kept (as a Unix zombie is) so that `join` can still read its outcome;
+/// it counts against `Config::max_actors`.
+pub struct JoinHandle<T = ()> {
     pid: Pid,
     shared: Arc<Shared>,
     released: bool,
+    /// `fn() -> T`: the handle gives a `T` out, it holds none (so it is
+    /// `Send` and `Sync` whatever `T` is).
+    _value: PhantomData<fn() -> T>,
 }
 
-impl std::fmt::Debug for JoinHandle {
+impl<T> std::fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JoinHandle")
             .field("pid", &self.pid)
@@ -34,9 +40,26 @@ impl JoinHandle {
             pid,
             shared: shared.to_arc(),
             released: false,
+            _value: PhantomData,
         }
     }
 
+    /// The same handle, typed for the value the actor's closure returns
+    /// (the spawn functions box a `T` into its entry).
+    pub(crate) fn retype<U>(self) -> JoinHandle<U> {
+        let this = std::mem::ManuallyDrop::new(self);
+        JoinHandle {
+            pid: this.pid,
+            // SAFETY: `this` is never dropped, so the Arc moves out of it
+            // exactly once.
+            shared: unsafe { std::ptr::read(&this.shared) },
+            released: this.released,
+            _value: PhantomData,
+        }
+    }
+}
+
+impl<T> JoinHandle<T> {
     /// The actor's pid.
     pub fn pid(&self) -> Pid {
         self.pid
@@ -47,12 +70,16 @@ impl JoinHandle {
         self.slot().cold.lock().outcome.is_some()
     }
 
-    /// Wait for the actor to finish. `Ok(())` if its closure returned or it
-    /// was stopped with [`request_stop`](crate::request_stop);
-    /// `Err(JoinError)` with the payload if it panicked.
+    /// Wait for the actor to finish. `Ok(value)` with what its closure
+    /// returned; `Err(JoinError)` with the payload if it panicked, or with
+    /// the reason it ended otherwise ([`JoinError::reason`]). An actor
+    /// stopped with [`request_stop`](crate::request_stop) has no value to
+    /// give: a `JoinHandle<()>` joins it as `Ok(())`, any other as
+    /// `Err` with [`DownReason::Stopped`](crate::DownReason::Stopped).
     ///
     /// ```
     /// smarm::run(|| {
+    ///     assert_eq!(smarm::spawn(|| 6 * 7).join().unwrap(), 42);
     ///     assert!(smarm::spawn(|| {}).join().is_ok());
     ///     assert!(smarm::spawn(|| panic!("no")).join().is_err());
     /// });
@@ -62,7 +89,10 @@ impl JoinHandle {
     ///
     /// If the actor is still running and the caller is not an actor of the
     /// runtime that spawned it (only such an actor can park to wait).
-    pub fn join(mut self) -> Result<(), JoinError> {
+    pub fn join(mut self) -> Result<T, JoinError>
+    where
+        T: 'static,
+    {
         loop {
             if let Some(outcome) = self.take_if_finished() {
                 return to_result(outcome);
@@ -142,18 +172,28 @@ impl JoinHandle {
     }
 }
 
-impl Drop for JoinHandle {
+impl<T> Drop for JoinHandle<T> {
     fn drop(&mut self) {
         drop(self.release());
     }
 }
 
-fn to_result(outcome: Outcome) -> Result<(), JoinError> {
+fn to_result<T: 'static>(outcome: Outcome) -> Result<T, JoinError> {
+    let ended = |reason| JoinError {
+        payload: Box::new(crate::signal::Killed { reason }),
+    };
     match outcome {
-        Outcome::Exit | Outcome::Stopped => Ok(()),
+        Outcome::Exit(value) => match value.downcast::<T>() {
+            Ok(value) => Ok(*value),
+            Err(_) => unreachable!("an actor's value is the type its JoinHandle was made for"),
+        },
+        // A stopped actor returned nothing: fine for `()`, an error for a
+        // handle that expects a value.
+        Outcome::Stopped => match (Box::new(()) as Box<dyn std::any::Any>).downcast::<T>() {
+            Ok(unit) => Ok(*unit),
+            Err(_) => Err(ended(crate::DownReason::Stopped)),
+        },
         Outcome::Panic(payload) => Err(JoinError { payload }),
-        Outcome::Ended(reason) => Err(JoinError {
-            payload: Box::new(crate::signal::Killed { reason }),
-        }),
+        Outcome::Ended(reason) => Err(ended(reason)),
     }
 }

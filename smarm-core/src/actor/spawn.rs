@@ -6,6 +6,7 @@ use super::{JoinHandle, SpawnError};
 use crate::loom::Ordering;
 use crate::scheduler::Shared;
 use crate::scheduler::{self, with_current_actor};
+use crate::slot::table::entry;
 use crate::slot::table::Entry;
 use crate::slot::ExitReason;
 use crate::slot::Pid;
@@ -29,9 +30,9 @@ use crate::slot::Pid;
 ///
 /// Outside an actor, or if the actor cannot be created (see
 /// [`try_spawn`], which returns the [`SpawnError`] instead).
-pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
-    match spawn_as("spawn", Box::new(f)) {
-        Ok(h) => h,
+pub fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
+    match spawn_as("spawn", entry(f)) {
+        Ok(h) => h.retype(),
         Err(e) => panic!("{e}"),
     }
 }
@@ -42,8 +43,10 @@ pub fn spawn(f: impl FnOnce() + Send + 'static) -> JoinHandle {
 /// # Panics
 ///
 /// Outside an actor.
-pub fn try_spawn(f: impl FnOnce() + Send + 'static) -> Result<JoinHandle, SpawnError> {
-    spawn_as("try_spawn", Box::new(f))
+pub fn try_spawn<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, SpawnError> {
+    spawn_as("try_spawn", entry(f)).map(JoinHandle::retype)
 }
 
 /// Spawn a child of the caller; `what` names the public call for the
@@ -105,14 +108,17 @@ const SPAWN_BACKLOG: usize = 256;
 ///     smarm::spawn_under(me, || {}).join().unwrap();
 /// });
 /// ```
-pub fn spawn_under<A>(parent: Pid<A>, f: impl FnOnce() + Send + 'static) -> JoinHandle {
+pub fn spawn_under<A, T: Send + 'static>(
+    parent: Pid<A>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
     let parent = parent.erase();
     match with_current_actor("spawn_under", |_, shared| {
-        spawn_in(shared, Box::new(f), SpawnOpts::child_of(Some(parent)))
+        spawn_in(shared, entry(f), SpawnOpts::child_of(Some(parent)))
     }) {
         Ok(h) => {
             spawn_backpressure();
-            h
+            h.retype()
         }
         Err(e) => panic!("{e}"),
     }

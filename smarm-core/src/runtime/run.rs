@@ -114,7 +114,7 @@ impl Runtime {
         if !shared.begin_run() {
             panic!("smarm: Runtime::run called while this runtime is already running");
         }
-        let root = match spawn_in(shared, Box::new(f), SpawnOpts::default()) {
+        let root = match spawn_in(shared, crate::slot::table::entry(f), SpawnOpts::default()) {
             Ok(handle) => handle,
             Err(e) => {
                 shared.end_run();
@@ -186,7 +186,7 @@ impl Runtime {
             Some(Outcome::Ended(reason)) => {
                 std::panic::resume_unwind(Box::new(crate::signal::Killed { reason }))
             }
-            Some(Outcome::Exit | Outcome::Stopped) | None => {}
+            Some(Outcome::Exit(_) | Outcome::Stopped) | None => {}
         }
     }
 

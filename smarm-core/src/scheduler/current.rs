@@ -19,7 +19,7 @@ pub(crate) struct Worker {
     pub(crate) current: Cell<Option<Pid>>,
     pub(super) intent: Cell<Intent>,
     /// How the finished actor's closure ended (caught at its base frame).
-    pub(super) exit_result: Cell<Option<std::thread::Result<()>>>,
+    pub(super) exit_result: Cell<Option<std::thread::Result<crate::slot::table::Value>>>,
     pub(super) lifo_streak: Cell<u32>,
     pub(super) tick: Cell<u32>,
     /// Resumes so far; a safepoint that sees a new value starts a slice.

@@ -21,7 +21,7 @@ use std::time::Instant;
 /// What the actor layer does when an actor has finished: record its
 /// outcome, tell its joiner, monitors and links, recycle its slot. Run by
 /// the scheduler during finalisation, with the actor's catch result.
-pub(crate) type ExitHook = fn(&Shared, Pid, &Slot, std::thread::Result<()>);
+pub(crate) type ExitHook = fn(&Shared, Pid, &Slot, std::thread::Result<crate::slot::table::Value>);
 
 /// Process-unique runtime identities (timer ids carry them).
 static NEXT_RUNTIME_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -402,7 +402,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             }
         }
         Intent::Exit => {
-            let result = w.exit_result.take().unwrap_or(Ok(()));
+            let result = w.exit_result.take().unwrap_or_else(|| Ok(Box::new(())));
             finalize(shared, w.id, pid, slot, result);
         }
         Intent::Overflow => {
@@ -504,12 +504,13 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
 /// joiner, monitors and links, recycling the slot: `Shared::exit_hook`),
 /// and only then count it out of `live_actors` (the termination verdict's
 /// soundness rests on this order, runtime (I2)).
+#[inline(always)]
 pub(super) fn finalize(
     shared: &Shared,
     worker_id: usize,
     pid: Pid,
     slot: &Slot,
-    result: std::thread::Result<()>,
+    result: std::thread::Result<crate::slot::table::Value>,
 ) {
     // SAFETY: the actor has switched away for the last time, so this
     // scheduler is its exclusive owner (slot (I2)) and nothing runs on the
@@ -558,7 +559,7 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
     });
     let result = match entry {
         Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
-        None => Ok(()),
+        None => Ok(Box::new(()) as crate::slot::table::Value),
     };
     let sched_sp = super::with_worker(|w, _| {
         w.held_locks.set(std::ptr::null());

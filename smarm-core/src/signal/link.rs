@@ -108,7 +108,7 @@ pub fn unlink<A>(target: Pid<A>) {
 ///
 /// Outside an actor, or if the actor cannot be created (as
 /// [`spawn`](crate::spawn)).
-pub fn spawn_link(f: impl FnOnce() + Send + 'static) -> JoinHandle {
+pub fn spawn_link<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
     let spawned: Result<JoinHandle, SpawnError> =
         scheduler::with_current_actor("spawn_link", |me, shared| {
             let links = Signals {
@@ -119,13 +119,13 @@ pub fn spawn_link(f: impl FnOnce() + Send + 'static) -> JoinHandle {
                 signals: Some(Box::new(links)),
                 ..SpawnOpts::child_of(Some(me))
             };
-            let handle = spawn_in(shared, Box::new(f), opts)?;
+            let handle = spawn_in(shared, crate::slot::table::entry(f), opts)?;
             let child = handle.pid();
             let _ = with_live_signals(shared, me, |sig, _| sig.links.insert(child));
             Ok(handle)
         });
     match spawned {
-        Ok(h) => h,
+        Ok(h) => h.retype(),
         Err(e) => panic!("{e}"),
     }
 }

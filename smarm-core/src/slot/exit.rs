@@ -8,8 +8,8 @@ use std::any::Any;
 
 /// How an actor finished.
 pub(crate) enum Outcome {
-    /// Its closure returned.
-    Exit,
+    /// Its closure returned this value.
+    Exit(Box<dyn Any + Send>),
     /// Its closure panicked with this payload.
     Panic(Box<dyn Any + Send>),
     /// It unwound because of [`request_stop`](crate::request_stop).
@@ -110,7 +110,7 @@ impl std::fmt::Display for ExitReason {
 impl DownReason {
     pub(crate) fn of(outcome: &Outcome) -> DownReason {
         match outcome {
-            Outcome::Exit => DownReason::Exit,
+            Outcome::Exit(_) => DownReason::Exit,
             Outcome::Panic(_) => DownReason::Panic,
             Outcome::Stopped => DownReason::Stopped,
             Outcome::Ended(reason) => reason.clone(),

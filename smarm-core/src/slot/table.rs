@@ -13,8 +13,17 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 const SEGMENT_BITS: u32 = 12;
 const SEGMENT_LEN: usize = 1 << SEGMENT_BITS;
 
+/// What an actor's closure returned, type-erased until its `JoinHandle<T>`
+/// takes it back as `T` (a `()` is a zero-sized box: no allocation).
+pub(crate) type Value = Box<dyn std::any::Any + Send>;
+
 /// The entry closure of an actor that has not started yet.
-pub(crate) type Entry = Box<dyn FnOnce() + Send + 'static>;
+pub(crate) type Entry = Box<dyn FnOnce() -> Value + Send + 'static>;
+
+/// `f` as an actor's entry: its return value boxed for the joiner.
+pub(crate) fn entry<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Entry {
+    Box::new(move || Box::new(f()) as Value)
+}
 
 /// Data owned by whoever holds the actor Queued or Running (slot (I1),
 /// (I2)), or by the spawner before the first enqueue.
