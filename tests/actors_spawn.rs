@@ -496,3 +496,49 @@ fn a_detached_actors_value_is_dropped_once_and_a_joined_one_not_at_all() {
     });
     assert_eq!(drops.load(Ordering::SeqCst), 2);
 }
+
+/// `join_timeout`: the handle back while the actor runs, the value once it
+/// has finished, its failure as `Failed`; a timed-out join leaves nothing
+/// behind (a later join still works, and the exit wakes no stale joiner).
+#[test]
+fn join_timeout_returns_the_handle_the_value_or_the_failure() {
+    run_with(2, || {
+        let (go, wait) = smarm::channel::<()>();
+        let slow = smarm::spawn(move || {
+            wait.recv().unwrap();
+            String::from("late")
+        });
+        let t0 = std::time::Instant::now();
+        let slow = match slow.join_timeout(Duration::from_millis(20)) {
+            Err(smarm::JoinTimeoutError::Timeout(h)) => h,
+            other => panic!("still running, yet: {other:?}"),
+        };
+        assert!(t0.elapsed() >= Duration::from_millis(20));
+        // A zero timeout is a look, not a wait.
+        let slow = match slow.join_timeout(Duration::ZERO) {
+            Err(smarm::JoinTimeoutError::Timeout(h)) => h,
+            other => panic!("still running, yet: {other:?}"),
+        };
+        go.send(()).unwrap();
+        assert_eq!(slow.join_timeout(Duration::from_secs(10)).unwrap(), "late");
+        let failed = smarm::spawn(|| -> u8 { panic!("no") })
+            .join_timeout(Duration::from_secs(10))
+            .unwrap_err();
+        assert!(
+            matches!(failed, smarm::JoinTimeoutError::Failed(ref e) if e.reason() == smarm::DownReason::Panic)
+        );
+        assert!(failed.to_string().contains("panicked"));
+        // After a timed-out join, a plain join still gets the value.
+        let (go, wait) = smarm::channel::<()>();
+        let h = smarm::spawn(move || {
+            wait.recv().unwrap();
+            7u8
+        });
+        let h = match h.join_timeout(Duration::from_millis(1)) {
+            Err(smarm::JoinTimeoutError::Timeout(h)) => h,
+            other => panic!("still running, yet: {other:?}"),
+        };
+        go.send(()).unwrap();
+        assert_eq!(h.join().unwrap(), 7);
+    });
+}

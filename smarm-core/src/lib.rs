@@ -92,7 +92,7 @@ pub mod trace; //        runtime trace events, Chrome Trace export //          s
 pub use actor::{
     exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, self_pid, spawn,
     spawn_under, try_spawn, yield_now, Addressable, Builder, ExitReason, JoinError, JoinHandle,
-    Pid, SpawnError,
+    JoinTimeoutError, Pid, SpawnError,
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,

@@ -3,10 +3,12 @@
 use super::{JoinError, Outcome, Pid};
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
-use crate::scheduler::{self, Wait};
+use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::Slot;
+use crate::slot::WaitId;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A handle to a spawned actor: [`join`](Self::join) waits for it and
 /// gives back what its closure returned (a `T`), or how it failed;
@@ -97,15 +99,7 @@ impl<T> JoinHandle<T> {
             if let Some(outcome) = self.take_if_finished() {
                 return to_result(outcome);
             }
-            let in_own_runtime = scheduler::with_worker(|w, shared| {
-                w.current.get().is_some() && std::ptr::eq(shared, Arc::as_ptr(&self.shared))
-            }) == Some(true);
-            if !in_own_runtime {
-                panic!(
-                    "smarm: JoinHandle::join on a running actor from outside its runtime; join it \
-                     from an actor of the runtime that spawned it"
-                );
-            }
+            self.require_own_runtime("join");
             // Open the wait before registering, so a finish in between
             // lands as a notification (slot (I3)).
             let wait = Wait::open("JoinHandle::join", WaitingOn::Join);
@@ -122,6 +116,73 @@ impl<T> JoinHandle<T> {
             } else {
                 wait.retire(); // it finished meanwhile: take it above
             }
+        }
+    }
+
+    /// [`join`](Self::join), giving up after `timeout`: then the handle
+    /// comes back in [`JoinTimeoutError::Timeout`], to join again later or
+    /// drop.
+    ///
+    /// ```
+    /// use smarm::JoinTimeoutError;
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let (go, wait) = smarm::channel::<()>();
+    ///     let slow = smarm::spawn(move || {
+    ///         wait.recv().unwrap();
+    ///         "done"
+    ///     });
+    ///     let slow = match slow.join_timeout(Duration::from_millis(5)) {
+    ///         Err(JoinTimeoutError::Timeout(handle)) => handle,
+    ///         other => panic!("it cannot have finished: {other:?}"),
+    ///     };
+    ///     go.send(()).unwrap();
+    ///     assert_eq!(slow.join_timeout(Duration::from_secs(10)).unwrap(), "done");
+    /// });
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`JoinTimeoutError::Timeout`] with the handle if the actor is still
+    /// running; [`JoinTimeoutError::Failed`] as [`join`](Self::join)'s
+    /// error.
+    ///
+    /// # Panics
+    ///
+    /// As [`join`](Self::join).
+    pub fn join_timeout(mut self, timeout: Duration) -> Result<T, JoinTimeoutError<T>>
+    where
+        T: 'static,
+    {
+        if let Some(outcome) = self.take_if_finished() {
+            return to_result(outcome).map_err(JoinTimeoutError::Failed);
+        }
+        self.require_own_runtime("join_timeout");
+        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+        let outcome = scheduler::bounded_wait(
+            "JoinHandle::join_timeout",
+            &mut TimedJoin { handle: &mut self },
+            deadline,
+            timeout.is_zero(),
+        );
+        match outcome {
+            Some(outcome) => to_result(outcome).map_err(JoinTimeoutError::Failed),
+            None => Err(JoinTimeoutError::Timeout(self)),
+        }
+    }
+
+    /// Panic unless the caller is an actor of this handle's runtime (only
+    /// such an actor can park to wait for it).
+    fn require_own_runtime(&self, what: &str) {
+        let in_own_runtime = scheduler::with_worker(|w, shared| {
+            w.current.get().is_some() && std::ptr::eq(shared, Arc::as_ptr(&self.shared))
+        }) == Some(true);
+        if !in_own_runtime {
+            panic!(
+                "smarm: JoinHandle::{what} on a running actor from outside its runtime; join it \
+                 from an actor of the runtime that spawned it"
+            );
         }
     }
 
@@ -168,6 +229,64 @@ impl<T> JoinHandle<T> {
         match self.shared.slots.get(self.pid.index()) {
             Some(slot) => slot,
             None => unreachable!("a JoinHandle's slot exists for the life of its runtime"),
+        }
+    }
+}
+
+/// The bounded wait of [`JoinHandle::join_timeout`]: `Some(outcome)` once
+/// the actor has finished, `None` at the deadline.
+struct TimedJoin<'a, T> {
+    handle: &'a mut JoinHandle<T>,
+}
+
+impl<T> BoundedWaiter for TimedJoin<'_, T> {
+    type Output = Option<Outcome>;
+    const WAITS_ON: WaitingOn = WaitingOn::Join;
+
+    fn ready(&mut self) -> Option<Option<Outcome>> {
+        self.handle.take_if_finished().map(Some)
+    }
+
+    fn timed_out(&mut self) -> Option<Option<Outcome>> {
+        Some(None)
+    }
+
+    fn register(&mut self, wait: &Wait) -> Registered<Option<Outcome>> {
+        let mut cold = self.handle.slot().cold.lock();
+        if cold.outcome.is_some() {
+            return Registered::Ready;
+        }
+        cold.joiner = Some(wait.id());
+        Registered::Yes
+    }
+
+    const UNREGISTERS: bool = true;
+
+    /// A timed-out join leaves no joiner behind for the exit to wake.
+    fn unregister(&mut self, wait: WaitId) {
+        let mut cold = self.handle.slot().cold.lock();
+        if cold.joiner == Some(wait) {
+            cold.joiner = None;
+        }
+    }
+}
+
+/// Why [`JoinHandle::join_timeout`] has no value.
+#[derive(thiserror::Error)]
+pub enum JoinTimeoutError<T> {
+    /// The actor is still running: here is its handle back.
+    #[error("the actor is still running: the join timed out")]
+    Timeout(JoinHandle<T>),
+    /// It finished without a value, as [`JoinHandle::join`] reports.
+    #[error(transparent)]
+    Failed(JoinError),
+}
+
+impl<T> std::fmt::Debug for JoinTimeoutError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JoinTimeoutError::Timeout(h) => f.debug_tuple("Timeout").field(h).finish(),
+            JoinTimeoutError::Failed(e) => f.debug_tuple("Failed").field(e).finish(),
         }
     }
 }

@@ -44,7 +44,7 @@ pub use crate::slot::{Addressable, ExitReason, Pid};
 pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
-pub use join::JoinHandle;
+pub use join::{JoinHandle, JoinTimeoutError};
 pub use outcome::JoinError;
 #[cfg(feature = "tracing")]
 pub use span::in_span;
