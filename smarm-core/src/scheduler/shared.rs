@@ -271,7 +271,7 @@ impl Shared {
         }
         let (a, b) = operands();
         self.trace.record(
-            self.local_id_unspanned(),
+            self.local_worker_unspanned(|w| w.id),
             [crate::clock::now(), kind as u64, a, b],
         );
     }
@@ -280,7 +280,7 @@ impl Shared {
     /// 0 (for a trace event's waker).
     #[cfg(feature = "trace")]
     fn running_pid_bits(&self) -> u64 {
-        self.local_worker(|w| w.current.get().map_or(0, Pid::to_bits))
+        self.local_worker_unspanned(|w| w.current.get().map_or(0, Pid::to_bits))
             .unwrap_or(0)
     }
 
@@ -317,17 +317,17 @@ impl Shared {
         with_worker(|w, shared| std::ptr::eq(shared, self).then(|| f(w))).flatten()
     }
 
-    /// [`local_scheduler_id`](Self::local_scheduler_id) without opening a
-    /// `with_worker` span (for a step that neither switches nor allocates).
+    /// [`local_worker`](Self::local_worker) without opening a `with_worker`
+    /// span (for a trace event: `f` neither switches nor allocates).
     #[cfg(feature = "trace")]
-    fn local_id_unspanned(&self) -> Option<usize> {
+    fn local_worker_unspanned<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
         let w = super::current_worker();
         if w.is_null() {
             return None;
         }
         // SAFETY: as in `local_queues`.
         let w = unsafe { &*w };
-        std::ptr::eq(w.shared, self).then_some(w.id)
+        std::ptr::eq(w.shared, self).then(|| f(w))
     }
 
     /// The queues of *this* runtime's scheduler running on this thread, if

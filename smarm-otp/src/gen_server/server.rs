@@ -154,8 +154,7 @@ pub(super) fn serve<G: GenServer>(
             return;
         }
     }
-    let server = std::any::type_name::<G>();
-    let mut state = match callback!("init", server = server, G::init(args, &mut ctx)) {
+    let mut state = match callback!("init", server = server::<G>(), G::init(args, &mut ctx)) {
         Ok(state) => state,
         Err(e) => {
             if let Some(name) = name {
@@ -183,7 +182,7 @@ pub(super) fn serve<G: GenServer>(
     }
     callback!(
         "terminate",
-        server = server,
+        server = server::<G>(),
         state.terminate(&ended.reason, &mut ctx)
     ); // (S1)
     drop(inbox); // (S2): queued callers fail now
