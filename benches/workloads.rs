@@ -26,13 +26,14 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 15] = [
+const WORKLOADS: [&str; 16] = [
     "spawn",
     "pingpong",
     "pingpong1",
     "ring",
     "skynet",
     "fanin",
+    "fanin_bounded",
     "timers",
     "memory",
     "send_channel",
@@ -100,7 +101,8 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
         "spawn" => spawn_workload,
         "pingpong" | "pingpong1" => pingpong_workload,
         "ring" => ring_workload,
-        "fanin" => fanin_workload,
+        "fanin" => || fanin_workload(None),
+        "fanin_bounded" => || fanin_workload(Some(FANIN_BOUNDED_CAPACITY)),
         "skynet" => skynet_workload,
         "send_channel" => || send_workload(false),
         "send_name" => || send_workload(true),
@@ -281,9 +283,16 @@ fn ring_workload() -> (f64, &'static str) {
 const FANIN_PRODUCERS: u64 = 4;
 const FANIN_EACH: u64 = 250_000;
 
-fn fanin_workload() -> (f64, &'static str) {
+/// `fanin_bounded`'s channel: producers park once it holds this many.
+const FANIN_BOUNDED_CAPACITY: usize = 1024;
+
+/// `fanin`, on an unbounded channel or (`fanin_bounded`) a bounded one.
+fn fanin_workload(capacity: Option<usize>) -> (f64, &'static str) {
     let t0 = Instant::now();
-    let (tx, rx) = channel::<u64>();
+    let (tx, rx) = match capacity {
+        Some(cap) => smarm::channel::bounded::<u64>(cap),
+        None => channel::<u64>(),
+    };
     let (done_tx, done_rx) = channel::<u64>();
     drop(smarm::spawn(move || {
         let mut n = 0u64;

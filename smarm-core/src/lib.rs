@@ -96,7 +96,7 @@ pub use actor::{
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,
-    RecvTimeoutError, Selectable, SendError, Sender,
+    RecvTimeoutError, Selectable, SendError, SendTimeoutError, Sender, TrySendError,
 };
 pub use introspect::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,

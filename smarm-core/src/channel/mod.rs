@@ -1,9 +1,10 @@
-//! Unbounded multi-producer, single-consumer channels: how actors talk to
-//! each other.
+//! Multi-producer, single-consumer channels: how actors talk to each
+//! other.
 //!
 //! A channel is a queue with any number of [`Sender`] clones on one end and
-//! one [`Receiver`] on the other. `send` never blocks; `recv` parks only
-//! the receiving actor. For one value back there are [`oneshot`] (a
+//! one [`Receiver`] on the other. On a [`channel`] (unbounded) `send` never
+//! blocks; on a [`bounded`] one it parks the sender while the channel is
+//! full (backpressure). `recv` parks only the receiving actor. For one value back there are [`oneshot`] (a
 //! channel for a single value) and [`await_reply`] (a call's reply,
 //! written straight into the waiting caller's frame).
 //!
@@ -66,6 +67,25 @@
 //!   queued messages outside the lock (their destructors may touch other
 //!   channels).
 //!
+//! A [`bounded`] channel adds (the senders' side is `room.rs`):
+//!
+//! - (B1) A send queues its message only while the queue holds fewer than
+//!   `cap` messages (`send_past_capacity` excepted); otherwise it waits
+//!   for room. The receiver takes from the shared queue one message at a
+//!   time (no batch into its own queue), so every message counts until it
+//!   is received.
+//! - (B2) A sender waiting for room leaves its message, its waker and a
+//!   ticket in the channel's `blocked` list, oldest first. Whenever the
+//!   receiver takes a message, under the same lock hold, it moves blocked
+//!   messages into the queue while there is room and wakes their senders.
+//!   So the list is non-empty only while the queue is full, room is never
+//!   left free while a sender waits (no lost wake: the loom model in
+//!   `loom_models.rs`), and a wake only reports a delivery that already
+//!   happened. A sender that gives up (a timeout, a stop) takes its message
+//!   back out under the lock: each message is delivered or returned, once.
+//! - (B3) Dropping the receiver wakes every blocked sender; each takes its
+//!   message back as `Disconnected`.
+//!
 //! # Memory ordering
 //!
 //! The channel lock orders the queue and the registration; the slot word's
@@ -77,9 +97,11 @@ mod mpsc;
 mod oneshot;
 mod queue;
 mod reply;
+mod room;
 pub(crate) mod select;
 
-pub use mpsc::{channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
+pub use mpsc::{bounded, channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
 pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};
+pub use room::{SendTimeoutError, TrySendError};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};

@@ -1,6 +1,8 @@
-//! The unbounded multi-producer, single-consumer channel: [`channel`],
-//! [`Sender`] and [`Receiver`]. The protocol and its invariants, cited
-//! here as (I1) to (I4), are in the `channel` module docs.
+//! The multi-producer, single-consumer channel: [`channel`] (unbounded),
+//! [`bounded`], [`Sender`] and [`Receiver`]. The protocol and its
+//! invariants, cited here as (I1) to (I4) and (B1) to (B3), are in the
+//! `channel` module docs; the senders' side of a full bounded channel is
+//! in `room.rs`.
 
 // The channel's loom models (`loom_models.rs` beside this file) test this
 // module's internals.
@@ -9,6 +11,7 @@
 mod loom_models;
 
 use super::queue::Queue;
+use super::room::{self, Room, SendTimeoutError, TrySendError};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn};
 use crate::slot::WaitId;
@@ -22,11 +25,64 @@ use thiserror::Error;
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
 /// is unbounded and open until every `Sender` is dropped.
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
+    with_capacity(UNBOUNDED)
+}
+
+/// Create a bounded channel: at most `capacity` messages wait in it. A
+/// [`Sender::send`] to a full channel parks the sending actor (a plain
+/// thread blocks) until the receiver takes one, so a producer faster than
+/// its consumer is slowed to the consumer's pace instead of growing the
+/// queue without limit. [`Sender::try_send`] never waits: it hands the
+/// message back with [`TrySendError::Full`]; [`Sender::send_timeout`]
+/// waits at most a given time.
+///
+/// Senders waiting for room are served in arrival order: when the
+/// receiver takes a message, the longest-waiting sender's message moves
+/// into the channel and that sender returns.
+///
+/// ```
+/// use smarm::channel::{bounded, TrySendError};
+///
+/// smarm::run(|| {
+///     let (tx, rx) = bounded::<u32>(2);
+///     tx.send(1).unwrap();
+///     tx.send(2).unwrap();
+///     assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)));
+///
+///     // A producer that outpaces the consumer parks until there is room.
+///     let producer = smarm::spawn(move || {
+///         for n in 3..=100 {
+///             tx.send(n).unwrap();
+///         }
+///     });
+///     let got: Vec<u32> = std::iter::from_fn(|| rx.recv().ok()).collect();
+///     assert_eq!(got, (1..=100).collect::<Vec<_>>());
+///     producer.join().unwrap();
+/// });
+/// ```
+///
+/// # Panics
+///
+/// If `capacity` is 0 (a channel that can hold nothing would make every
+/// send wait forever).
+pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    assert!(
+        capacity > 0,
+        "smarm: channel::bounded(0): a bounded channel needs a capacity of at least 1"
+    );
+    with_capacity(capacity)
+}
+
+/// The capacity of an unbounded channel.
+const UNBOUNDED: usize = usize::MAX;
+
+fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan {
         shared: RawMutex::new(
             LockClass::Channel,
             Inner {
                 queue: Queue::default(),
+                room: (cap != UNBOUNDED).then(|| Box::new(Room::new(cap))),
                 parked: None,
                 thread: None,
                 runtime: None,
@@ -34,6 +90,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
                 receiver_alive: true,
             },
         ),
+        cap,
         _gap: [0; 64],
         taken_len: AtomicUsize::new(0),
         received: AtomicU64::new(0),
@@ -55,6 +112,9 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 #[repr(C)]
 pub(crate) struct Chan<T> {
     shared: RawMutex<Inner<T>>,
+    /// The capacity ([`UNBOUNDED`] for [`channel`]), read without the
+    /// lock: it never changes.
+    cap: usize,
     /// Keeps the receiver's counters below, which change at every
     /// receive, off the cache line the senders lock.
     _gap: [u8; 64],
@@ -73,7 +133,12 @@ impl<T> std::ops::Deref for Chan<T> {
 }
 
 pub(crate) struct Inner<T> {
-    queue: Queue<T>,
+    pub(super) queue: Queue<T>,
+    /// A bounded channel's capacity and waiting senders (B1, B2); `None`
+    /// for [`channel`]. Boxed: an unbounded channel pays one word for it,
+    /// and the fields every message touches stay on as few cache lines
+    /// as before.
+    pub(super) room: Option<Box<Room<T>>>,
     /// The registered receiver's wait (I2).
     parked: Option<WaitId>,
     /// A receiver on a plain thread (not an actor), parked in
@@ -81,11 +146,37 @@ pub(crate) struct Inner<T> {
     thread: Option<std::thread::Thread>,
     /// The runtime of the last actor that registered here.
     runtime: Option<Arc<Shared>>,
-    senders: usize,
-    receiver_alive: bool,
+    pub(super) senders: usize,
+    pub(super) receiver_alive: bool,
 }
 
 impl<T> Inner<T> {
+    /// Whether a send must wait for room (B1). One compare on an unbounded
+    /// channel.
+    #[inline]
+    pub(super) fn is_full(&self) -> bool {
+        self.room
+            .as_ref()
+            .is_some_and(|room| self.queue.len() >= room.cap)
+    }
+
+    /// Queue a message and wake the receiver (the channel is open).
+    #[inline]
+    pub(super) fn push(&mut self, value: T) {
+        self.queue.push(value);
+        self.wake_receiver();
+    }
+
+    /// The receiver took a message: give the room to the oldest sender
+    /// waiting for it (B2), and note the receiving actor, for the panic of
+    /// a send that would wait for itself.
+    fn refill(&mut self) {
+        if let Some(room) = &mut self.room {
+            room.receiver = scheduler::current_pid();
+            room.refill(&mut self.queue);
+        }
+    }
+
     /// Take the registration and wake it (called under the channel lock:
     /// Channel → Queue is the lock order).
     fn wake_receiver(&mut self) {
@@ -207,6 +298,10 @@ impl<T> Drop for Receiver<T> {
             g.receiver_alive = false;
             g.parked = None;
             g.thread = None;
+            // Senders waiting for room take their messages back (B3).
+            if let Some(room) = &g.room {
+                room.wake_all();
+            }
             std::mem::take(&mut g.queue)
         };
         drop(drained); // (I4): outside the lock (`taken` drops after this)
@@ -226,7 +321,9 @@ impl<T> std::fmt::Debug for Receiver<T> {
 }
 
 impl<T> Sender<T> {
-    /// Queue `value` for the receiver. Never blocks; fails only when the
+    /// Queue `value` for the receiver. On an unbounded channel this never
+    /// blocks; on a full [`bounded`] one it parks the calling actor (a plain
+    /// thread blocks) until there is room. Fails only when the
     /// [`Receiver`] is gone, returning the message in [`SendError`].
     ///
     /// ```
@@ -235,14 +332,143 @@ impl<T> Sender<T> {
     /// drop(rx);
     /// assert_eq!(tx.send(2), Err(smarm::SendError(2)));
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// On a full bounded channel: from a scheduler callback (a timer
+    /// thunk, an exit hook), where waiting would block the scheduler (use
+    /// [`try_send`](Self::try_send) or
+    /// [`send_past_capacity`](Self::send_past_capacity) there), and from
+    /// the actor that receives on the channel, which would wait for itself.
     pub fn send(&self, value: T) -> Result<(), SendError<T>> {
+        self.send_as("Sender::send", value)
+    }
+
+    /// [`send`](Self::send), naming `what` (the public call a library built
+    /// on it, such as `GenServerRef::cast`) in its panics.
+    #[doc(hidden)]
+    pub fn send_as(&self, what: &'static str, value: T) -> Result<(), SendError<T>> {
         let mut g = self.inner.lock();
         if !g.receiver_alive {
             return Err(SendError(value));
         }
-        g.queue.push(value);
-        g.wake_receiver();
+        if g.is_full() {
+            drop(g);
+            return room::send_waiting(&self.inner, what, value, None)
+                .map_err(|e| SendError(e.into_inner()));
+        }
+        g.push(value);
         Ok(())
+    }
+
+    /// Queue `value` if there is room now, without waiting:
+    /// [`TrySendError::Full`] on a full [`bounded`] channel,
+    /// [`TrySendError::Disconnected`] when the receiver is gone; either
+    /// hands the message back. Safe anywhere, scheduler callbacks included.
+    ///
+    /// ```
+    /// use smarm::channel::{bounded, TrySendError};
+    ///
+    /// let (tx, rx) = bounded::<&str>(1);
+    /// assert_eq!(tx.try_send("a"), Ok(()));
+    /// assert_eq!(tx.try_send("b"), Err(TrySendError::Full("b")));
+    /// drop(rx);
+    /// assert_eq!(tx.try_send("c"), Err(TrySendError::Disconnected("c")));
+    /// ```
+    pub fn try_send(&self, value: T) -> Result<(), TrySendError<T>> {
+        let mut g = self.inner.lock();
+        if !g.receiver_alive {
+            return Err(TrySendError::Disconnected(value));
+        }
+        if g.is_full() {
+            return Err(TrySendError::Full(value));
+        }
+        g.push(value);
+        Ok(())
+    }
+
+    /// [`send`](Self::send), waiting at most `timeout` for room:
+    /// [`SendTimeoutError::Timeout`] hands the message back if none
+    /// appeared. Room that appears as the deadline passes wins: the
+    /// message is sent. `Duration::ZERO` is [`try_send`](Self::try_send)
+    /// with this error type.
+    ///
+    /// ```
+    /// use smarm::channel::{bounded, SendTimeoutError};
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let (tx, rx) = bounded::<u32>(1);
+    ///     tx.send(1).unwrap();
+    ///     let full = tx.send_timeout(2, Duration::from_millis(5));
+    ///     assert_eq!(full, Err(SendTimeoutError::Timeout(2)));
+    ///     assert_eq!(rx.recv(), Ok(1));
+    ///     assert_eq!(tx.send_timeout(3, Duration::from_millis(5)), Ok(()));
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// On a full bounded channel, from a scheduler callback (a timer thunk,
+    /// an exit hook), where waiting would block the scheduler. (The
+    /// receiving actor itself may call it: it waits out the timeout.)
+    pub fn send_timeout(&self, value: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        self.send_timeout_as("Sender::send_timeout", value, timeout)
+    }
+
+    /// [`send_timeout`](Self::send_timeout), naming `what` in its panics.
+    #[doc(hidden)]
+    pub fn send_timeout_as(
+        &self,
+        what: &'static str,
+        value: T,
+        timeout: Duration,
+    ) -> Result<(), SendTimeoutError<T>> {
+        let mut g = self.inner.lock();
+        if !g.receiver_alive {
+            return Err(SendTimeoutError::Disconnected(value));
+        }
+        if g.is_full() {
+            drop(g);
+            return room::send_waiting(&self.inner, what, value, Some(timeout));
+        }
+        g.push(value);
+        Ok(())
+    }
+
+    /// Queue `value` even if a [`bounded`] channel is full: for messages
+    /// that must neither wait nor be dropped, as Erlang never drops an exit
+    /// signal or a timer's message. smarm uses it for exit and down notices,
+    /// timer messages ([`send_after_to`](crate::time::send_after_to)) and
+    /// behaviours' system messages. The message counts toward the channel's
+    /// length, so senders waiting for room wait until the receiver is back
+    /// under capacity. Fails only when the receiver is gone.
+    ///
+    /// ```
+    /// let (tx, rx) = smarm::channel::bounded::<u32>(1);
+    /// tx.send(1).unwrap();
+    /// tx.send_past_capacity(2).unwrap();
+    /// assert_eq!(rx.len(), 2);
+    /// ```
+    pub fn send_past_capacity(&self, value: T) -> Result<(), SendError<T>> {
+        let mut g = self.inner.lock();
+        if !g.receiver_alive {
+            return Err(SendError(value));
+        }
+        g.push(value);
+        Ok(())
+    }
+
+    /// How many messages the channel holds before a send waits: `None`
+    /// for an unbounded channel.
+    ///
+    /// ```
+    /// assert_eq!(smarm::channel::<u8>().0.capacity(), None);
+    /// assert_eq!(smarm::channel::bounded::<u8>(8).0.capacity(), Some(8));
+    /// ```
+    pub fn capacity(&self) -> Option<usize> {
+        let cap = self.inner.cap;
+        (cap != UNBOUNDED).then_some(cap)
     }
 
     /// Whether `other` sends on the same channel as `self` (a clone of it).
@@ -392,6 +618,7 @@ impl<T> Receiver<T> {
                 }
                 let mut g = self.inner.lock();
                 if let Some(v) = g.queue.take_first(&pred) {
+                    g.refill();
                     return Ok(self.count(v));
                 }
                 if g.senders == 0 {
@@ -425,6 +652,7 @@ impl<T> Receiver<T> {
         }
         let mut g = self.inner.lock();
         if let Some(v) = g.queue.take_first(&pred) {
+            g.refill();
             return Ok(Some(self.count(v)));
         }
         if g.senders == 0 {
@@ -461,7 +689,8 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// Messages queued and not yet received.
+    /// Messages queued and not yet received (on a [`bounded`] channel, not
+    /// counting the messages of senders still waiting for room).
     pub fn len(&self) -> usize {
         self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
     }
@@ -542,10 +771,29 @@ fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
         return Taken::Message(v);
     }
     let mut g = chan.lock();
+    if g.room.is_some() {
+        return take_one_bounded(g);
+    }
     // `taken` is empty: the swap leaves its (empty) buffer to the senders.
     std::mem::swap(taken, &mut g.queue);
     match taken.pop() {
         Some(v) => Taken::Message(v),
+        None => Taken::Empty(g),
+    }
+}
+
+/// [`take_one`] on a bounded channel: take from the shared queue itself,
+/// one message at a time, so every message counts against the capacity
+/// until it is received (B1), and give the room to the oldest sender
+/// waiting for it (B2); the receiver's own queue stays empty. Out of line:
+/// the unbounded receive stays as tight as it can.
+#[inline(never)]
+fn take_one_bounded<T>(mut g: crate::sync::RawMutexGuard<'_, Inner<T>>) -> Taken<'_, T> {
+    match g.queue.pop() {
+        Some(v) => {
+            g.refill();
+            Taken::Message(v)
+        }
         None => Taken::Empty(g),
     }
 }

@@ -68,6 +68,8 @@ pub enum WaitingOn {
     Timer,
     /// A job on the blocking pool (`block_on_io`).
     BlockingJob,
+    /// Room in a full bounded channel (`Sender::send`).
+    Room,
 }
 
 impl WaitingOn {
@@ -80,9 +82,19 @@ impl WaitingOn {
     /// The value a slot holds, if it names one.
     pub(crate) fn from_u8(v: u8) -> Option<WaitingOn> {
         use WaitingOn::*;
-        [Message, Select, Reply, Lock, Fd, Join, Timer, BlockingJob]
-            .into_iter()
-            .find(|w| w.to_u8() == v)
+        [
+            Message,
+            Select,
+            Reply,
+            Lock,
+            Fd,
+            Join,
+            Timer,
+            BlockingJob,
+            Room,
+        ]
+        .into_iter()
+        .find(|w| w.to_u8() == v)
     }
 }
 
@@ -95,6 +107,13 @@ pub(crate) struct WakeToken {
 }
 
 impl WakeToken {
+    /// A token for `wait` of an actor of `runtime` (a model that holds an
+    /// actor's slot itself).
+    #[cfg(all(test, loom))]
+    pub(crate) fn new(runtime: Arc<Shared>, wait: WaitId) -> WakeToken {
+        WakeToken { runtime, wait }
+    }
+
     /// The waiting actor's pid.
     pub(crate) fn pid(&self) -> Pid {
         self.wait.pid

@@ -52,7 +52,12 @@ impl BoundedWaiter for Sleep {
 /// Deliver `msg` on `to` after `after` (Erlang's `erlang:send_after`, for a
 /// channel). Returns a [`TimerId`] for [`cancel_timer`]. The send happens
 /// when the timer fires: if the receiver is gone by then, the message is
-/// dropped, as a send to a dead process is.
+/// dropped, as a send to a dead process is; a full [`bounded`] channel
+/// takes it past its capacity ([`Sender::send_past_capacity`]), since a
+/// timer cannot wait.
+///
+/// [`bounded`]: crate::channel::bounded
+/// [`Sender::send_past_capacity`]: crate::Sender::send_past_capacity
 ///
 /// ```
 /// use std::time::{Duration, Instant};
@@ -72,7 +77,9 @@ impl BoundedWaiter for Sleep {
 pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, msg: T) -> TimerId {
     let to = to.clone();
     call_after_as("send_after_to", after, move || {
-        let _ = to.send(msg); // a dead receiver: dropped
+        // Never waits (a scheduler runs this), never dropped for a full
+        // bounded channel; dropped only if the receiver is gone.
+        let _ = to.send_past_capacity(msg);
     })
 }
 

@@ -84,6 +84,7 @@ pub(crate) fn waiting_on(w: WaitingOn) -> &'static str {
         WaitingOn::Join => "join",
         WaitingOn::Timer => "timer",
         WaitingOn::BlockingJob => "blocking_job",
+        WaitingOn::Room => "room",
     }
 }
 
