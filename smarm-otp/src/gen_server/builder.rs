@@ -2,7 +2,7 @@
 //! [`Builder`] behind them.
 
 use super::{server, Envelope, GenServer, GenServerRef, ServerName, StartError};
-use smarm_core::channel::channel;
+use smarm_core::channel::{bounded, channel};
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,
 /// and return its address once init has succeeded.
@@ -74,6 +74,7 @@ pub struct Builder<G: GenServer> {
     name: Option<ServerName<G>>,
     link: bool,
     label: Option<String>,
+    mailbox_capacity: Option<usize>,
 }
 
 impl<G: GenServer> Default for Builder<G> {
@@ -89,6 +90,7 @@ impl<G: GenServer> Builder<G> {
             name: None,
             link: false,
             label: None,
+            mailbox_capacity: None,
         }
     }
 
@@ -112,6 +114,29 @@ impl<G: GenServer> Builder<G> {
         self
     }
 
+    /// Bound the server's mailbox to `capacity` requests: a client's
+    /// [`cast`](GenServerRef::cast), [`info`](GenServerRef::info) and
+    /// [`call`](GenServerRef::call) wait while it is full (a call within
+    /// its timeout, failing with [`CallError::Timeout`](super::CallError)
+    /// if it stays full), and
+    /// [`try_cast`](GenServerRef::try_cast) hands the message back with
+    /// [`TryCastError::Full`](super::TryCastError). Exit signals, `Down`s
+    /// and the server's timer messages never wait: they go in past the
+    /// capacity. Unbounded by default, as an Erlang mailbox is.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0.
+    pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
+        assert!(
+            capacity > 0,
+            "smarm: gen_server::Builder::mailbox_capacity(0): a mailbox needs room for at least \
+             one request"
+        );
+        self.mailbox_capacity = Some(capacity);
+        self
+    }
+
     /// Spawn the server, run its `init`, and return its address (or why it
     /// did not start).
     ///
@@ -120,7 +145,10 @@ impl<G: GenServer> Builder<G> {
     /// Outside an actor.
     pub fn start(self, args: G::Args) -> Result<GenServerRef<G>, StartError> {
         smarm_core::require_actor("gen_server::Builder::start");
-        let (inbox_tx, inbox_rx) = channel::<Envelope<G>>();
+        let (inbox_tx, inbox_rx) = match self.mailbox_capacity {
+            Some(capacity) => bounded::<Envelope<G>>(capacity),
+            None => channel::<Envelope<G>>(),
+        };
         let me = inbox_tx.clone();
         let name = self.name;
         let parent = self.link.then(smarm_core::self_pid);

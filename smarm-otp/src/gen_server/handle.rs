@@ -5,7 +5,7 @@ use super::call::{call_as, CallError, Reply, DEFAULT_CALL_TIMEOUT};
 use super::server::{Envelope, Msg};
 use super::{GenServer, StartError};
 use crate::registry::{self, Name};
-use smarm_core::channel::Sender;
+use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
 use smarm_core::Pid;
 use std::time::Duration;
 use thiserror::Error;
@@ -18,6 +18,36 @@ pub type ServerName<G> = Name<Envelope<G>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 #[error("smarm: the server is down; the message was not delivered")]
 pub struct CastError<M>(pub M);
+
+/// Why [`GenServerRef::try_cast`] or [`GenServerRef::try_info`] did not
+/// deliver; either way the message comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum TryCastError<M> {
+    /// The server's bounded mailbox
+    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)) is
+    /// full.
+    #[error("smarm: the server's mailbox is full; the message was not delivered")]
+    Full(M),
+    /// The server is down.
+    #[error("smarm: the server is down; the message was not delivered")]
+    Down(M),
+}
+
+impl<M> TryCastError<M> {
+    /// The message that was not delivered.
+    pub fn into_inner(self) -> M {
+        match self {
+            TryCastError::Full(m) | TryCastError::Down(m) => m,
+        }
+    }
+
+    fn map<N>(self, f: impl FnOnce(M) -> N) -> TryCastError<N> {
+        match self {
+            TryCastError::Full(m) => TryCastError::Full(f(m)),
+            TryCastError::Down(m) => TryCastError::Down(f(m)),
+        }
+    }
+}
 
 /// The address of a running server of type `G`.
 pub struct GenServerRef<G: GenServer> {
@@ -55,13 +85,100 @@ impl<G: GenServer> GenServerRef<G> {
         !self.inbox.is_closed()
     }
 
-    /// Wake the server's loop for its system channel.
-    pub(super) fn wake_for_sys(&self) -> Result<(), Msg<G>> {
-        self.deliver(Msg::SysWake)
+    /// Requests waiting in the server's mailbox (Erlang's
+    /// `message_queue_len`); with a bounded mailbox, at most its capacity
+    /// unless exits, `Down`s or timer messages went in past it.
+    pub fn mailbox_len(&self) -> usize {
+        self.inbox.queued_len()
     }
 
-    pub(super) fn deliver(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
-        self.inbox.send(Envelope(msg)).map_err(|e| e.0 .0)
+    /// Wake the server's loop for its system channel.
+    pub(super) fn wake_for_sys(&self) -> Result<(), Msg<G>> {
+        self.deliver_system(Msg::SysWake)
+    }
+
+    /// Deliver a request, waiting for room in a bounded mailbox; `what`
+    /// names the public call for the misuse panics.
+    fn deliver(&self, what: &'static str, msg: Msg<G>) -> Result<(), Msg<G>> {
+        self.inbox.send_as(what, Envelope(msg)).map_err(|e| e.0 .0)
+    }
+
+    /// Deliver a message core hands over from a callback (an exit, a
+    /// `Down`, a timer's wake): never waits, past a bounded mailbox's
+    /// capacity if need be, as Erlang never drops a signal.
+    pub(super) fn deliver_system(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
+        self.inbox
+            .send_past_capacity(Envelope(msg))
+            .map_err(|e| e.0 .0)
+    }
+
+    /// Make a call whose request `request` builds: the send waits for
+    /// room in a bounded mailbox within the call's `timeout`, and a
+    /// mailbox still full at its end fails the call with
+    /// [`CallError::Timeout`].
+    fn call_within<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> Msg<G>,
+        timeout: Duration,
+    ) -> Result<R, CallError> {
+        if self.inbox.capacity().is_some() {
+            return self.call_bounded(what, request, timeout);
+        }
+        call_as(
+            what,
+            request,
+            |msg| self.inbox.send(Envelope(msg)).map_err(|e| e.0 .0),
+            timeout,
+        )
+    }
+
+    /// [`call_within`](Self::call_within) on a bounded mailbox.
+    #[inline(never)]
+    fn call_bounded<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> Msg<G>,
+        timeout: Duration,
+    ) -> Result<R, CallError> {
+        let mut full = false;
+        let result = call_as(
+            what,
+            request,
+            |msg| match self.inbox.try_send(Envelope(msg)) {
+                Ok(()) => Ok(()),
+                Err(TrySendError::Disconnected(Envelope(msg))) => Err(msg),
+                Err(TrySendError::Full(Envelope(msg))) => {
+                    self.wait_for_room(what, msg, timeout, &mut full)
+                }
+            },
+            timeout,
+        );
+        if full {
+            return Err(CallError::Timeout(timeout));
+        }
+        result
+    }
+
+    /// A call's request found the bounded mailbox full: wait for room
+    /// within the call's timeout; `full` says it stayed full.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_room(
+        &self,
+        what: &'static str,
+        msg: Msg<G>,
+        timeout: Duration,
+        full: &mut bool,
+    ) -> Result<(), Msg<G>> {
+        match self.inbox.send_timeout_as(what, Envelope(msg), timeout) {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Timeout(Envelope(msg))) => {
+                *full = true;
+                Err(msg)
+            }
+            Err(SendTimeoutError::Disconnected(Envelope(msg))) => Err(msg),
+        }
     }
 
     /// Ask the server and wait for its reply, up to
@@ -91,30 +208,105 @@ impl<G: GenServer> GenServerRef<G> {
         request: G::Call,
         timeout: Duration,
     ) -> Result<G::Reply, CallError> {
-        call_as(
-            what,
-            |reply| Msg::Call(request, reply),
-            |msg| self.deliver(msg),
-            timeout,
-        )
+        self.call_within(what, |reply| Msg::Call(request, reply), timeout)
     }
 
     /// Send the server a message that needs no reply.
+    ///
+    /// A server started with a bounded mailbox
+    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity))
+    /// applies backpressure: while its mailbox is full, `cast` parks the
+    /// caller until there is room, so a fast client slows to the server's
+    /// pace. [`try_cast`](Self::try_cast) hands the message back instead.
+    ///
+    /// # Panics
+    ///
+    /// On a full bounded mailbox: from a scheduler callback (a timer, an
+    /// exit hook), or from the server itself (it would wait for itself);
+    /// use `try_cast` there.
     pub fn cast(&self, msg: G::Cast) -> Result<(), CastError<G::Cast>> {
-        match self.deliver(Msg::Cast(msg)) {
+        match self.deliver("GenServerRef::cast", Msg::Cast(msg)) {
             Ok(()) => Ok(()),
             Err(Msg::Cast(msg)) => Err(CastError(msg)),
             Err(_) => unreachable!("a failed send hands back the message sent"),
         }
     }
 
-    /// Send the server a message for its `handle_info`.
+    /// [`cast`](Self::cast) without waiting:
+    /// [`TryCastError::Full`] when a bounded mailbox is full,
+    /// [`TryCastError::Down`] when the server is gone.
+    ///
+    /// ```
+    /// use smarm::gen_server::{self, Builder, Ctx, Flow, GenServer, InitError, Reply, TryCastError};
+    ///
+    /// struct Slow;
+    /// impl GenServer for Slow {
+    ///     type Args = ();
+    ///     type Call = ();
+    ///     type Reply = ();
+    ///     type Cast = u32;
+    ///     type Info = ();
+    ///     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+    ///         Ok(Slow)
+    ///     }
+    ///     fn handle_call(&mut self, _: (), reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+    ///         smarm::sleep(std::time::Duration::from_millis(50)); // busy for a while
+    ///         reply.reply(());
+    ///         Flow::Continue
+    ///     }
+    /// }
+    ///
+    /// smarm::run(|| {
+    ///     let server = Builder::<Slow>::new().mailbox_capacity(1).start(()).unwrap();
+    ///     let busy = server.clone();
+    ///     let caller = smarm::spawn(move || busy.call(()).unwrap());
+    ///     smarm::sleep(std::time::Duration::from_millis(10)); // the call is being handled
+    ///     server.try_cast(1).unwrap(); // the one place in the mailbox
+    ///     assert_eq!(server.try_cast(2), Err(TryCastError::Full(2)));
+    ///     caller.join().unwrap();
+    ///     server.shutdown().unwrap();
+    /// });
+    /// ```
+    pub fn try_cast(&self, msg: G::Cast) -> Result<(), TryCastError<G::Cast>> {
+        self.try_deliver(Msg::Cast(msg)).map_err(|e| {
+            e.map(|msg| match msg {
+                Msg::Cast(msg) => msg,
+                _ => unreachable!("a failed send hands back the message sent"),
+            })
+        })
+    }
+
+    /// Deliver without waiting: the message back if the mailbox is full or
+    /// the server down.
+    fn try_deliver(&self, msg: Msg<G>) -> Result<(), TryCastError<Msg<G>>> {
+        self.inbox.try_send(Envelope(msg)).map_err(|e| match e {
+            TrySendError::Full(Envelope(msg)) => TryCastError::Full(msg),
+            TrySendError::Disconnected(Envelope(msg)) => TryCastError::Down(msg),
+        })
+    }
+
+    /// Send the server a message for its `handle_info` (waiting for room in
+    /// a bounded mailbox, as [`cast`](Self::cast) does).
+    ///
+    /// # Panics
+    ///
+    /// As [`cast`](Self::cast).
     pub fn info(&self, msg: G::Info) -> Result<(), CastError<G::Info>> {
-        match self.deliver(Msg::Info(msg)) {
+        match self.deliver("GenServerRef::info", Msg::Info(msg)) {
             Ok(()) => Ok(()),
             Err(Msg::Info(msg)) => Err(CastError(msg)),
             Err(_) => unreachable!("a failed send hands back the message sent"),
         }
+    }
+
+    /// [`info`](Self::info) without waiting, as [`try_cast`](Self::try_cast).
+    pub fn try_info(&self, msg: G::Info) -> Result<(), TryCastError<G::Info>> {
+        self.try_deliver(Msg::Info(msg)).map_err(|e| {
+            e.map(|msg| match msg {
+                Msg::Info(msg) => msg,
+                _ => unreachable!("a failed send hands back the message sent"),
+            })
+        })
     }
 
     /// Stop the server in order: it finishes the message it is handling,
@@ -137,12 +329,7 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
-        call_as(
-            "GenServerRef::shutdown",
-            Msg::Shutdown,
-            |msg| self.deliver(msg),
-            timeout,
-        )
+        self.call_within("GenServerRef::shutdown", Msg::Shutdown, timeout)
     }
 
     /// Run `f` on the server's state between two callbacks and return its
@@ -155,14 +342,13 @@ impl<G: GenServer> GenServerRef<G> {
         &self,
         f: impl FnOnce(&G) -> T + Send + 'static,
     ) -> Result<T, CallError> {
-        call_as(
+        self.call_within(
             "GenServerRef::inspect",
             |reply: Reply<T>| {
                 Msg::Inspect(Box::new(move |state: &G| {
                     let _ = reply.reply(f(state));
                 }))
             },
-            |msg| self.deliver(msg),
             DEFAULT_CALL_TIMEOUT,
         )
     }

@@ -92,7 +92,7 @@ impl<G: GenServer> Ctx<G> {
     pub fn trap_exits(&self) -> bool {
         let me = self.me.clone();
         smarm_core::trap_exit_with(move |exit| {
-            let _ = me.deliver(Msg::Exit(exit));
+            let _ = me.deliver_system(Msg::Exit(exit));
         })
     }
 
@@ -102,7 +102,7 @@ impl<G: GenServer> Ctx<G> {
     pub fn monitor<A>(&self, pid: Pid<A>) -> MonitorRef {
         let me = self.me.clone();
         smarm_core::monitor_with(pid, move |down| {
-            let _ = me.deliver(Msg::Down(down));
+            let _ = me.deliver_system(Msg::Down(down));
         })
     }
 
