@@ -289,15 +289,29 @@ const FANIN_BOUNDED_CAPACITY: usize = 1024;
 /// `fanin`, on an unbounded channel or (`fanin_bounded`) a bounded one.
 fn fanin_workload(capacity: Option<usize>) -> (f64, &'static str) {
     let t0 = Instant::now();
-    let (tx, rx) = match capacity {
-        Some(cap) => smarm::channel::bounded::<u64>(cap),
-        None => channel::<u64>(),
-    };
+    match capacity {
+        Some(cap) => {
+            let (tx, rx) = smarm::channel::bounded::<u64>(cap);
+            fanin(tx, move || rx.recv().unwrap());
+        }
+        None => {
+            let (tx, rx) = channel::<u64>();
+            fanin(tx, move || rx.recv().unwrap());
+        }
+    }
+    (
+        t0.elapsed().as_nanos() as f64 / (FANIN_PRODUCERS * FANIN_EACH) as f64,
+        "ns/msg",
+    )
+}
+
+/// The producers send on `tx`; the consumer takes with `recv`.
+fn fanin(tx: Sender<u64>, recv: impl Fn() -> u64 + Send + 'static) {
     let (done_tx, done_rx) = channel::<u64>();
     drop(smarm::spawn(move || {
         let mut n = 0u64;
         while n < FANIN_PRODUCERS * FANIN_EACH {
-            rx.recv().unwrap();
+            recv();
             n += 1;
         }
         done_tx.send(n).unwrap();
@@ -311,10 +325,6 @@ fn fanin_workload(capacity: Option<usize>) -> (f64, &'static str) {
         }));
     }
     assert_eq!(done_rx.recv().unwrap(), FANIN_PRODUCERS * FANIN_EACH);
-    (
-        t0.elapsed().as_nanos() as f64 / (FANIN_PRODUCERS * FANIN_EACH) as f64,
-        "ns/msg",
-    )
 }
 
 const SENDS: u64 = 1_000_000;

@@ -297,6 +297,34 @@ fn an_actor_filling_its_own_channel_panics_instead_of_hanging() {
 }
 
 #[test]
+fn a_bounded_receiver_is_a_select_arm_and_works_on_a_plain_thread() {
+    run_with(2, || {
+        let (tx, rx) = bounded::<u32>(1);
+        let (_other_tx, other) = smarm::channel::<u32>();
+        let sender = smarm::spawn(move || {
+            tx.send(1).unwrap();
+            tx.send(2).unwrap(); // waits until the select below takes 1
+        });
+        let arms: [&dyn smarm::Selectable; 2] = [&other, &rx];
+        assert_eq!(smarm::select(&arms), 1);
+        assert_eq!(rx.recv(), Ok(1));
+        sender.join().unwrap();
+        assert_eq!(rx.recv(), Ok(2));
+    });
+    let (tx, rx) = bounded::<u32>(1);
+    let consumer = std::thread::spawn(move || {
+        let got: Vec<u32> = std::iter::from_fn(|| rx.recv().ok()).collect();
+        got
+    });
+    run_with(1, move || {
+        for n in 0..100 {
+            tx.send(n).unwrap();
+        }
+    });
+    assert_eq!(consumer.join().unwrap(), (0..100).collect::<Vec<_>>());
+}
+
+#[test]
 fn the_receiver_itself_may_wait_out_a_send_timeout_on_its_full_channel() {
     run_with(1, || {
         let (tx, rx) = bounded::<u32>(1);

@@ -95,8 +95,8 @@ pub use actor::{
     JoinTimeoutError, Pid, SpawnError,
 };
 pub use channel::{
-    channel, select, select_timeout, try_select, try_select_timeout, Receiver, RecvError,
-    RecvTimeoutError, Selectable, SendError, SendTimeoutError, Sender, TrySendError,
+    channel, select, select_timeout, try_select, try_select_timeout, BoundedReceiver, Receiver,
+    RecvError, RecvTimeoutError, Selectable, SendError, SendTimeoutError, Sender, TrySendError,
 };
 pub use introspect::{
     actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,

@@ -150,6 +150,7 @@ fn select_registration_racing_sends_wakes_once() {
 
 // ----- bounded channels: a sender waiting for room (B2, B3) -----
 
+use super::super::bounded_receiver::bounded;
 use super::super::room::SendWaker;
 use crate::scheduler::WakeToken;
 

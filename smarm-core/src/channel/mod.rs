@@ -67,13 +67,15 @@
 //!   queued messages outside the lock (their destructors may touch other
 //!   channels).
 //!
-//! A [`bounded`] channel adds (the senders' side is `room.rs`):
+//! A [`bounded`] channel adds (its receiver is `bounded_receiver.rs`, the
+//! senders' side `room.rs`):
 //!
 //! - (B1) A send queues its message only while the queue holds fewer than
 //!   `cap` messages (`send_past_capacity` excepted); otherwise it waits
-//!   for room. The receiver takes from the shared queue one message at a
-//!   time (no batch into its own queue), so every message counts until it
-//!   is received.
+//!   for room. Its receiver, a [`BoundedReceiver`], takes from the shared
+//!   queue one message at a time (no batch into a queue of its own), so
+//!   every message counts until it is received. Being a type of its own,
+//!   it keeps the capacity check out of the unbounded receive loop.
 //! - (B2) A sender waiting for room leaves its message, its waker and a
 //!   ticket in the channel's `blocked` list, oldest first. Whenever the
 //!   receiver takes a message, under the same lock hold, it moves blocked
@@ -92,6 +94,7 @@
 //! AcqRel CAS orders the wake (slot (I3)). The loom models in
 //! `loom_models.rs` check the send/park and close/park races.
 
+mod bounded_receiver;
 mod handoff;
 mod mpsc;
 mod oneshot;
@@ -100,7 +103,8 @@ mod reply;
 mod room;
 pub(crate) mod select;
 
-pub use mpsc::{bounded, channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
+pub use bounded_receiver::{bounded, BoundedReceiver};
+pub use mpsc::{channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
 pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};
 pub use room::{SendTimeoutError, TrySendError};

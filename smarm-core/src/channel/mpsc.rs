@@ -1,8 +1,8 @@
-//! The multi-producer, single-consumer channel: [`channel`] (unbounded),
-//! [`bounded`], [`Sender`] and [`Receiver`]. The protocol and its
-//! invariants, cited here as (I1) to (I4) and (B1) to (B3), are in the
-//! `channel` module docs; the senders' side of a full bounded channel is
-//! in `room.rs`.
+//! The multi-producer, single-consumer channel: [`channel`], [`Sender`]
+//! (of unbounded and bounded channels) and [`Receiver`] (of an unbounded
+//! one). The protocol and its invariants, cited here as (I1) to (I4), are
+//! in the `channel` module docs; a bounded channel's receiver is in
+//! `bounded_receiver.rs`, its senders' waiting in `room.rs`.
 
 // The channel's loom models (`loom_models.rs` beside this file) test this
 // module's internals.
@@ -25,59 +25,24 @@ use thiserror::Error;
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
 /// is unbounded and open until every `Sender` is dropped.
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    with_capacity(UNBOUNDED)
-}
-
-/// Create a bounded channel: at most `capacity` messages wait in it. A
-/// [`Sender::send`] to a full channel parks the sending actor (a plain
-/// thread blocks) until the receiver takes one, so a producer faster than
-/// its consumer is slowed to the consumer's pace instead of growing the
-/// queue without limit. [`Sender::try_send`] never waits: it hands the
-/// message back with [`TrySendError::Full`]; [`Sender::send_timeout`]
-/// waits at most a given time.
-///
-/// Senders waiting for room are served in arrival order: when the
-/// receiver takes a message, the longest-waiting sender's message moves
-/// into the channel and that sender returns.
-///
-/// ```
-/// use smarm::channel::{bounded, TrySendError};
-///
-/// smarm::run(|| {
-///     let (tx, rx) = bounded::<u32>(2);
-///     tx.send(1).unwrap();
-///     tx.send(2).unwrap();
-///     assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)));
-///
-///     // A producer that outpaces the consumer parks until there is room.
-///     let producer = smarm::spawn(move || {
-///         for n in 3..=100 {
-///             tx.send(n).unwrap();
-///         }
-///     });
-///     let got: Vec<u32> = std::iter::from_fn(|| rx.recv().ok()).collect();
-///     assert_eq!(got, (1..=100).collect::<Vec<_>>());
-///     producer.join().unwrap();
-/// });
-/// ```
-///
-/// # Panics
-///
-/// If `capacity` is 0 (a channel that can hold nothing would make every
-/// send wait forever).
-pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
-    assert!(
-        capacity > 0,
-        "smarm: channel::bounded(0): a bounded channel needs a capacity of at least 1"
-    );
-    with_capacity(capacity)
+    let chan = new_chan(UNBOUNDED);
+    (
+        Sender {
+            inner: chan.clone(),
+        },
+        Receiver {
+            inner: chan,
+            taken: RefCell::new(Queue::default()),
+        },
+    )
 }
 
 /// The capacity of an unbounded channel.
-const UNBOUNDED: usize = usize::MAX;
+pub(super) const UNBOUNDED: usize = usize::MAX;
 
-fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan {
+/// A new channel's shared state, with one sender counted.
+pub(super) fn new_chan<T>(cap: usize) -> Arc<Chan<T>> {
+    Arc::new(Chan {
         shared: RawMutex::new(
             LockClass::Channel,
             Inner {
@@ -94,16 +59,7 @@ fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
         _gap: [0; 64],
         taken_len: AtomicUsize::new(0),
         received: AtomicU64::new(0),
-    });
-    (
-        Sender {
-            inner: chan.clone(),
-        },
-        Receiver {
-            inner: chan,
-            taken: RefCell::new(Queue::default()),
-        },
-    )
+    })
 }
 
 /// A channel's shared state. Senders push to the queue in `shared`; the
@@ -111,10 +67,10 @@ fn with_capacity<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// runs dry (see [`Receiver`]). Derefs to `shared`.
 #[repr(C)]
 pub(crate) struct Chan<T> {
-    shared: RawMutex<Inner<T>>,
+    pub(super) shared: RawMutex<Inner<T>>,
     /// The capacity ([`UNBOUNDED`] for [`channel`]), read without the
     /// lock: it never changes.
-    cap: usize,
+    pub(super) cap: usize,
     /// Keeps the receiver's counters below, which change at every
     /// receive, off the cache line the senders lock.
     _gap: [u8; 64],
@@ -122,7 +78,7 @@ pub(crate) struct Chan<T> {
     /// `Sender::queued_len`.
     taken_len: AtomicUsize,
     /// Messages the receiver has taken (written only by the receiver).
-    received: AtomicU64,
+    pub(super) received: AtomicU64,
 }
 
 impl<T> std::ops::Deref for Chan<T> {
@@ -140,10 +96,10 @@ pub(crate) struct Inner<T> {
     /// as before.
     pub(super) room: Option<Box<Room<T>>>,
     /// The registered receiver's wait (I2).
-    parked: Option<WaitId>,
+    pub(super) parked: Option<WaitId>,
     /// A receiver on a plain thread (not an actor), parked in
     /// `std::thread::park` until a send or the last sender's drop.
-    thread: Option<std::thread::Thread>,
+    pub(super) thread: Option<std::thread::Thread>,
     /// The runtime of the last actor that registered here.
     runtime: Option<Arc<Shared>>,
     pub(super) senders: usize,
@@ -170,7 +126,7 @@ impl<T> Inner<T> {
     /// The receiver took a message: give the room to the oldest sender
     /// waiting for it (B2), and note the receiving actor, for the panic of
     /// a send that would wait for itself.
-    fn refill(&mut self) {
+    pub(super) fn refill(&mut self) {
         if let Some(room) = &mut self.room {
             room.receiver = scheduler::current_pid();
             room.refill(&mut self.queue);
@@ -198,7 +154,7 @@ impl<T> Inner<T> {
 
     /// Register the running actor's wait. Only the one receiver registers
     /// (I1), so this overwrites a stale registration.
-    fn register(&mut self, wait: WaitId, shared: &Shared) {
+    pub(super) fn register(&mut self, wait: WaitId, shared: &Shared) {
         let same_runtime = self
             .runtime
             .as_ref()
@@ -293,18 +249,26 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        self.inner.close_receiver(); // (`taken` drops after this)
+    }
+}
+
+impl<T> Chan<T> {
+    /// The receiver is gone: close the channel to senders (a bounded
+    /// channel's waiting senders take their messages back, (B3)) and drop
+    /// the queued messages outside the lock (I4).
+    pub(super) fn close_receiver(&self) {
         let drained = {
-            let mut g = self.inner.lock();
+            let mut g = self.lock();
             g.receiver_alive = false;
             g.parked = None;
             g.thread = None;
-            // Senders waiting for room take their messages back (B3).
             if let Some(room) = &g.room {
                 room.wake_all();
             }
             std::mem::take(&mut g.queue)
         };
-        drop(drained); // (I4): outside the lock (`taken` drops after this)
+        drop(drained);
     }
 }
 
@@ -321,8 +285,13 @@ impl<T> std::fmt::Debug for Receiver<T> {
 }
 
 impl<T> Sender<T> {
+    /// The first sender of a new channel (its count is already 1).
+    pub(super) fn from_chan(inner: Arc<Chan<T>>) -> Sender<T> {
+        Sender { inner }
+    }
+
     /// Queue `value` for the receiver. On an unbounded channel this never
-    /// blocks; on a full [`bounded`] one it parks the calling actor (a plain
+    /// blocks; on a full [`bounded`](super::bounded) one it parks the calling actor (a plain
     /// thread blocks) until there is room. Fails only when the
     /// [`Receiver`] is gone, returning the message in [`SendError`].
     ///
@@ -362,7 +331,7 @@ impl<T> Sender<T> {
     }
 
     /// Queue `value` if there is room now, without waiting:
-    /// [`TrySendError::Full`] on a full [`bounded`] channel,
+    /// [`TrySendError::Full`] on a full [`bounded`](super::bounded) channel,
     /// [`TrySendError::Disconnected`] when the receiver is gone; either
     /// hands the message back. Safe anywhere, scheduler callbacks included.
     ///
@@ -436,7 +405,7 @@ impl<T> Sender<T> {
         Ok(())
     }
 
-    /// Queue `value` even if a [`bounded`] channel is full: for messages
+    /// Queue `value` even if a [`bounded`](super::bounded) channel is full: for messages
     /// that must neither wait nor be dropped, as Erlang never drops an exit
     /// signal or a timer's message. smarm uses it for exit and down notices,
     /// timer messages ([`send_after_to`](crate::time::send_after_to)) and
@@ -578,17 +547,7 @@ impl<T> Receiver<T> {
     /// });
     /// ```
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        if scheduler::current_worker().is_null() {
-            return self.recv_timeout_on_thread(timeout);
-        }
-        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
-        let mut waiter = TimedRecv { rx: self };
-        scheduler::bounded_wait(
-            "Receiver::recv_timeout",
-            &mut waiter,
-            deadline,
-            timeout.is_zero(),
-        )
+        recv_timeout(self, "Receiver::recv_timeout", timeout)
     }
 
     /// Selective receive: take the first queued message for which `pred`
@@ -618,7 +577,6 @@ impl<T> Receiver<T> {
                 }
                 let mut g = self.inner.lock();
                 if let Some(v) = g.queue.take_first(&pred) {
-                    g.refill();
                     return Ok(self.count(v));
                 }
                 if g.senders == 0 {
@@ -652,7 +610,6 @@ impl<T> Receiver<T> {
         }
         let mut g = self.inner.lock();
         if let Some(v) = g.queue.take_first(&pred) {
-            g.refill();
             return Ok(Some(self.count(v)));
         }
         if g.senders == 0 {
@@ -661,36 +618,7 @@ impl<T> Receiver<T> {
         Ok(None)
     }
 
-    /// `recv_timeout` on a plain thread: park the thread until a send, the
-    /// last sender's drop, or the deadline.
-    fn recv_timeout_on_thread(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        let deadline = Instant::now().checked_add(timeout);
-        loop {
-            {
-                let mut taken = self.taken();
-                let mut g = match take_one(&mut taken, &self.inner) {
-                    Taken::Message(v) => return Ok(self.count(v)),
-                    Taken::Empty(g) => g,
-                };
-                if g.senders == 0 {
-                    return Err(RecvTimeoutError::Disconnected);
-                }
-                let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-                if left.is_some_and(|l| l.is_zero()) {
-                    g.thread = None;
-                    return Err(RecvTimeoutError::Timeout);
-                }
-                g.thread = Some(std::thread::current());
-            }
-            match deadline {
-                Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
-                None => std::thread::park(),
-            }
-        }
-    }
-
-    /// Messages queued and not yet received (on a [`bounded`] channel, not
-    /// counting the messages of senders still waiting for room).
+    /// Messages queued and not yet received.
     pub fn len(&self) -> usize {
         self.inner.taken_len.load(Ordering::Relaxed) + self.inner.lock().queue.len()
     }
@@ -757,7 +685,7 @@ impl<T> Drop for TakenGuard<'_, T> {
     }
 }
 
-enum Taken<'a, T> {
+pub(super) enum Taken<'a, T> {
     Message(T),
     /// Nothing queued; the shared lock is still held.
     Empty(crate::sync::RawMutexGuard<'a, Inner<T>>),
@@ -771,29 +699,10 @@ fn take_one<'a, T>(taken: &mut Queue<T>, chan: &'a Chan<T>) -> Taken<'a, T> {
         return Taken::Message(v);
     }
     let mut g = chan.lock();
-    if g.room.is_some() {
-        return take_one_bounded(g);
-    }
     // `taken` is empty: the swap leaves its (empty) buffer to the senders.
     std::mem::swap(taken, &mut g.queue);
     match taken.pop() {
         Some(v) => Taken::Message(v),
-        None => Taken::Empty(g),
-    }
-}
-
-/// [`take_one`] on a bounded channel: take from the shared queue itself,
-/// one message at a time, so every message counts against the capacity
-/// until it is received (B1), and give the room to the oldest sender
-/// waiting for it (B2); the receiver's own queue stays empty. Out of line:
-/// the unbounded receive stays as tight as it can.
-#[inline(never)]
-fn take_one_bounded<T>(mut g: crate::sync::RawMutexGuard<'_, Inner<T>>) -> Taken<'_, T> {
-    match g.queue.pop() {
-        Some(v) => {
-            g.refill();
-            Taken::Message(v)
-        }
         None => Taken::Empty(g),
     }
 }
@@ -803,25 +712,106 @@ fn take_one_bounded<T>(mut g: crate::sync::RawMutexGuard<'_, Inner<T>>) -> Taken
 /// caller parks itself. `what` names the call for the panic on a
 /// scheduler thread outside an actor.
 #[inline(always)]
-fn register_current<T>(g: &mut Inner<T>, what: &str) -> Option<Wait> {
+pub(super) fn register_current<T>(g: &mut Inner<T>, what: &str) -> Option<Wait> {
     Wait::open_on_scheduler(what, WaitingOn::Message, |wait, shared| {
         g.register(wait, shared)
     })
 }
 
-/// `recv_timeout`'s side of the bounded-wait loop.
-struct TimedRecv<'a, T> {
-    rx: &'a Receiver<T>,
+/// A channel's receiving end, as the timed receive sees it: an unbounded
+/// [`Receiver`] or a [`BoundedReceiver`](super::BoundedReceiver), which
+/// take messages differently (the unbounded `recv` loop is written out in
+/// full, not through this).
+pub(super) trait Taking {
+    /// The message type.
+    type Msg;
+    /// The channel.
+    fn chan(&self) -> &Chan<Self::Msg>;
+    /// The next message (counted as received), or the channel lock held
+    /// over an empty queue.
+    fn take(&self) -> Taken<'_, Self::Msg>;
+    /// Register the running actor's open wait if there is nothing to take
+    /// (I2); `false` means look again.
+    fn register_if_empty(&self, wait: WaitId) -> bool;
 }
 
-impl<T> BoundedWaiter for TimedRecv<'_, T> {
+impl<T> Taking for Receiver<T> {
+    type Msg = T;
+
+    fn chan(&self) -> &Chan<T> {
+        &self.inner
+    }
+
+    fn take(&self) -> Taken<'_, T> {
+        let mut taken = self.taken();
+        match take_one(&mut taken, &self.inner) {
+            Taken::Message(v) => Taken::Message(self.count(v)),
+            Taken::Empty(g) => Taken::Empty(g),
+        }
+    }
+
+    fn register_if_empty(&self, wait: WaitId) -> bool {
+        Receiver::register_if_empty(self, wait)
+    }
+}
+
+/// `recv_timeout` for either receiver: `what` names the call for the
+/// panic on a scheduler thread outside an actor.
+pub(super) fn recv_timeout<T>(
+    rx: &impl Taking<Msg = T>,
+    what: &str,
+    timeout: Duration,
+) -> Result<T, RecvTimeoutError> {
+    if scheduler::current_worker().is_null() {
+        return recv_timeout_on_thread(rx, timeout);
+    }
+    let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+    let mut waiter = TimedRecv { rx };
+    scheduler::bounded_wait(what, &mut waiter, deadline, timeout.is_zero())
+}
+
+/// `recv_timeout` on a plain thread: park the thread until a send, the
+/// last sender's drop, or the deadline.
+fn recv_timeout_on_thread<T>(
+    rx: &impl Taking<Msg = T>,
+    timeout: Duration,
+) -> Result<T, RecvTimeoutError> {
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        {
+            let mut g = match rx.take() {
+                Taken::Message(v) => return Ok(v),
+                Taken::Empty(g) => g,
+            };
+            if g.senders == 0 {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
+                g.thread = None;
+                return Err(RecvTimeoutError::Timeout);
+            }
+            g.thread = Some(std::thread::current());
+        }
+        match deadline {
+            Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
+            None => std::thread::park(),
+        }
+    }
+}
+
+/// `recv_timeout`'s side of the bounded-wait loop.
+struct TimedRecv<'a, R> {
+    rx: &'a R,
+}
+
+impl<R: Taking> BoundedWaiter for TimedRecv<'_, R> {
     const WAITS_ON: WaitingOn = WaitingOn::Message;
-    type Output = Result<T, RecvTimeoutError>;
+    type Output = Result<R::Msg, RecvTimeoutError>;
 
     fn ready(&mut self) -> Option<Self::Output> {
-        let mut taken = self.rx.taken();
-        match take_one(&mut taken, &self.rx.inner) {
-            Taken::Message(v) => Some(Ok(self.rx.count(v))),
+        match self.rx.take() {
+            Taken::Message(v) => Some(Ok(v)),
             Taken::Empty(g) if g.senders == 0 => Some(Err(RecvTimeoutError::Disconnected)),
             Taken::Empty(_) => None,
         }
@@ -844,7 +834,7 @@ impl<T> BoundedWaiter for TimedRecv<'_, T> {
     fn unregister(&mut self, wait: WaitId) {
         // Whatever woke us, this wait is over: drop a registration the
         // sender did not take.
-        let mut g = self.rx.inner.lock();
+        let mut g = self.rx.chan().lock();
         if g.parked == Some(wait) {
             g.parked = None;
         }

@@ -1,8 +1,10 @@
 //! Starting a server: [`start`], [`start_named`], [`start_link`], and the
 //! [`Builder`] behind them.
 
+use super::server::Inbox;
 use super::{server, Envelope, GenServer, GenServerRef, ServerName, StartError};
-use smarm_core::channel::{bounded, channel};
+use smarm_core::channel::{bounded, channel, Sender};
+use smarm_core::Pid;
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,
 /// and return its address once init has succeeded.
@@ -145,16 +147,32 @@ impl<G: GenServer> Builder<G> {
     /// Outside an actor.
     pub fn start(self, args: G::Args) -> Result<GenServerRef<G>, StartError> {
         smarm_core::require_actor("gen_server::Builder::start");
-        let (inbox_tx, inbox_rx) = match self.mailbox_capacity {
-            Some(capacity) => bounded::<Envelope<G>>(capacity),
-            None => channel::<Envelope<G>>(),
-        };
-        let me = inbox_tx.clone();
-        let name = self.name;
         let parent = self.link.then(smarm_core::self_pid);
-        let pid = crate::gen::start(self.link, self.label, move |started| {
-            server::serve::<G>(args, inbox_rx, me, name, parent, started)
-        })?;
+        let (inbox_tx, pid) = match self.mailbox_capacity {
+            Some(capacity) => {
+                let (tx, rx) = bounded::<Envelope<G>>(capacity);
+                (tx.clone(), self.launch(args, tx, rx, parent)?)
+            }
+            None => {
+                let (tx, rx) = channel::<Envelope<G>>();
+                (tx.clone(), self.launch(args, tx, rx, parent)?)
+            }
+        };
         Ok(GenServerRef::new(pid, inbox_tx))
+    }
+
+    /// Spawn the server on its mailbox (`me` sends to `inbox`) and wait
+    /// for its `init`.
+    fn launch<I: Inbox<Envelope<G>>>(
+        self,
+        args: G::Args,
+        me: Sender<Envelope<G>>,
+        inbox: I,
+        parent: Option<Pid>,
+    ) -> Result<Pid, StartError> {
+        let name = self.name;
+        crate::gen::start(self.link, self.label, move |started| {
+            server::serve::<G, I>(args, inbox, me, name, parent, started)
+        })
     }
 }

@@ -28,7 +28,7 @@
 
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
 use crate::gen::callback;
-use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::channel::{channel, BoundedReceiver, Receiver, RecvError, Sender};
 use smarm_core::time::{cancel_timer, TimerId};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -132,10 +132,31 @@ impl<G: GenServer> Ctx<G> {
     }
 }
 
+/// A server's mailbox: the receiving end of an unbounded or a bounded
+/// channel. A type parameter of the loop rather than a branch in it, so an
+/// unbounded server's receive stays core's tight loop.
+pub(super) trait Inbox<T>: Send + 'static {
+    fn recv(&self) -> Result<T, RecvError>;
+}
+
+impl<T: Send + 'static> Inbox<T> for Receiver<T> {
+    #[inline]
+    fn recv(&self) -> Result<T, RecvError> {
+        Receiver::recv(self)
+    }
+}
+
+impl<T: Send + 'static> Inbox<T> for BoundedReceiver<T> {
+    #[inline]
+    fn recv(&self) -> Result<T, RecvError> {
+        BoundedReceiver::recv(self)
+    }
+}
+
 /// The server actor's body (spawned by `Builder::start`).
-pub(super) fn serve<G: GenServer>(
+pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
     args: G::Args,
-    inbox: Receiver<Envelope<G>>,
+    inbox: I,
     me: Sender<Envelope<G>>,
     name: Option<ServerName<G>>,
     parent: Option<Pid>,
@@ -229,9 +250,9 @@ fn server<G>() -> &'static str {
 }
 
 /// Serve until a callback or a shutdown request stops the server.
-fn serve_loop<G: GenServer>(
+fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
     state: &mut G,
-    inbox: &Receiver<Envelope<G>>,
+    inbox: &I,
     sys: &Receiver<G::Info>,
     ctx: &mut Ctx<G>,
     ack: &mut Option<Reply<()>>,
