@@ -38,11 +38,11 @@ pub use smarm_core::{
     SchedulerStats, TreeNode, WaitingOn,
 };
 pub use smarm_core::{
-    channel, exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, run,
-    select, select_timeout, self_pid, sleep, spawn, spawn_under, try_select, try_select_timeout,
-    try_spawn, yield_now, BoundedReceiver, Builder, JoinError, JoinHandle, JoinTimeoutError,
-    LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable,
-    SendError, SendTimeoutError, Sender, SpawnError, TrySendError,
+    channel, exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all,
+    require_actor, run, select, select_timeout, self_pid, sleep, spawn, spawn_under, try_select,
+    try_select_timeout, try_spawn, yield_now, BoundedReceiver, Builder, JoinError, JoinHandle,
+    JoinTimeoutError, LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError,
+    Selectable, SendError, SendTimeoutError, Sender, SpawnError, TrySendError,
 };
 pub use smarm_core::{
     demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,

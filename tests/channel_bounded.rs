@@ -6,25 +6,10 @@
 mod support;
 
 use smarm::channel::bounded;
-use smarm::{
-    actor_info, ActorState, RecvTimeoutError, SendError, SendTimeoutError, TrySendError, WaitingOn,
-};
+use smarm::{RecvTimeoutError, SendError, SendTimeoutError, TrySendError, WaitingOn};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{rerun_in_child, run_with, THREADS};
-
-/// Wait (sleeping) until `pid` is parked, and say on what.
-fn parked_on(pid: smarm::Pid) -> Option<WaitingOn> {
-    let give_up = Instant::now() + Duration::from_secs(10);
-    loop {
-        let info = actor_info(pid).unwrap();
-        if info.state == ActorState::Parked {
-            return info.waiting_on;
-        }
-        assert!(Instant::now() < give_up, "{pid} never parked");
-        smarm::sleep(Duration::from_millis(1));
-    }
-}
+use support::{parked_on, rerun_in_child, run_with, THREADS};
 
 #[test]
 fn try_send_hands_the_message_back_when_full_or_closed() {

@@ -5,7 +5,7 @@ mod support;
 
 use smarm::{actor_info, channel, snapshot, tree, ActorState, Addressable, Name, WaitingOn};
 use std::time::Duration;
-use support::run_with;
+use support::{parked_on, run_with};
 
 #[test]
 fn a_parked_actor_reads_parked_and_a_joined_pid_is_gone() {
@@ -29,24 +29,6 @@ fn a_parked_actor_reads_parked_and_a_joined_pid_is_gone() {
         worker.join().unwrap();
         assert!(actor_info(pid).is_none());
     });
-}
-
-/// Wait (by yielding, up to a generous bound) until `pid` is parked, and
-/// say on what.
-fn parked_on(pid: smarm::Pid) -> Option<WaitingOn> {
-    let give_up = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let info = actor_info(pid).unwrap();
-        if info.state == ActorState::Parked {
-            return info.waiting_on;
-        }
-        assert!(
-            info.waiting_on.is_none(),
-            "only a parked actor waits on something"
-        );
-        assert!(std::time::Instant::now() < give_up, "{pid} never parked");
-        smarm::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]

@@ -89,3 +89,20 @@ impl Drop for HangGuard {
         self.0.take();
     }
 }
+
+/// Wait (sleeping) until `pid` is parked, and say on what.
+pub fn parked_on(pid: smarm::Pid) -> Option<smarm::WaitingOn> {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let info = smarm::actor_info(pid).unwrap();
+        if info.state == smarm::ActorState::Parked {
+            return info.waiting_on;
+        }
+        assert!(
+            info.waiting_on.is_none(),
+            "only a parked actor waits on something"
+        );
+        assert!(std::time::Instant::now() < give_up, "{pid} never parked");
+        smarm::sleep(std::time::Duration::from_millis(1));
+    }
+}

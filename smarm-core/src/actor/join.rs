@@ -302,9 +302,20 @@ fn to_result<T: 'static>(outcome: Outcome) -> Result<T, JoinError> {
         payload: Box::new(crate::signal::Killed { reason }),
     };
     match outcome {
+        // A hibernated actor's value is its continuation's, whose type the
+        // handle cannot check: a `()` handle takes nothing from it, any
+        // other is told the type was not its own.
         Outcome::Exit(value) => match value.downcast::<T>() {
             Ok(value) => Ok(*value),
-            Err(_) => unreachable!("an actor's value is the type its JoinHandle was made for"),
+            Err(_) => match (Box::new(()) as Box<dyn std::any::Any>).downcast::<T>() {
+                Ok(unit) => Ok(*unit),
+                Err(_) => Err(JoinError {
+                    payload: Box::new(
+                        "smarm: the actor hibernated and its continuation returned a value of \
+                         another type than its JoinHandle's",
+                    ),
+                }),
+            },
         },
         // A stopped actor returned nothing: fine for `()`, an error for a
         // handle that expects a value.

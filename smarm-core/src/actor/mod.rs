@@ -33,6 +33,7 @@ mod builder;
 mod error;
 mod exit;
 pub(crate) mod extras;
+mod hibernate;
 mod join;
 mod outcome;
 #[cfg(feature = "tracing")]
@@ -44,6 +45,7 @@ pub use crate::slot::{Addressable, ExitReason, Pid};
 pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
+pub use hibernate::{hibernate, Hibernation};
 pub use join::{JoinHandle, JoinTimeoutError};
 pub use outcome::JoinError;
 #[cfg(feature = "tracing")]

@@ -106,6 +106,7 @@
 
 pub(crate) mod alloc;
 mod current;
+pub(crate) mod hibernate;
 mod live;
 mod locals;
 pub(crate) mod netpoll;

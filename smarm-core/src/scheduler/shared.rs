@@ -216,6 +216,24 @@ impl Shared {
         crate::stack::pool_for(size).take()
     }
 
+    /// The usable size of this runtime's stacks.
+    pub(crate) fn stack_size(&self) -> usize {
+        self.stacks.stack_size()
+    }
+
+    /// A stack for a hibernated actor that wakes (scheduler hibernate
+    /// (H1)): this scheduler's cache, else the pool. Its own copy of
+    /// `take_stack`'s first step, so the spawn path's stays inlined.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn take_stack_for_wake(&self) -> Option<Stack> {
+        let cached = self.local_worker(|w| w.stack_cache.borrow_mut().pop());
+        match cached.flatten() {
+            Some(stack) => Some(stack),
+            None => self.stacks.take().ok(),
+        }
+    }
+
     /// Return a finished actor's stack to this scheduler's cache (spilling
     /// a batch to the pool when it is full), or to the pool; a stack of
     /// another size than the runtime's goes back to its own pool.

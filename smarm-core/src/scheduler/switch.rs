@@ -18,6 +18,9 @@ pub(crate) enum Intent {
     /// The actor overflowed its stack and is ended where it stands (set by
     /// the overflow handler, `overflow.rs`).
     Overflow,
+    /// The actor hibernates: release its stack and commit the park of the
+    /// wait it registered (`hibernate.rs`).
+    Hibernate,
 }
 
 /// The unwind payload of a cooperative stop, raised at a safepoint by
@@ -145,7 +148,7 @@ fn trace_switch_out(
         ),
         Intent::Yield => trace_event!(shared, Yield, bits, 0),
         Intent::Preempt => trace_event!(shared, Preempt, bits, 0),
-        Intent::Exit | Intent::Overflow => {}
+        Intent::Exit | Intent::Overflow | Intent::Hibernate => {}
     }
 }
 

@@ -70,6 +70,8 @@ pub enum WaitingOn {
     BlockingJob,
     /// Room in a full bounded channel (`Sender::send`).
     Room,
+    /// Anything, holding no stack (`smarm::hibernate`).
+    Hibernating,
 }
 
 impl WaitingOn {
@@ -92,6 +94,7 @@ impl WaitingOn {
             Timer,
             BlockingJob,
             Room,
+            Hibernating,
         ]
         .into_iter()
         .find(|w| w.to_u8() == v)
@@ -267,6 +270,14 @@ impl Wait {
         park(std::mem::take(&mut self.bounded)); // (W3)
         let _ = with_worker(|w: &Worker, _| w.wait_open.set(true)); // (W2)
         self.open = true;
+    }
+
+    /// Leave the wait to the scheduler, which commits its park after the
+    /// actor's last switch from its stack (a hibernation: `hibernate.rs`).
+    /// No deadline: the wait stays open until its wake (W2).
+    pub(crate) fn hand_to_scheduler(self) {
+        debug_assert!(!self.bounded, "a hibernation has no deadline");
+        std::mem::forget(self);
     }
 
     /// Close the wait without parking: every waker registered for it goes

@@ -346,6 +346,10 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     unsafe {
         let runner = slot.runner();
         if runner.sp.is_null() {
+            if runner.stack.is_none() {
+                // A hibernated actor's wake (hibernate (H1)): a fresh stack.
+                runner.stack = shared.take_stack_for_wake();
+            }
             if let Some(stack) = &runner.stack {
                 runner.sp = crate::context::init_stack(
                     stack.top(),
@@ -357,7 +361,18 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         let sp = runner.sp;
         #[cfg(feature = "budget-accounting")]
         let start = crate::clock::now();
-        crate::context::switch(w.sched_sp.as_ptr(), sp);
+        if sp.is_null() {
+            // No stack to be had for a waking hibernated actor: it ends,
+            // reported like a panic, rather than wait for memory forever.
+            let why: crate::slot::table::Value = Box::new(
+                "smarm: a hibernated actor woke and no stack could be had for it (out of memory \
+                 or vm.max_map_count)",
+            );
+            w.exit_result.set(Some(Err(why)));
+            w.intent.set(Intent::Exit);
+        } else {
+            crate::context::switch(w.sched_sp.as_ptr(), sp);
+        }
         #[cfg(feature = "budget-accounting")]
         {
             slot.budget.store(
@@ -408,6 +423,25 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         Intent::Overflow => {
             w.intent.set(Intent::Exit);
             super::overflow::finalize_overflowed(shared, w.id, pid, slot, held_locks);
+        }
+        Intent::Hibernate => {
+            // SAFETY: the actor has left its stack for good (hibernate
+            // (H1)) and we own its runner until the park is committed.
+            let runner = unsafe { slot.runner() };
+            runner.sp = std::ptr::null_mut();
+            if let Some(stack) = runner.stack.take() {
+                if stack.size() == shared.stack_size() {
+                    shared.release_stack(stack);
+                } else {
+                    // Its size would be lost with it: keep it, without
+                    // its pages.
+                    stack.discard_pages();
+                    runner.stack = Some(stack);
+                }
+            }
+            if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
+                shared.enqueue_yielded(w, pid, slot);
+            }
         }
     }
 }
@@ -535,6 +569,17 @@ pub(super) fn finalize(
     shared.live.finished(worker_id);
 }
 
+/// Run an actor's entry closure, catching every unwind (context (I1)).
+#[inline]
+pub(super) fn run_entry(
+    entry: Option<crate::slot::table::Entry>,
+) -> std::thread::Result<crate::slot::table::Value> {
+    match entry {
+        Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
+        None => Ok(Box::new(()) as crate::slot::table::Value),
+    }
+}
+
 /// The entry function of every actor stack: run the closure, catch every
 /// unwind (context (I1)), hand the outcome to the scheduler, switch away
 /// for good.
@@ -557,10 +602,13 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
         w.sections.set(0);
         w.held_locks.set(&held_locks);
     });
-    let result = match entry {
-        Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
-        None => Ok(Box::new(()) as crate::slot::table::Value),
-    };
+    let mut result = run_entry(entry);
+    if super::hibernate::hibernates(&result) {
+        // SAFETY: this is the running actor's entry frame; the closure
+        // has returned or unwound, so nothing is above it, and
+        // `held_locks` (empty) is all it holds.
+        result = unsafe { super::hibernate::hibernate_from_entry(slot, result, &held_locks) };
+    }
     let sched_sp = super::with_worker(|w, _| {
         w.held_locks.set(std::ptr::null());
         w.exit_result.set(Some(result));

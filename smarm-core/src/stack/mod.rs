@@ -152,6 +152,19 @@ impl Stack {
     pub(crate) fn size(&self) -> usize {
         self.size
     }
+
+    /// Give the stack's pages back to the kernel, keeping the stack (a
+    /// hibernated actor's of another size than its runtime's). Its guard
+    /// is below `base`, untouched.
+    pub(crate) fn discard_pages(&self) {
+        // SAFETY: `base..base + size` is this stack's usable range, owned
+        // by its one actor (I2), which has left it for good (it
+        // hibernates): no frame on it is live, so discarding its contents
+        // is unobservable; the next use starts from a fresh entry frame.
+        unsafe {
+            libc::madvise(self.base.cast(), self.size, libc::MADV_DONTNEED);
+        }
+    }
 }
 
 /// Why no stack could be had; the actor layer reports it as a

@@ -85,6 +85,7 @@ pub(crate) fn waiting_on(w: WaitingOn) -> &'static str {
         WaitingOn::Timer => "timer",
         WaitingOn::BlockingJob => "blocking_job",
         WaitingOn::Room => "room",
+        WaitingOn::Hibernating => "hibernating",
     }
 }
 
