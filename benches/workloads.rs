@@ -26,7 +26,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 16] = [
+const WORKLOADS: [&str; 18] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -36,11 +36,13 @@ const WORKLOADS: [&str; 16] = [
     "fanin_bounded",
     "timers",
     "memory",
+    "memory_hibernated",
     "send_channel",
     "send_name",
     "call",
     "call_derived",
     "call_served",
+    "call_hibernated",
     "spawn_1m",
     "memory_return",
 ];
@@ -109,8 +111,10 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
         "call" => call_workload,
         "call_derived" => call_derived_workload,
         "call_served" => call_served_workload,
+        "call_hibernated" => call_hibernated_workload,
         "timers" => timers_workload,
         "memory" => memory_workload,
+        "memory_hibernated" => memory_hibernated_workload,
         "spawn_1m" => spawn_1m_workload,
         "memory_return" => memory_return_workload,
         other => {
@@ -365,19 +369,20 @@ fn send_workload(by_name: bool) -> (f64, &'static str) {
 
 /// The benchmark specification's call server: a counter; each call adds
 /// one and replies with the new value.
-struct CallCounter(u64);
+struct CallCounter(u64, bool);
 
 impl smarm::GenServer for CallCounter {
-    type Args = ();
+    /// Whether to hibernate after every message (`call_hibernated`).
+    type Args = bool;
     type Call = ();
     type Reply = u64;
     type Cast = ();
     type Info = ();
     fn init(
-        _: (),
+        hibernate: bool,
         _: &mut smarm::gen_server::Ctx<Self>,
     ) -> Result<Self, smarm::gen_server::InitError> {
-        Ok(CallCounter(0))
+        Ok(CallCounter(0, hibernate))
     }
     fn handle_call(
         &mut self,
@@ -387,7 +392,24 @@ impl smarm::GenServer for CallCounter {
     ) -> smarm::gen_server::Flow {
         self.0 += 1;
         reply.reply(self.0);
-        smarm::gen_server::Flow::Continue
+        self.flow()
+    }
+    fn handle_cast(
+        &mut self,
+        _: (),
+        _: &mut smarm::gen_server::Ctx<Self>,
+    ) -> smarm::gen_server::Flow {
+        self.flow()
+    }
+}
+
+impl CallCounter {
+    fn flow(&self) -> smarm::gen_server::Flow {
+        if self.1 {
+            smarm::gen_server::Flow::Hibernate
+        } else {
+            smarm::gen_server::Flow::Continue
+        }
     }
 }
 
@@ -419,7 +441,17 @@ fn drive_calls<S: Clone + Send + 'static>(t0: Instant, server: &S, call: fn(&S) 
 
 fn call_workload() -> (f64, &'static str) {
     let t0 = Instant::now();
-    let server = smarm::gen_server::start::<CallCounter>(()).unwrap();
+    let server = smarm::gen_server::start::<CallCounter>(false).unwrap();
+    let ns = drive_calls(t0, &server, |s| s.call(()).unwrap());
+    server.shutdown().unwrap();
+    (ns, "ns/call")
+}
+
+/// `call`, to a server that hibernates after every message: each call
+/// wakes it on a fresh stack (the cost of a wake from hibernation).
+fn call_hibernated_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let server = smarm::gen_server::start::<CallCounter>(true).unwrap();
     let ns = drive_calls(t0, &server, |s| s.call(()).unwrap());
     server.shutdown().unwrap();
     (ns, "ns/call")
@@ -523,6 +555,39 @@ fn memory_workload() -> (f64, &'static str) {
         ((after - before) * 1024) as f64 / MEMORY_N as f64,
         "bytes/proc",
     )
+}
+
+/// `memory` with gen_servers that hibernate: `MEMORY_N` servers started,
+/// each sent one cast after which it hibernates, then the RSS growth per
+/// server once the stack pool has given the freed stacks' pages back
+/// (stack (I3): after 250 ms, a few thousand per monitor tick).
+fn memory_hibernated_workload() -> (f64, &'static str) {
+    let before = proc_status_kib("VmRSS").unwrap();
+    let servers: Vec<_> = (0..MEMORY_N)
+        .map(|_| smarm::gen_server::start::<CallCounter>(true).unwrap())
+        .collect();
+    for server in &servers {
+        server.cast(()).unwrap();
+    }
+    // Until the RSS stops falling: every server hibernated, and the pool
+    // has given back the pages of its free stacks (it starts once they
+    // have been free for 250 ms).
+    smarm::sleep(Duration::from_millis(500));
+    let mut after = proc_status_kib("VmRSS").unwrap();
+    for _ in 0..100 {
+        smarm::sleep(Duration::from_millis(200));
+        let now = proc_status_kib("VmRSS").unwrap();
+        let settled = now + 64 >= after;
+        after = after.min(now);
+        if settled {
+            break;
+        }
+    }
+    let per = ((after - before) * 1024) as f64 / MEMORY_N as f64;
+    for server in &servers {
+        server.shutdown().unwrap();
+    }
+    (per, "bytes/proc")
 }
 
 const SPAWN_1M: usize = 1_000_000;

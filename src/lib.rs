@@ -213,6 +213,8 @@ pub mod guide {
     pub struct DeriveActor;
     #[doc = include_str!("../guide/src/fairness.md")]
     pub struct Fairness;
+    #[doc = include_str!("../guide/src/memory.md")]
+    pub struct Memory;
     #[doc = include_str!("../guide/src/service.md")]
     pub struct Service;
     #[doc = include_str!("../guide/src/observing.md")]

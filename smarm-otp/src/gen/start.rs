@@ -14,11 +14,12 @@ use smarm_core::Pid;
 pub(crate) type Started = Sender<Result<(), StartError>>;
 
 /// Spawn `body` (linked to the caller if `link`), hand it its `Started`
-/// channel, and wait for its report.
-pub(crate) fn start(
+/// channel, and wait for its report. What `body` returns is the actor's
+/// value (a gen_server's is its `Hibernation`).
+pub(crate) fn start<T: Send + 'static>(
     link: bool,
     label: Option<String>,
-    body: impl FnOnce(Started) + Send + 'static,
+    body: impl FnOnce(Started) -> T + Send + 'static,
 ) -> Result<Pid, StartError> {
     let (started_tx, started) = channel::<Result<(), StartError>>();
     let body = move || body(started_tx);

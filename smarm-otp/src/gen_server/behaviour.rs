@@ -74,6 +74,14 @@ pub trait GenServer: Send + Sized + 'static {
 pub enum Flow {
     /// Keep serving.
     Continue,
+    /// Keep serving, but hibernate until the next message (OTP's
+    /// `{noreply, State, hibernate}`): the state stays on the heap, the
+    /// server's stack is given back, and the next message is handled on a
+    /// fresh one ([`smarm::hibernate`](smarm_core::hibernate)). For servers
+    /// idle for long between messages: waking costs a new stack. Typed
+    /// actors run by `actor::spawn` / `actor::start` treat it as
+    /// `Continue`; run as [`Served`](crate::typed::Served), they hibernate.
+    Hibernate,
     /// Run [`terminate`](GenServer::terminate), then exit for this reason.
     Stop(StopReason),
 }

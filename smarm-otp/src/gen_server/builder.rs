@@ -5,6 +5,7 @@ use super::server::Inbox;
 use super::{server, Envelope, GenServer, GenServerRef, ServerName, StartError};
 use smarm_core::channel::{bounded, channel, Sender};
 use smarm_core::Pid;
+use std::time::Duration;
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,
 /// and return its address once init has succeeded.
@@ -77,6 +78,7 @@ pub struct Builder<G: GenServer> {
     link: bool,
     label: Option<String>,
     mailbox_capacity: Option<usize>,
+    hibernate_after: Option<Duration>,
 }
 
 impl<G: GenServer> Default for Builder<G> {
@@ -93,6 +95,7 @@ impl<G: GenServer> Builder<G> {
             link: false,
             label: None,
             mailbox_capacity: None,
+            hibernate_after: None,
         }
     }
 
@@ -139,6 +142,15 @@ impl<G: GenServer> Builder<G> {
         self
     }
 
+    /// Hibernate the server whenever it has had no message for `idle`
+    /// (OTP's `hibernate_after` start option): it then waits holding no
+    /// stack, as after [`Flow::Hibernate`](super::Flow::Hibernate), and
+    /// handles its next message on a fresh one.
+    pub fn hibernate_after(mut self, idle: Duration) -> Self {
+        self.hibernate_after = Some(idle);
+        self
+    }
+
     /// Spawn the server, run its `init`, and return its address (or why it
     /// did not start).
     ///
@@ -170,9 +182,9 @@ impl<G: GenServer> Builder<G> {
         inbox: I,
         parent: Option<Pid>,
     ) -> Result<Pid, StartError> {
-        let name = self.name;
+        let (name, idle) = (self.name, self.hibernate_after);
         crate::gen::start(self.link, self.label, move |started| {
-            server::serve::<G, I>(args, inbox, me, name, parent, started)
+            server::serve::<G, I>(args, inbox, me, name, parent, idle, started)
         })
     }
 }

@@ -28,7 +28,10 @@
 
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
 use crate::gen::callback;
-use smarm_core::channel::{channel, BoundedReceiver, Receiver, RecvError, Sender};
+use smarm_core::actor::Hibernation;
+use smarm_core::channel::{
+    channel, BoundedReceiver, Receiver, RecvError, RecvTimeoutError, Selectable, Sender,
+};
 use smarm_core::time::{cancel_timer, TimerId};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,8 +138,10 @@ impl<G: GenServer> Ctx<G> {
 /// A server's mailbox: the receiving end of an unbounded or a bounded
 /// channel. A type parameter of the loop rather than a branch in it, so an
 /// unbounded server's receive stays core's tight loop.
-pub(super) trait Inbox<T>: Send + 'static {
+/// It is a `select` arm too: what a hibernating server waits on.
+pub(super) trait Inbox<T>: Selectable + Send + 'static {
     fn recv(&self) -> Result<T, RecvError>;
+    fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError>;
 }
 
 impl<T: Send + 'static> Inbox<T> for Receiver<T> {
@@ -144,12 +149,18 @@ impl<T: Send + 'static> Inbox<T> for Receiver<T> {
     fn recv(&self) -> Result<T, RecvError> {
         Receiver::recv(self)
     }
+    fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        Receiver::recv_timeout(self, timeout)
+    }
 }
 
 impl<T: Send + 'static> Inbox<T> for BoundedReceiver<T> {
     #[inline]
     fn recv(&self) -> Result<T, RecvError> {
         BoundedReceiver::recv(self)
+    }
+    fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        BoundedReceiver::recv_timeout(self, timeout)
     }
 }
 
@@ -160,8 +171,9 @@ pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
     me: Sender<Envelope<G>>,
     name: Option<ServerName<G>>,
     parent: Option<Pid>,
+    hibernate_after: Option<Duration>,
     started: Sender<Result<(), StartError>>,
-) {
+) -> Hibernation {
     let (sys_tx, sys) = channel::<G::Info>();
     let mut ctx = Ctx {
         me: GenServerRef::new(smarm_core::self_pid(), me),
@@ -172,10 +184,10 @@ pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
     if let Some(name) = name {
         if let Err(e) = super::handle::register_server(name, &ctx.me) {
             let _ = started.send(Err(e));
-            return;
+            return Hibernation::none();
         }
     }
-    let mut state = match callback!("init", server = server::<G>(), G::init(args, &mut ctx)) {
+    let state = match callback!("init", server = server::<G>(), G::init(args, &mut ctx)) {
         Ok(state) => state,
         Err(e) => {
             if let Some(name) = name {
@@ -187,31 +199,131 @@ pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
                 Err(e) => StartError::Init(e),
             };
             let _ = started.send(Err(e));
-            return;
+            return Hibernation::none();
         }
     };
     let _ = started.send(Ok(()));
     drop(started);
+    Serving {
+        state,
+        inbox,
+        sys,
+        ctx,
+        ack: None,
+        last: Handled::Nothing,
+        hibernate_after,
+    }
+    .run()
+}
 
-    let mut ack = None;
-    let mut last = Handled::Nothing;
-    let ended = crate::gen::termination::run(|| {
-        serve_loop(&mut state, &inbox, &sys, &mut ctx, &mut ack, &mut last)
-    });
-    if ended.panicked() {
-        smarm_core::report::note_last_message(last.describe::<G>());
+/// A running server's state and mailbox: what its loop works on, and what
+/// a hibernation carries over to the fresh stack.
+struct Serving<G: GenServer, I> {
+    state: G,
+    inbox: I,
+    sys: Receiver<G::Info>,
+    ctx: Ctx<G>,
+    /// The reply to a shutdown request, sent once `terminate` has run.
+    ack: Option<Reply<()>>,
+    last: Handled,
+    /// Hibernate after this long without a message.
+    hibernate_after: Option<Duration>,
+}
+
+impl<G: GenServer, I: Inbox<Envelope<G>>> Serving<G, I> {
+    /// Serve until the server stops (then run `terminate` and end the
+    /// actor as the loop ended) or hibernates (then return the hibernation
+    /// for the actor's base: wait for the next message holding no stack,
+    /// and serve on from a fresh one).
+    fn run(mut self) -> Hibernation {
+        let mut hibernating = false;
+        let Serving {
+            state,
+            inbox,
+            sys,
+            ctx,
+            ack,
+            last,
+            hibernate_after,
+        } = &mut self;
+        let ended = crate::gen::termination::run(|| {
+            // One loop per way of waiting, so neither pays for the other.
+            let turn = match *hibernate_after {
+                None => serve_loop(state, inbox, sys, ctx, ack, last, |inbox: &I| {
+                    inbox.recv().ok() // never closed while serving (S2)
+                }),
+                Some(idle) => serve_loop(state, inbox, sys, ctx, ack, last, |inbox: &I| {
+                    inbox.recv_timeout(idle).ok() // idle (never closed: (S2))
+                }),
+            };
+            match turn {
+                Turn::Stop(reason) => reason,
+                Turn::Hibernate => {
+                    hibernating = true;
+                    StopReason::Normal
+                }
+            }
+        });
+        if hibernating {
+            return hibernate_serving(self);
+        }
+        if ended.panicked() {
+            smarm_core::report::note_last_message(self.last.describe::<G>());
+        }
+        let Serving {
+            mut state,
+            inbox,
+            mut ctx,
+            ack,
+            ..
+        } = self;
+        callback!(
+            "terminate",
+            server = server::<G>(),
+            state.terminate(&ended.reason, &mut ctx)
+        ); // (S1)
+        drop(inbox); // (S2): queued callers fail now
+        drop(state);
+        if let Some(ack) = ack {
+            let _ = ack.reply(());
+        }
+        ended.finish();
+        Hibernation::none()
     }
-    callback!(
-        "terminate",
-        server = server::<G>(),
-        state.terminate(&ended.reason, &mut ctx)
-    ); // (S1)
-    drop(inbox); // (S2): queued callers fail now
-    drop(state);
-    if let Some(ack) = ack {
-        let _ = ack.reply(());
-    }
-    ended.finish();
+}
+
+/// Hibernate the server (`Flow::Hibernate`, `hibernate_after`): its state
+/// and everything else it serves with move to the heap, its stack goes
+/// (returned to the actor's base, not unwound: cheaper), and the next
+/// message resumes the loop on a fresh one.
+fn hibernate_serving<G: GenServer, I: Inbox<Envelope<G>>>(serving: Serving<G, I>) -> Hibernation {
+    let Serving {
+        state,
+        inbox,
+        sys,
+        ctx,
+        ack,
+        last,
+        hibernate_after,
+    } = serving;
+    Hibernation::until(inbox, move |inbox| {
+        Serving {
+            state,
+            inbox,
+            sys,
+            ctx,
+            ack,
+            last,
+            hibernate_after,
+        }
+        .run()
+    })
+}
+
+/// How a turn of the loop ended.
+enum Turn {
+    Stop(StopReason),
+    Hibernate,
 }
 
 /// What the server last handed to a callback, for its crash report
@@ -249,7 +361,9 @@ fn server<G>() -> &'static str {
     std::any::type_name::<G>()
 }
 
-/// Serve until a callback or a shutdown request stops the server.
+/// Serve until a callback or a shutdown request stops the server, or it
+/// hibernates; `receive` waits for the next message (`None`: idle).
+#[allow(clippy::too_many_arguments)] // the server's parts, borrowed apart
 fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
     state: &mut G,
     inbox: &I,
@@ -257,7 +371,12 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
     ctx: &mut Ctx<G>,
     ack: &mut Option<Reply<()>>,
     last: &mut Handled,
-) -> StopReason {
+    receive: impl Fn(&I) -> Option<Envelope<G>>,
+) -> Turn {
+    // A callback asked to hibernate: done at the next wait for the
+    // mailbox, once the system channel is drained (a timer's info there
+    // would not wake a server waiting on its mailbox alone).
+    let mut hibernate = false;
     loop {
         if ctx.sys_pending.load(Ordering::Acquire) {
             ctx.sys_pending.store(false, Ordering::Relaxed);
@@ -268,13 +387,21 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
                     server = server::<G>(),
                     state.handle_info(info, ctx)
                 );
-                if let Flow::Stop(reason) = flow {
-                    return reason;
+                match flow {
+                    Flow::Continue => {}
+                    Flow::Hibernate => hibernate = true,
+                    Flow::Stop(reason) => return Turn::Stop(reason),
                 }
             }
         }
-        // The mailbox never closes while the server runs (S2).
-        let flow = if let Ok(Envelope(msg)) = inbox.recv() {
+        if hibernate {
+            return Turn::Hibernate;
+        }
+        // The next message; none: idle for `hibernate_after`.
+        let Some(Envelope(msg)) = receive(inbox) else {
+            return Turn::Hibernate;
+        };
+        let flow = {
             match msg {
                 Msg::Call(request, reply) => {
                     *last = Handled::Call;
@@ -330,11 +457,11 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
                 }
                 Msg::SysWake => Flow::Continue, // the flag is up: next turn
             }
-        } else {
-            unreachable!("the server holds a sender to its own mailbox (S2)");
         };
-        if let Flow::Stop(reason) = flow {
-            return reason;
+        match flow {
+            Flow::Continue => {}
+            Flow::Hibernate => hibernate = true,
+            Flow::Stop(reason) => return Turn::Stop(reason),
         }
     }
 }
