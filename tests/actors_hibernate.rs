@@ -9,7 +9,7 @@ use smarm::{channel, hibernate, Receiver, WaitingOn};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{parked_on, rerun_in_child, run_with, CountDrop, THREADS};
+use support::{parked_on, proc_status_kib, rerun_in_child, run_with, CountDrop, THREADS};
 
 /// Sum what arrives, hibernating between messages, until a 0 or the close.
 fn summer(total: u64, rx: Receiver<u64>) -> u64 {
@@ -200,14 +200,7 @@ fn rss_child() {
     let report = Arc::new(std::sync::Mutex::new((0.0, 0.0)));
     let out = report.clone();
     run_with(2, move || {
-        let rss = || {
-            let s = std::fs::read_to_string("/proc/self/status").unwrap();
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse::<f64>().ok())
-                .unwrap()
-                * 1024.0
-        };
+        let rss = || proc_status_kib("VmRSS") as f64 * 1024.0;
         let mut figures = [0.0; 2];
         for (i, hibernating) in [false, true].into_iter().enumerate() {
             let before = rss();

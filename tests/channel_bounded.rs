@@ -9,7 +9,7 @@ use smarm::channel::bounded;
 use smarm::{RecvTimeoutError, SendError, SendTimeoutError, TrySendError, WaitingOn};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{parked_on, rerun_in_child, run_with, THREADS};
+use support::{parked_on, proc_status_kib, rerun_in_child, run_with, THREADS};
 
 #[test]
 fn try_send_hands_the_message_back_when_full_or_closed() {
@@ -374,7 +374,7 @@ fn rss_child() {
             // The consumer does more per message than the producer.
             sum = sum.wrapping_add(m.iter().map(|v| v.wrapping_mul(0x9e37)).sum::<u64>());
             if i + 1 == 1_000_000 || i + 1 == MESSAGES {
-                peaks.lock().unwrap().push(peak_kib());
+                peaks.lock().unwrap().push(proc_status_kib("VmHWM"));
             }
         }
         assert_ne!(sum, 1);
@@ -382,13 +382,4 @@ fn rss_child() {
     });
     let peaks = report.lock().unwrap();
     println!("peak_kib {} {}", peaks[0], peaks[1]);
-}
-
-fn peak_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap()
 }

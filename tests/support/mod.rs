@@ -106,3 +106,13 @@ pub fn parked_on(pid: smarm::Pid) -> Option<smarm::WaitingOn> {
         smarm::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// A field of /proc/self/status in KiB (VmRSS, VmHWM).
+pub fn proc_status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap()
+}

@@ -206,21 +206,19 @@ pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
     drop(started);
     Serving {
         state,
-        inbox,
         sys,
         ctx,
         ack: None,
         last: Handled::Nothing,
         hibernate_after,
     }
-    .run()
+    .run(inbox)
 }
 
-/// A running server's state and mailbox: what its loop works on, and what
-/// a hibernation carries over to the fresh stack.
-struct Serving<G: GenServer, I> {
+/// A running server: what its loop works on besides its mailbox, and
+/// what a hibernation carries over to the fresh stack.
+struct Serving<G: GenServer> {
     state: G,
-    inbox: I,
     sys: Receiver<G::Info>,
     ctx: Ctx<G>,
     /// The reply to a shutdown request, sent once `terminate` has run.
@@ -230,29 +228,21 @@ struct Serving<G: GenServer, I> {
     hibernate_after: Option<Duration>,
 }
 
-impl<G: GenServer, I: Inbox<Envelope<G>>> Serving<G, I> {
-    /// Serve until the server stops (then run `terminate` and end the
-    /// actor as the loop ended) or hibernates (then return the hibernation
-    /// for the actor's base: wait for the next message holding no stack,
-    /// and serve on from a fresh one).
-    fn run(mut self) -> Hibernation {
+impl<G: GenServer> Serving<G> {
+    /// Serve `inbox` until the server stops (then run `terminate` and end
+    /// the actor as the loop ended) or hibernates: then return the
+    /// hibernation to the actor's base (cheaper than unwinding), which
+    /// waits for the next message holding no stack and serves on from a
+    /// fresh one, the state moved to the heap with the rest.
+    fn run<I: Inbox<Envelope<G>>>(mut self, inbox: I) -> Hibernation {
         let mut hibernating = false;
-        let Serving {
-            state,
-            inbox,
-            sys,
-            ctx,
-            ack,
-            last,
-            hibernate_after,
-        } = &mut self;
         let ended = crate::gen::termination::run(|| {
             // One loop per way of waiting, so neither pays for the other.
-            let turn = match *hibernate_after {
-                None => serve_loop(state, inbox, sys, ctx, ack, last, |inbox: &I| {
+            let turn = match self.hibernate_after {
+                None => serve_loop(&mut self, &inbox, |inbox: &I| {
                     inbox.recv().ok() // never closed while serving (S2)
                 }),
-                Some(idle) => serve_loop(state, inbox, sys, ctx, ack, last, |inbox: &I| {
+                Some(idle) => serve_loop(&mut self, &inbox, |inbox: &I| {
                     inbox.recv_timeout(idle).ok() // idle (never closed: (S2))
                 }),
             };
@@ -265,14 +255,13 @@ impl<G: GenServer, I: Inbox<Envelope<G>>> Serving<G, I> {
             }
         });
         if hibernating {
-            return hibernate_serving(self);
+            return Hibernation::until(inbox, move |inbox| self.run(inbox));
         }
         if ended.panicked() {
             smarm_core::report::note_last_message(self.last.describe::<G>());
         }
         let Serving {
             mut state,
-            inbox,
             mut ctx,
             ack,
             ..
@@ -290,34 +279,6 @@ impl<G: GenServer, I: Inbox<Envelope<G>>> Serving<G, I> {
         ended.finish();
         Hibernation::none()
     }
-}
-
-/// Hibernate the server (`Flow::Hibernate`, `hibernate_after`): its state
-/// and everything else it serves with move to the heap, its stack goes
-/// (returned to the actor's base, not unwound: cheaper), and the next
-/// message resumes the loop on a fresh one.
-fn hibernate_serving<G: GenServer, I: Inbox<Envelope<G>>>(serving: Serving<G, I>) -> Hibernation {
-    let Serving {
-        state,
-        inbox,
-        sys,
-        ctx,
-        ack,
-        last,
-        hibernate_after,
-    } = serving;
-    Hibernation::until(inbox, move |inbox| {
-        Serving {
-            state,
-            inbox,
-            sys,
-            ctx,
-            ack,
-            last,
-            hibernate_after,
-        }
-        .run()
-    })
 }
 
 /// How a turn of the loop ended.
@@ -363,16 +324,19 @@ fn server<G>() -> &'static str {
 
 /// Serve until a callback or a shutdown request stops the server, or it
 /// hibernates; `receive` waits for the next message (`None`: idle).
-#[allow(clippy::too_many_arguments)] // the server's parts, borrowed apart
 fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
-    state: &mut G,
+    serving: &mut Serving<G>,
     inbox: &I,
-    sys: &Receiver<G::Info>,
-    ctx: &mut Ctx<G>,
-    ack: &mut Option<Reply<()>>,
-    last: &mut Handled,
     receive: impl Fn(&I) -> Option<Envelope<G>>,
 ) -> Turn {
+    let Serving {
+        state,
+        sys,
+        ctx,
+        ack,
+        last,
+        ..
+    } = serving;
     // A callback asked to hibernate: done at the next wait for the
     // mailbox, once the system channel is drained (a timer's info there
     // would not wake a server waiting on its mailbox alone).
