@@ -34,8 +34,8 @@
 pub use smarm_core::actor::in_span;
 pub use smarm_core::introspect::SNAPSHOT_FORMAT_VERSION;
 pub use smarm_core::{
-    actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
-    SchedulerStats, TreeNode, WaitingOn,
+    actor_info, heap_accounting, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot,
+    RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
 };
 pub use smarm_core::{
     channel, exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all,

@@ -542,3 +542,27 @@ fn join_timeout_returns_the_handle_the_value_or_the_failure() {
         assert_eq!(h.join().unwrap(), 7);
     });
 }
+
+/// Without the accounting allocator a heap limit could never be enforced:
+/// asking for one is refused at once, naming the call and the fix, and
+/// introspection shows no heap figures.
+#[test]
+fn a_heap_limit_without_the_accounting_allocator_is_refused() {
+    smarm::run(|| {
+        let info = smarm::actor_info(smarm::self_pid()).unwrap();
+        assert_eq!((info.heap_bytes, info.stack_pages), (None, None));
+        assert!(!smarm::heap_accounting());
+        let refused = std::panic::catch_unwind(|| smarm::Builder::new().max_heap_size(1 << 20));
+        let message = refused.unwrap_err();
+        let message = message.downcast_ref::<&str>().unwrap();
+        assert!(message.contains("Builder::max_heap_size"), "{message}");
+        assert!(message.contains("with_heap_accounting()"), "{message}");
+        // No limit is always fine.
+        smarm::Builder::new()
+            .max_heap_size(0)
+            .spawn(|| ())
+            .unwrap()
+            .join()
+            .unwrap();
+    });
+}

@@ -15,7 +15,7 @@
 //! `super::` path that reaches a layer above its module's.
 //!
 //! ```text layers
-//! 0 loom clock config context hash mapping stack sync
+//! 0 loom clock config context hash heap mapping stack sync
 //! 1 slot
 //! 2 park trace::ring
 //! 3 time::heap time::bounded time::timers
@@ -28,8 +28,8 @@
 //! ```
 //!
 //! - 0, foundations: the sync facade, `Config`, the context switch, memory
-//!   mappings, stacks, futexes, the asymmetric fence, the internal locks
-//!   and the preemption gate.
+//!   mappings, heap accounts, stacks, futexes, the asymmetric fence, the
+//!   internal locks and the preemption gate.
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper).
 //! - 3, the timer heap, a runtime's `Timers` around it, and the per-actor
@@ -72,6 +72,7 @@ mod clock; //             the timeslice and trace clock (cycle counter)
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
 pub mod hash; //          the hash for smarm's own keys (names, timer ids)
+mod heap; //              per-actor heap accounts and limits
 pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
 mod loom; //              the sync facade (loom or std)
@@ -85,9 +86,9 @@ mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
 pub mod stop; //          telling a stop from a panic, and cleanup that blocks
 pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
-pub mod time;
+pub mod time; //          sleep, message timers, the timer heap
 #[cfg(feature = "trace")]
-pub mod trace; //        runtime trace events, Chrome Trace export //          sleep, message timers, the timer heap
+pub mod trace; //         runtime trace events, Chrome Trace export
 
 pub use actor::{
     exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all, require_actor,
@@ -99,8 +100,8 @@ pub use channel::{
     RecvError, RecvTimeoutError, Selectable, SendError, SendTimeoutError, Sender, TrySendError,
 };
 pub use introspect::{
-    actor_info, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree,
-    SchedulerStats, TreeNode, WaitingOn,
+    actor_info, heap_accounting, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot,
+    RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
 };
 pub use runtime::run;
 pub use scheduler::{check_timeslice, PreemptingAlloc};

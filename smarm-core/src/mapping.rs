@@ -84,3 +84,16 @@ pub(crate) unsafe fn replace_lazily(ptr: *mut u8, len: usize) -> bool {
     };
     p == ptr.cast()
 }
+
+/// How many of the pages of `start..start + len` (page-aligned) are
+/// resident in memory (`mincore`); `None` if any of the range is not
+/// mapped. Any range may be asked about: nothing in it is touched.
+pub(crate) fn resident_pages(start: usize, len: usize) -> Option<u64> {
+    let pages = len.div_ceil(crate::stack::PAGE_SIZE);
+    let mut resident = vec![0u8; pages];
+    // SAFETY: `mincore` only reads the page tables of the range (failing
+    // with ENOMEM where it is unmapped) and writes one byte per page into
+    // `resident`, which has `pages` bytes.
+    let rc = unsafe { libc::mincore(start as *mut libc::c_void, len, resident.as_mut_ptr()) };
+    (rc == 0).then(|| resident.iter().filter(|&&b| b & 1 != 0).count() as u64)
+}

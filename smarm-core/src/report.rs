@@ -44,12 +44,14 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, Once, RwLock};
 
-/// An actor ended by a panic.
+/// An actor ended by a panic, or stopped for crossing its heap limit.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CrashReport {
     /// The actor.
     pub pid: Pid,
+    /// How it ended: [`DownReason::Panic`] or [`DownReason::HeapLimit`].
+    pub reason: DownReason,
     /// The label it was spawned with ([`Builder::name`](crate::Builder::name)).
     pub label: Option<String>,
     /// Names it was registered under.
@@ -57,7 +59,7 @@ pub struct CrashReport {
     /// The actor that spawned it (or the pid given to `spawn_under`: its
     /// supervisor); `None` for a run's root.
     pub parent: Option<Pid>,
-    /// The panic message.
+    /// The panic message, or what limit the heap crossed.
     pub message: String,
     /// What it was handling, as the behaviour running it noted
     /// ([`note_last_message`]): for a gen_server, the callback and the
@@ -135,7 +137,7 @@ impl SupervisorReport {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Report {
-    /// An actor panicked.
+    /// An actor panicked, or crossed its heap limit.
     Crash(CrashReport),
     /// A supervisor acted on a child's end.
     Supervisor(SupervisorReport),
@@ -150,7 +152,7 @@ impl fmt::Display for CrashReport {
         if let Some(label) = &self.label {
             write!(f, " ({label})")?;
         }
-        writeln!(f, " panicked")?;
+        writeln!(f, " {}", self.reason)?;
         match self.parent {
             Some(parent) => writeln!(f, "    parent: {parent}")?,
             None => writeln!(f, "    parent: none (the run's root)")?,
@@ -158,7 +160,11 @@ impl fmt::Display for CrashReport {
         if let Some(last) = &self.last_message {
             writeln!(f, "    last message: {last}")?;
         }
-        write!(f, "    panic: {}", self.message)?;
+        let what = match self.reason {
+            DownReason::Panic => "panic",
+            _ => "why",
+        };
+        write!(f, "    {what}: {}", self.message)?;
         if let Some(at) = &self.location {
             write!(f, "\n    at: {at}")?;
         }
@@ -264,8 +270,9 @@ fn to_tracing(report: &Report) {
             parent = c.parent.map(tracing::field::display),
             location = c.location.as_deref(),
             last_message = c.last_message.as_deref(),
-            "actor {} panicked: {}",
+            "actor {} {}: {}",
             c.pid,
+            c.reason,
             c.message
         ),
         Report::Supervisor(s) => {
@@ -336,6 +343,7 @@ pub(crate) fn install_panic_hook() {
 
 /// What the actor layer knows of a crashed actor at its finalisation.
 pub(crate) struct Crashed {
+    pub(crate) reason: DownReason,
     pub(crate) pid: Pid,
     pub(crate) label: Option<String>,
     pub(crate) names: Vec<&'static str>,
@@ -344,14 +352,16 @@ pub(crate) struct Crashed {
     pub(crate) last_message: Option<String>,
 }
 
-/// Report a panic, at the actor's finalisation on this scheduler thread.
-pub(crate) fn actor_panicked(c: Crashed) {
+/// Report a crash (a panic, a heap limit crossed), at the actor's
+/// finalisation on this scheduler thread.
+pub(crate) fn actor_crashed(c: Crashed) {
     let recorded = RECORDED
         .with(|r| r.try_borrow_mut().ok().and_then(|mut r| r.take()))
         .filter(|r| r.pid == c.pid);
     let (location, backtrace) = recorded.map_or((None, None), |r| (r.location, r.backtrace));
     emit(Report::Crash(CrashReport {
         pid: c.pid,
+        reason: c.reason,
         label: c.label,
         names: c.names,
         parent: c.parent,

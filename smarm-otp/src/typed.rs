@@ -90,7 +90,14 @@ pub fn start_link<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError
 
 fn start_with<M: Actor>(state: impl Handler<M>, link: bool) -> Result<Pid<M>, StartError> {
     let (tx, inbox) = smarm_core::channel::channel::<M>();
-    let pid = crate::gen::start(link, None, move |started| serve(state, tx, inbox, started))?;
+    let pid = crate::gen::start(
+        if link {
+            smarm_core::Builder::new().link()
+        } else {
+            smarm_core::Builder::new()
+        },
+        move |started| serve(state, tx, inbox, started),
+    )?;
     Ok(pid.cast())
 }
 

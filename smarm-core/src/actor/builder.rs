@@ -33,6 +33,7 @@ pub struct Builder {
     stack_size: Option<usize>,
     link: bool,
     parent: Option<Pid>,
+    max_heap_size: u64,
 }
 
 impl Builder {
@@ -67,6 +68,59 @@ impl Builder {
              {MIN_STACK_SIZE}..={MAX_STACK_SIZE}; pick a size in that range"
         );
         self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Stop the actor if the heap it holds grows past `bytes` (Erlang's
+    /// `max_heap_size`): it ends with
+    /// [`DownReason::HeapLimit`](crate::DownReason::HeapLimit), a crash
+    /// report says so, and its monitors, links and supervisor see that
+    /// reason as any other failure. 0 means no limit.
+    ///
+    /// The heap an actor holds is what it allocated and has not been freed
+    /// (by it or by anyone it handed the memory to), counted by
+    /// [`PreemptingAlloc::with_heap_accounting`](crate::PreemptingAlloc::with_heap_accounting),
+    /// which must be the global allocator. The limit is checked at each
+    /// allocation; the allocation that crosses it succeeds (an allocator
+    /// cannot fail softly), and the actor is stopped at its next safepoint
+    /// (a blocking call, `check!()`), unwinding and freeing what it held.
+    /// One allocation larger than the limit is granted if the system
+    /// allocator can, and the actor stops right after.
+    ///
+    /// ```no_run
+    /// #[global_allocator]
+    /// static ALLOC: smarm::PreemptingAlloc =
+    ///     smarm::PreemptingAlloc::system().with_heap_accounting();
+    ///
+    /// fn main() {
+    ///     smarm::run(|| {
+    ///         let (_, down) = smarm::Builder::new()
+    ///             .max_heap_size(1 << 20)
+    ///             .spawn_monitor(|| {
+    ///                 let mut hoard = Vec::new();
+    ///                 loop {
+    ///                     hoard.push(vec![0u8; 4096]);
+    ///                     smarm::yield_now(); // a safepoint
+    ///                 }
+    ///             })
+    ///             .unwrap();
+    ///         assert_eq!(down.rx.recv().unwrap().reason, smarm::DownReason::HeapLimit);
+    ///     });
+    /// }
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `bytes` is not 0 and the accounting allocator is not the global
+    /// allocator: the limit could never be enforced.
+    pub fn max_heap_size(mut self, bytes: usize) -> Self {
+        assert!(
+            bytes == 0 || crate::heap::installed(),
+            "smarm::Builder::max_heap_size: heap limits need the accounting allocator; install \
+             `#[global_allocator] static ALLOC: smarm::PreemptingAlloc = \
+             smarm::PreemptingAlloc::system().with_heap_accounting();` in the binary"
+        );
+        self.max_heap_size = bytes as u64;
         self
     }
 
@@ -148,6 +202,7 @@ impl Builder {
             stack_size,
             link,
             parent,
+            max_heap_size,
         } = self;
         let started = with_current_actor(caller, |me, shared| {
             let mut signals = Signals::default();
@@ -166,6 +221,7 @@ impl Builder {
                 parent: Some(parent.unwrap_or(me)),
                 signals: (link || monitored || labelled).then(|| Box::new(signals)),
                 stack_size,
+                max_heap_size,
             };
             let handle = spawn_in(shared, f, opts)?;
             let child = handle.pid();

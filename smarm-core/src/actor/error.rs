@@ -54,6 +54,14 @@ pub enum SpawnError {
         /// The configured stack size.
         stack_size: usize,
     },
+    /// A heap limit was asked for ([`Builder::max_heap_size`](crate::Builder::max_heap_size))
+    /// and the actor could not be given a heap account.
+    #[error(
+        "smarm: cannot spawn with a heap limit: no heap account could be made for the actor \
+         (install PreemptingAlloc::system().with_heap_accounting() as the #[global_allocator]; \
+         if it is installed, memory for the account table ran out)"
+    )]
+    NoHeapAccount,
 }
 
 impl From<crate::slot::SlotError> for SpawnError {

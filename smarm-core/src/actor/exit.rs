@@ -16,9 +16,16 @@ pub(crate) fn exit_hook(
     slot: &Slot,
     result: std::thread::Result<crate::slot::table::Value>,
 ) {
+    let mut heap_limit = 0;
     let outcome = match result {
         Ok(value) => Outcome::Exit(value),
-        Err(payload) if payload.is::<StopSignal>() => Outcome::Stopped,
+        Err(payload) if payload.is::<StopSignal>() => match heap_limit_crossed(shared, pid) {
+            Some(limit) => {
+                heap_limit = limit;
+                Outcome::Ended(DownReason::HeapLimit)
+            }
+            None => Outcome::Stopped,
+        },
         Err(payload) if payload.is::<Overflowed>() => Outcome::Ended(DownReason::StackOverflow),
         Err(payload) => match payload.downcast::<super::ExitWith>() {
             Ok(exit) => Outcome::Ended(DownReason::Custom(exit.0)),
@@ -36,7 +43,15 @@ pub(crate) fn exit_hook(
                 pid,
                 slot,
                 signals.as_deref(),
-                payload.as_ref(),
+                DownReason::Panic,
+                super::outcome::panic_message(payload.as_ref()),
+            )),
+            Outcome::Ended(DownReason::HeapLimit) => Some(crash_report(
+                pid,
+                slot,
+                signals.as_deref(),
+                DownReason::HeapLimit,
+                format!("its heap grew past its limit of {heap_limit} bytes (max_heap_size)"),
             )),
             _ => None,
         };
@@ -76,9 +91,17 @@ pub(crate) fn exit_hook(
     drop(dropped);
 }
 
+/// The heap limit `pid` crossed (which stopped it), if it did.
+#[inline]
+fn heap_limit_crossed(shared: &Shared, pid: Pid) -> Option<u64> {
+    let account = shared.accounts.as_ref()?.cell(pid.index())?;
+    account.tripped().then(|| account.limit()).flatten()
+}
+
 /// What a crash report needs from the finalising actor's slot, taken under
 /// its cold lock (kept out of line and boxed: most exits are not panics).
 struct Crash {
+    reason: DownReason,
     pid: Pid,
     label: Option<String>,
     parent: Option<Pid>,
@@ -92,7 +115,8 @@ fn crash_report(
     pid: Pid,
     slot: &Slot,
     signals: Option<&crate::signal::Signals>,
-    payload: &(dyn std::any::Any + Send),
+    reason: DownReason,
+    message: String,
 ) -> Box<Crash> {
     let parent = match slot.parent.load(std::sync::atomic::Ordering::Relaxed) {
         0 => None,
@@ -102,7 +126,8 @@ fn crash_report(
         pid,
         label: signals.and_then(|s| s.label.clone()),
         parent,
-        message: super::outcome::panic_message(payload),
+        reason,
+        message,
         last_message: signals.and_then(|s| s.last_message.clone()),
     })
 }
@@ -112,7 +137,8 @@ impl Crash {
     #[cold]
     fn emit(self) {
         let names = super::extras::names_of(self.pid);
-        crate::report::actor_panicked(crate::report::Crashed {
+        crate::report::actor_crashed(crate::report::Crashed {
+            reason: self.reason,
             pid: self.pid,
             label: self.label,
             names,

@@ -268,6 +268,8 @@ pub(crate) struct SpawnOpts {
     pub(crate) signals: Option<Box<crate::signal::Signals>>,
     /// A stack size of its own, instead of the runtime's.
     pub(crate) stack_size: Option<usize>,
+    /// Its heap limit in bytes (0: none; heap module docs).
+    pub(crate) max_heap_size: u64,
 }
 
 impl SpawnOpts {
@@ -291,7 +293,11 @@ pub(crate) fn spawn_in(
         parent,
         signals,
         stack_size,
+        max_heap_size,
     } = opts;
+    if max_heap_size != 0 && shared.accounts.is_none() {
+        return Err(SpawnError::NoHeapAccount);
+    }
     let stack = match stack_size {
         None => shared.take_stack()?,
         Some(size) => shared.take_stack_sized(size)?,
@@ -309,6 +315,14 @@ pub(crate) fn spawn_in(
             max_actors: shared.slots.capacity(),
         });
     };
+    // Its heap account starts afresh before it can run (heap (A3)).
+    if let Some(accounts) = &shared.accounts {
+        if accounts.start(index, max_heap_size, &slot.stop).is_none() && max_heap_size != 0 {
+            shared.release_stack(stack);
+            shared.slots.release(index);
+            return Err(SpawnError::NoHeapAccount);
+        }
+    }
     // SAFETY: the slot is Vacant and was just taken off the free list, so
     // the spawner owns its runner cells until the enqueue below (slot
     // (I2)). A null `sp` tells the first resume to write the entry frame:

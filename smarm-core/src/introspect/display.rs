@@ -34,8 +34,11 @@ fn line(f: &mut fmt::Formatter<'_>, a: &ActorInfo) -> fmt::Result {
     if a.overruns > 0 {
         write!(f, " overruns={}", a.overruns)?;
     }
-    match a.budget_cycles {
-        Some(c) => write!(f, " cycles={c}"),
+    if let Some(c) = a.budget_cycles {
+        write!(f, " cycles={c}")?;
+    }
+    match a.heap_bytes {
+        Some(h) => write!(f, " heap={h}"),
         None => Ok(()),
     }
 }

@@ -7,7 +7,7 @@ use crate::slot::Pid;
 
 /// The version of the [`RuntimeSnapshot`] / [`RuntimeTree`] shape; it
 /// changes when their fields do.
-pub const SNAPSHOT_FORMAT_VERSION: u16 = 5;
+pub const SNAPSHOT_FORMAT_VERSION: u16 = 6;
 
 /// What an actor is doing, from the scheduler's point of view.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +69,18 @@ pub struct ActorInfo {
     /// `stack_size`), with the `budget-accounting` feature; `None` without
     /// it, and 0 before its first run.
     pub stack_bytes: Option<u64>,
+    /// Heap bytes charged to it and not yet freed (by it or by whoever it
+    /// handed the memory to), with
+    /// [`PreemptingAlloc::with_heap_accounting`](crate::PreemptingAlloc::with_heap_accounting)
+    /// as the global allocator; `None` without.
+    pub heap_bytes: Option<u64>,
+    /// Its heap limit ([`Builder::max_heap_size`](crate::Builder::max_heap_size)),
+    /// if it has one.
+    pub heap_limit: Option<u64>,
+    /// Pages of its stack resident in memory (0 while hibernating), with
+    /// the accounting allocator; `None` without it, before its first run
+    /// and once it has finished.
+    pub stack_pages: Option<u64>,
 }
 
 /// Every actor of the runtime (see the module docs on consistency).

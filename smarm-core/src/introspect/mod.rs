@@ -60,4 +60,4 @@ pub use info::{
     ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
     SNAPSHOT_FORMAT_VERSION,
 };
-pub use read::{actor_info, snapshot, tree, tree_from};
+pub use read::{actor_info, heap_accounting, snapshot, tree, tree_from};

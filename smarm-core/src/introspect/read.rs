@@ -78,6 +78,13 @@ pub fn actor_info<A>(pid: Pid<A>) -> Option<ActorInfo> {
     Some(with_extras(info))
 }
 
+/// Whether actors' heaps are accounted: the global allocator is
+/// [`PreemptingAlloc::with_heap_accounting`](crate::PreemptingAlloc::with_heap_accounting),
+/// so [`ActorInfo::heap_bytes`] is filled in and heap limits can be set.
+pub fn heap_accounting() -> bool {
+    crate::heap::installed()
+}
+
 /// A fresh [`snapshot`] folded into the spawn forest.
 ///
 /// # Panics
@@ -174,6 +181,7 @@ fn read(
     } else {
         None
     };
+    let account = shared.accounts.as_ref().and_then(|a| a.cell(index));
     Some(ActorInfo {
         pid,
         label,
@@ -193,6 +201,14 @@ fn read(
             .then(|| slot.budget.load(Ordering::Relaxed)),
         stack_bytes: cfg!(feature = "budget-accounting")
             .then(|| u64::from(slot.stack_depth.load(Ordering::Relaxed))),
+        heap_bytes: account.map(|a| a.bytes()),
+        heap_limit: account.and_then(|a| a.limit()),
+        stack_pages: match (account, waiting_on) {
+            (Some(_), _) if state == ActorState::Done => None,
+            (Some(_), Some(WaitingOn::Hibernating)) => Some(0),
+            (Some(a), _) => a.stack_pages(),
+            (None, _) => None,
+        },
     })
 }
 

@@ -104,6 +104,9 @@ pub(crate) struct Shared {
     /// `config.timeslice` in timeslice-clock ticks.
     pub(super) slice_ticks: u64,
     pub(crate) slots: SlotTable,
+    /// A heap account per slot, when the accounting allocator is
+    /// installed and the account table had room (heap module docs).
+    pub(crate) accounts: Option<crate::heap::Accounts>,
     /// One per scheduler: the `config.threads` regular ones, then the
     /// spares the system monitor may start (`sysmon` (M3)).
     pub(super) queues: Box<[SchedulerQueues]>,
@@ -151,6 +154,9 @@ impl Shared {
         let id = NEXT_RUNTIME_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Shared {
             slots: SlotTable::new(config.max_actors),
+            accounts: crate::heap::installed()
+                .then(|| crate::heap::Accounts::reserve(config.max_actors))
+                .flatten(),
             queues: (0..threads)
                 .map(|_| SchedulerQueues {
                     local: RunQueue::new(),

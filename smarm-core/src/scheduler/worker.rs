@@ -351,6 +351,9 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
                 runner.stack = shared.take_stack_for_wake();
             }
             if let Some(stack) = &runner.stack {
+                if let Some(account) = shared.accounts.as_ref().and_then(|a| a.cell(pid.index())) {
+                    account.set_stack(stack.top(), stack.size());
+                }
                 runner.sp = crate::context::init_stack(
                     stack.top(),
                     actor_entry,
@@ -395,6 +398,9 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     // parks hand over directly to the next-slot actor (see
     // `direct_target`), so act on whoever runs now.
     w.sections.set(0);
+    if shared.accounts.is_some() {
+        crate::heap::leave(); // heap (A4)
+    }
     let held_locks = w.held_locks.replace(std::ptr::null());
     let Some(pid) = w.current.take() else {
         return;
@@ -430,6 +436,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             let runner = unsafe { slot.runner() };
             runner.sp = std::ptr::null_mut();
             if let Some(stack) = runner.stack.take() {
+                forget_stack(shared, pid);
                 if stack.size() == shared.stack_size() {
                     shared.release_stack(stack);
                 } else {
@@ -465,8 +472,28 @@ fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
     w.resumes.set(w.resumes.get().wrapping_add(1));
     Counters::bump(&w.own().stats.actors_run);
     crate::stack::set_running_pid(pid.to_bits());
+    if let Some(accounts) = &shared.accounts {
+        enter_account(accounts, pid);
+    }
     #[cfg(feature = "tracing")]
     super::spans::enter(slot);
+}
+
+/// `pid` no longer has its stack: its account stops pointing at it.
+#[inline]
+fn forget_stack(shared: &Shared, pid: Pid) {
+    if let Some(account) = shared.accounts.as_ref().and_then(|a| a.cell(pid.index())) {
+        account.set_stack(std::ptr::null_mut(), 0);
+    }
+}
+
+/// Charge this thread's allocations to `pid` until it switches back
+/// (heap (A4)).
+fn enter_account(accounts: &crate::heap::Accounts, pid: Pid) {
+    match accounts.cell(pid.index()) {
+        Some(account) => crate::heap::enter(account),
+        None => crate::heap::leave(),
+    }
 }
 
 /// The direct handoff of a park: when the loop would next run the
@@ -551,6 +578,7 @@ pub(super) fn finalize(
     // stack any more (stack (I2)).
     let runner = unsafe { slot.runner() };
     if let Some(stack) = runner.stack.take() {
+        forget_stack(shared, pid);
         shared.release_stack(stack);
     }
     runner.entry = None;

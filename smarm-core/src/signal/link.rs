@@ -21,12 +21,14 @@ pub struct Exit {
 
 /// The `JoinError` payload of an actor that neither returned nor panicked
 /// nor was stopped: killed by a linked actor's exit, overflowed its stack,
-/// or ended with a reason of its own ([`exit_with`](crate::exit_with)).
+/// crossed its heap limit, or ended with a reason of its own
+/// ([`exit_with`](crate::exit_with)).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("the actor {reason}")]
 pub struct Killed {
     /// Why it ended ([`DownReason::Killed`], `NoProc` for a link to an
-    /// actor that was already gone, `StackOverflow`, or `Custom`).
+    /// actor that was already gone, `StackOverflow`, `HeapLimit`, or
+    /// `Custom`).
     pub reason: DownReason,
 }
 

@@ -61,6 +61,10 @@ pub enum DownReason {
     /// overflow could not be contained (see the guide's chapter on
     /// failures).
     StackOverflow,
+    /// It was stopped for holding more heap than its limit
+    /// ([`Builder::max_heap_size`](crate::Builder::max_heap_size), Erlang's
+    /// `max_heap_size` kill).
+    HeapLimit,
     /// It ended with a reason of its own, given to
     /// [`exit_with`](crate::exit_with) (or carried from another node).
     Custom(ExitReason),
@@ -133,6 +137,7 @@ impl std::fmt::Display for DownReason {
             DownReason::NoProc => write!(f, "did not exist"),
             DownReason::Killed { by } => write!(f, "was killed by the exit of linked actor {by}"),
             DownReason::StackOverflow => write!(f, "overflowed its stack"),
+            DownReason::HeapLimit => write!(f, "exceeded its heap limit"),
             DownReason::Custom(reason) => write!(f, "exited: {reason}"),
         }
     }

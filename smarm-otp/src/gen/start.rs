@@ -13,23 +13,15 @@ use smarm_core::Pid;
 /// [`StartError::InitPanicked`].
 pub(crate) type Started = Sender<Result<(), StartError>>;
 
-/// Spawn `body` (linked to the caller if `link`), hand it its `Started`
-/// channel, and wait for its report. What `body` returns is the actor's
-/// value (a gen_server's is its `Hibernation`).
+/// Spawn `body` as `builder` says (linked, labelled, limited), hand it
+/// its `Started` channel, and wait for its report. What `body` returns is
+/// the actor's value (a gen_server's is its `Hibernation`).
 pub(crate) fn start<T: Send + 'static>(
-    link: bool,
-    label: Option<String>,
+    builder: smarm_core::Builder,
     body: impl FnOnce(Started) -> T + Send + 'static,
 ) -> Result<Pid, StartError> {
     let (started_tx, started) = channel::<Result<(), StartError>>();
     let body = move || body(started_tx);
-    let mut builder = smarm_core::Builder::new();
-    if link {
-        builder = builder.link();
-    }
-    if let Some(label) = label {
-        builder = builder.name(label);
-    }
     let handle = builder.spawn(body)?;
     let pid = handle.pid();
     drop(handle); // detached: its life is its own

@@ -79,6 +79,7 @@ pub struct Builder<G: GenServer> {
     label: Option<String>,
     mailbox_capacity: Option<usize>,
     hibernate_after: Option<Duration>,
+    max_heap_size: usize,
 }
 
 impl<G: GenServer> Default for Builder<G> {
@@ -96,6 +97,7 @@ impl<G: GenServer> Builder<G> {
             label: None,
             mailbox_capacity: None,
             hibernate_after: None,
+            max_heap_size: 0,
         }
     }
 
@@ -151,6 +153,28 @@ impl<G: GenServer> Builder<G> {
         self
     }
 
+    /// Stop the server if the heap it holds grows past `bytes`, as
+    /// [`smarm::Builder::max_heap_size`](smarm_core::Builder::max_heap_size)
+    /// stops an actor (Erlang's `max_heap_size` spawn option): it ends
+    /// with [`DownReason::HeapLimit`](smarm_core::DownReason::HeapLimit),
+    /// after its `terminate`. 0 means no limit.
+    ///
+    /// # Panics
+    ///
+    /// If `bytes` is not 0 and
+    /// [`PreemptingAlloc::with_heap_accounting`](smarm_core::PreemptingAlloc::with_heap_accounting)
+    /// is not the global allocator.
+    pub fn max_heap_size(mut self, bytes: usize) -> Self {
+        assert!(
+            bytes == 0 || smarm_core::introspect::heap_accounting(),
+            "smarm: gen_server::Builder::max_heap_size: heap limits need the accounting \
+             allocator; install `#[global_allocator] static ALLOC: smarm::PreemptingAlloc = \
+             smarm::PreemptingAlloc::system().with_heap_accounting();` in the binary"
+        );
+        self.max_heap_size = bytes;
+        self
+    }
+
     /// Spawn the server, run its `init`, and return its address (or why it
     /// did not start).
     ///
@@ -183,7 +207,14 @@ impl<G: GenServer> Builder<G> {
         parent: Option<Pid>,
     ) -> Result<Pid, StartError> {
         let (name, idle) = (self.name, self.hibernate_after);
-        crate::gen::start(self.link, self.label, move |started| {
+        let mut builder = smarm_core::Builder::new().max_heap_size(self.max_heap_size);
+        if self.link {
+            builder = builder.link();
+        }
+        if let Some(label) = self.label {
+            builder = builder.name(label);
+        }
+        crate::gen::start(builder, move |started| {
             server::serve::<G, I>(args, inbox, me, name, parent, idle, started)
         })
     }

@@ -40,6 +40,9 @@ fn actor(a: &ActorInfo) -> Value {
         "messages_received": a.messages_received,
         "budget_cycles": a.budget_cycles,
         "stack_bytes": a.stack_bytes,
+        "stack_pages": a.stack_pages,
+        "heap_bytes": a.heap_bytes,
+        "heap_limit": a.heap_limit,
         "restarts": a.restarts,
     })
 }

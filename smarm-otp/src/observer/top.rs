@@ -21,6 +21,8 @@ pub enum TopBy {
     Restarts,
     /// Stack in use at the last switch out (with `budget-accounting`).
     StackBytes,
+    /// Heap held (with the heap-accounting allocator).
+    HeapBytes,
 }
 
 impl TopBy {
@@ -31,6 +33,7 @@ impl TopBy {
             TopBy::MessagesReceived => a.messages_received,
             TopBy::Restarts => a.restarts,
             TopBy::StackBytes => a.stack_bytes.unwrap_or(0),
+            TopBy::HeapBytes => a.heap_bytes.unwrap_or(0),
         }
     }
 }
@@ -67,8 +70,17 @@ pub fn top_text(snapshot: &RuntimeSnapshot, by: TopBy, n: usize) -> String {
     actors.sort_by_key(|a| std::cmp::Reverse(by.key(a)));
     let _ = writeln!(
         out,
-        "\n{:<14} {:<24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8} {:>8}",
-        "PID", "NAME", "STATE", "WAITING", "MAILBOX", "RECEIVED", "RESTARTS", "RUN", "STACK"
+        "\n{:<14} {:<24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8} {:>8} {:>8}",
+        "PID",
+        "NAME",
+        "STATE",
+        "WAITING",
+        "MAILBOX",
+        "RECEIVED",
+        "RESTARTS",
+        "RUN",
+        "STACK",
+        "HEAP"
     );
     for a in actors.into_iter().take(n) {
         let name = a
@@ -79,7 +91,7 @@ pub fn top_text(snapshot: &RuntimeSnapshot, by: TopBy, n: usize) -> String {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<14} {:<24.24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8} {:>8}",
+            "{:<14} {:<24.24} {:<9} {:<12} {:>8} {:>12} {:>9} {:>8} {:>8} {:>8}",
             a.pid.to_string(),
             name,
             state(a.state),
@@ -88,11 +100,15 @@ pub fn top_text(snapshot: &RuntimeSnapshot, by: TopBy, n: usize) -> String {
             a.messages_received,
             a.restarts,
             a.budget_cycles.map_or("-".to_string(), ticks),
-            a.stack_bytes
-                .map_or("-".to_string(), |b| format!("{}K", b.div_ceil(1024))),
+            a.stack_bytes.map_or("-".to_string(), kib),
+            a.heap_bytes.map_or("-".to_string(), kib),
         );
     }
     out
+}
+
+fn kib(bytes: u64) -> String {
+    format!("{}K", bytes.div_ceil(1024))
 }
 
 fn ticks(t: u64) -> String {
