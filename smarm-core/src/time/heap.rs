@@ -1,11 +1,27 @@
-//! The timer heap: a min-heap of `(deadline, seq)` entries, with an armed
-//! set that makes cancellation O(1) and firing at-most-once.
+//! The timer heap: `(deadline, seq)` entries in deadline order, with an
+//! armed set that makes cancellation O(1) and firing at-most-once.
+//!
+//! Only the entries due by the end of the current millisecond (the
+//! *horizon*) are kept in a binary heap; later ones wait unordered in a
+//! bucket per millisecond, and a bucket joins the heap when the horizon
+//! reaches it (at the first `pop_due` in or after its millisecond). So a
+//! heap operation costs the logarithm of the timers due in one
+//! millisecond, not of every armed timer: 100,000 sleepers cost a bucket
+//! push each, not a sift through a 100,000-entry heap.
+//!
+//! Invariants:
+//! - (H1) Every entry in `heap` is due no later than the end of
+//!   millisecond `horizon`; every entry in a bucket is due within that
+//!   bucket's millisecond, which is after `horizon`. So the heap's top,
+//!   when there is one, is the earliest entry, and otherwise the first
+//!   bucket's `earliest` is.
+//! - (H2) A bucket is never empty, and its `earliest` is the minimum of its
+//!   entries' deadlines.
 
-use crate::hash::BuildWordHasher;
 use crate::park::Coordinator;
 use crate::slot::Pid;
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 use std::time::Instant;
 
 /// Identifies an armed message timer, for
@@ -65,12 +81,20 @@ const COMPACT_SLACK: usize = 64;
 pub(crate) struct TimerHeap {
     /// The owning runtime's id, stamped into every `TimerId`.
     runtime: u64,
+    /// The entries due by the end of millisecond `horizon` (H1).
     heap: BinaryHeap<Reverse<Entry>>,
-    next_seq: u64,
+    /// The entries due after it, a bucket per millisecond (H1, H2).
+    later: BTreeMap<u64, Bucket>,
+    /// Entries in `later`.
+    later_len: usize,
+    /// Emptied buckets' vectors, for the next buckets.
+    spare: Vec<Vec<Entry>>,
+    /// Millisecond 0 of the buckets.
+    origin: Instant,
+    /// The last millisecond whose entries are all in `heap` (H1).
+    horizon: u64,
     /// Timers neither fired nor cancelled. An entry not in here is skipped.
-    /// Armed timers by seq, each noting whether it is an actor's cached
-    /// wait timer.
-    armed: HashMap<u64, bool, BuildWordHasher>,
+    armed: ArmedSet,
     /// Armed `WakeBounded` timers (they stay armed between waits, so the
     /// root-exit sweep does not count them: bounded.rs).
     cached: usize,
@@ -80,16 +104,90 @@ pub(crate) struct TimerHeap {
     garbage: Vec<Entry>,
 }
 
+/// The entries due within one millisecond after the horizon.
+struct Bucket {
+    /// The earliest of their deadlines (H2).
+    earliest: Instant,
+    entries: Vec<Entry>,
+}
+
+/// Spare bucket vectors kept for reuse.
+const SPARE_BUCKETS: usize = 64;
+
 impl TimerHeap {
     pub(crate) fn new(runtime: u64) -> Self {
         TimerHeap {
             runtime,
             heap: BinaryHeap::new(),
-            next_seq: 0,
-            armed: HashMap::default(),
+            later: BTreeMap::new(),
+            later_len: 0,
+            spare: Vec::new(),
+            origin: Instant::now(),
+            horizon: 0,
+            armed: ArmedSet::default(),
             cached: 0,
             garbage: Vec::new(),
         }
+    }
+
+    /// The millisecond (since `origin`) that `at` falls in.
+    fn millisecond(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.origin).as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// File `entry` by its deadline: into the heap if it is due by the
+    /// horizon, else into its millisecond's bucket (H1, H2).
+    fn file(&mut self, entry: Entry) {
+        let ms = self.millisecond(entry.deadline);
+        if ms <= self.horizon {
+            self.heap.push(Reverse(entry));
+            return;
+        }
+        self.later_len += 1;
+        match self.later.entry(ms) {
+            std::collections::btree_map::Entry::Occupied(mut bucket) => {
+                let bucket = bucket.get_mut();
+                bucket.earliest = bucket.earliest.min(entry.deadline);
+                bucket.entries.push(entry);
+            }
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                let mut entries = self.spare.pop().unwrap_or_default();
+                let earliest = entry.deadline;
+                entries.push(entry);
+                slot.insert(Bucket { earliest, entries });
+            }
+        }
+    }
+
+    /// Move the horizon to millisecond `ms`, moving the buckets it passes
+    /// into the heap (H1).
+    fn advance(&mut self, ms: u64) {
+        self.horizon = ms;
+        while let Some(first) = self.later.first_entry() {
+            if *first.key() > ms {
+                break;
+            }
+            let mut bucket = first.remove();
+            self.later_len -= bucket.entries.len();
+            self.heap.extend(bucket.entries.drain(..).map(Reverse));
+            if self.spare.len() < SPARE_BUCKETS {
+                self.spare.push(bucket.entries);
+            }
+        }
+    }
+
+    /// Entries held, cancelled ones included.
+    fn len(&self) -> usize {
+        self.heap.len() + self.later_len
+    }
+
+    /// Move every entry, armed or not, into `garbage`.
+    fn drain_all(&mut self) {
+        self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
+        for (_, bucket) in std::mem::take(&mut self.later) {
+            self.garbage.extend(bucket.entries);
+        }
+        self.later_len = 0;
     }
 
     /// Arm a timer and note its deadline with the coordinator.
@@ -100,19 +198,17 @@ impl TimerHeap {
         pid: Pid,
         action: TimerAction,
     ) -> TimerId {
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let cached = matches!(action, TimerAction::WakeBounded);
         if cached {
             self.cached += 1;
         }
-        self.heap.push(Reverse(Entry {
+        let seq = self.armed.arm(cached);
+        self.file(Entry {
             deadline,
             seq,
             pid,
             action,
-        }));
-        self.armed.insert(seq, cached);
+        });
         coord.note_deadline(deadline);
         TimerId {
             runtime: self.runtime,
@@ -123,7 +219,7 @@ impl TimerHeap {
     /// Disarm a timer. `true` if it was still armed (it will not fire).
     pub(crate) fn cancel(&mut self, coord: &Coordinator, id: TimerId) -> bool {
         let removed = (id.runtime == self.runtime)
-            .then(|| self.armed.remove(&id.seq))
+            .then(|| self.armed.disarm(id.seq))
             .flatten();
         if removed == Some(true) {
             self.cached -= 1;
@@ -132,9 +228,9 @@ impl TimerHeap {
         if was_armed && self.armed.is_empty() {
             // Nothing armed: retire the cancelled entries now so the
             // deadline snapshot is exact.
-            self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
+            self.drain_all();
             coord.refresh_deadline(None);
-        } else if was_armed && self.heap.len() > COMPACT_SLACK + 2 * self.armed.len() {
+        } else if was_armed && self.len() > COMPACT_SLACK + 2 * self.armed.len() {
             self.compact(coord);
         }
         was_armed
@@ -147,12 +243,29 @@ impl TimerHeap {
     /// cancel: it runs when the cancelled entries outnumber the armed ones
     /// by `COMPACT_SLACK`.
     fn compact(&mut self, coord: &Coordinator) {
+        let armed = &self.armed;
         let (keep, drop): (Vec<_>, Vec<_>) = std::mem::take(&mut self.heap)
             .into_vec()
             .into_iter()
-            .partition(|Reverse(e)| self.armed.contains_key(&e.seq));
+            .partition(|Reverse(e)| armed.is_armed(e.seq));
         self.heap = BinaryHeap::from(keep);
         self.garbage.extend(drop.into_iter().map(|Reverse(e)| e));
+        let garbage = &mut self.garbage;
+        self.later.retain(|_, bucket| {
+            let (keep, drop): (Vec<_>, Vec<_>) = std::mem::take(&mut bucket.entries)
+                .into_iter()
+                .partition(|e| armed.is_armed(e.seq));
+            garbage.extend(drop);
+            bucket.entries = keep;
+            match bucket.entries.iter().map(|e| e.deadline).min() {
+                Some(earliest) => {
+                    bucket.earliest = earliest; // (H2)
+                    true
+                }
+                None => false,
+            }
+        });
+        self.later_len = self.later.values().map(|b| b.entries.len()).sum();
         coord.refresh_deadline(self.peek_deadline());
     }
 
@@ -172,12 +285,20 @@ impl TimerHeap {
 
     /// The earliest deadline, cancelled entries included.
     pub(crate) fn peek_deadline(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse(e)| e.deadline)
+        // (H1): the heap's entries are due before every bucket's.
+        match self.heap.peek() {
+            Some(Reverse(e)) => Some(e.deadline),
+            None => self.later.values().next().map(|b| b.earliest),
+        }
     }
 
     /// Pop every armed entry due at `now` into `out`, then re-anchor the
     /// coordinator's deadline snapshot to the new minimum.
     pub(crate) fn pop_due(&mut self, coord: &Coordinator, now: Instant, out: &mut Vec<Entry>) {
+        let ms = self.millisecond(now);
+        if ms > self.horizon {
+            self.advance(ms);
+        }
         while let Some(Reverse(top)) = self.heap.peek() {
             if top.deadline > now {
                 break;
@@ -185,7 +306,7 @@ impl TimerHeap {
             let Some(Reverse(entry)) = self.heap.pop() else {
                 break;
             };
-            if let Some(cached) = self.armed.remove(&entry.seq) {
+            if let Some(cached) = self.armed.disarm(entry.seq) {
                 if cached {
                     self.cached -= 1;
                 }
@@ -199,7 +320,7 @@ impl TimerHeap {
 
     /// Retire every timer (the runtime is finishing).
     pub(crate) fn clear(&mut self, coord: &Coordinator) {
-        self.garbage.extend(self.heap.drain().map(|Reverse(e)| e));
+        self.drain_all();
         self.armed.clear();
         self.cached = 0;
         coord.refresh_deadline(None);
@@ -210,6 +331,96 @@ impl TimerHeap {
     #[must_use]
     pub(crate) fn take_garbage(&mut self) -> Vec<Entry> {
         std::mem::take(&mut self.garbage)
+    }
+}
+
+/// The armed timers: a record per timer slot, reused through a free
+/// list, so arming and disarming touch a recently used record instead of
+/// a hash table's random one. A timer's `seq` is its record's index below
+/// its generation (31 bits, so `seq + 1` never overflows): a disarm bumps
+/// the generation, which retires every `TimerId` and entry of the old one
+/// (short of 2^31 reuses of one record while a stale entry waits).
+#[derive(Default)]
+struct ArmedSet {
+    records: Vec<Record>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Record {
+    generation: u32,
+    armed: bool,
+    /// An actor's cached wait timer (bounded.rs).
+    cached: bool,
+}
+
+const GENERATION_MASK: u32 = (1 << 31) - 1;
+
+impl ArmedSet {
+    /// Arm a new timer; its `seq`.
+    fn arm(&mut self, cached: bool) -> u64 {
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None => {
+                // 2^32 armed timers would hold 200 GiB of entries first.
+                let index = self.records.len() as u32;
+                self.records.push(Record {
+                    generation: 0,
+                    armed: false,
+                    cached: false,
+                });
+                index
+            }
+        };
+        let record = &mut self.records[index as usize];
+        record.armed = true;
+        record.cached = cached;
+        self.len += 1;
+        u64::from(record.generation) << 32 | u64::from(index)
+    }
+
+    /// The record of `seq`, if `seq` is armed.
+    fn armed_record(&mut self, seq: u64) -> Option<&mut Record> {
+        let record = self.records.get_mut((seq & u64::from(u32::MAX)) as usize)?;
+        (record.armed && u64::from(record.generation) == seq >> 32).then_some(record)
+    }
+
+    fn is_armed(&self, seq: u64) -> bool {
+        self.records
+            .get((seq & u64::from(u32::MAX)) as usize)
+            .is_some_and(|r| r.armed && u64::from(r.generation) == seq >> 32)
+    }
+
+    /// Disarm `seq`: whether it was a cached timer, if it was armed.
+    fn disarm(&mut self, seq: u64) -> Option<bool> {
+        let record = self.armed_record(seq)?;
+        let cached = record.cached;
+        record.armed = false;
+        record.generation = (record.generation + 1) & GENERATION_MASK;
+        self.free.push((seq & u64::from(u32::MAX)) as u32);
+        self.len -= 1;
+        Some(cached)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Disarm every timer.
+    fn clear(&mut self) {
+        for (index, record) in self.records.iter_mut().enumerate() {
+            if record.armed {
+                record.armed = false;
+                record.generation = (record.generation + 1) & GENERATION_MASK;
+                self.free.push(index as u32);
+            }
+        }
+        self.len = 0;
     }
 }
 
@@ -269,5 +480,111 @@ mod tests {
         assert!(h.cancel(&c, id));
         assert_eq!(c.next_deadline(), None);
         assert_eq!(h.peek_deadline(), None);
+    }
+
+    /// Timers spread over many milliseconds, armed out of order, some
+    /// cancelled: pops at rising times give every armed one exactly once,
+    /// in `(deadline, seq)` order and never before its deadline, and the
+    /// deadline snapshot is always the earliest armed-or-cancelled entry.
+    #[test]
+    fn timers_across_buckets_fire_in_order_once_and_never_early() {
+        let c = Coordinator::new(1);
+        let mut h = TimerHeap::new(1);
+        let t0 = Instant::now();
+        // A fixed shuffle of 0..2000 (multiplication by a unit mod 2000),
+        // deadlines in 0.25 ms steps: 4 per millisecond bucket.
+        let mut ids = Vec::new();
+        for i in 0..2000u64 {
+            let k = (i * 1337) % 2000;
+            let at = t0 + Duration::from_micros(250 * k);
+            let (pid, a) = wake(k as u32);
+            ids.push((k, h.insert(&c, at, pid, a)));
+        }
+        let cancelled: std::collections::HashSet<u64> = ids
+            .iter()
+            .filter(|(k, _)| k % 7 == 3)
+            .map(|(k, _)| *k)
+            .collect();
+        for (k, id) in &ids {
+            if cancelled.contains(k) {
+                assert!(h.cancel(&c, *id));
+            }
+        }
+        let mut fired = Vec::new();
+        let mut out = Vec::new();
+        for step in 0..=530u64 {
+            let now = t0 + Duration::from_micros(950 * step);
+            h.pop_due(&c, now, &mut out);
+            for e in out.drain(..) {
+                assert!(e.deadline <= now, "fired before its deadline");
+                fired.push(e.pid.index() as u64);
+            }
+            let mut garbage = h.take_garbage();
+            garbage.clear();
+            if let Some(next) = h.peek_deadline() {
+                assert!(next > now, "a due entry was left behind");
+            }
+        }
+        let expected: Vec<u64> = (0..2000).filter(|k| !cancelled.contains(k)).collect();
+        assert_eq!(fired, expected);
+        assert_eq!(h.armed(), 0);
+        assert_eq!(h.peek_deadline(), None);
+    }
+
+    /// Compaction sweeps cancelled entries out of the buckets too, and the
+    /// snapshot is then the earliest armed deadline exactly.
+    #[test]
+    fn compaction_reaches_the_buckets_and_keeps_the_snapshot_exact() {
+        let c = Coordinator::new(1);
+        let mut h = TimerHeap::new(1);
+        let t0 = Instant::now() + Duration::from_secs(1);
+        let ids: Vec<_> = (0..1000u32)
+            .map(|i| {
+                let (pid, a) = wake(i);
+                h.insert(&c, t0 + Duration::from_micros(100 * u64::from(i)), pid, a)
+            })
+            .collect();
+        for id in &ids[..999] {
+            assert!(h.cancel(&c, *id));
+        }
+        assert!(
+            h.len() < COMPACT_SLACK + 2,
+            "cancelled entries were compacted: {}",
+            h.len()
+        );
+        let last = t0 + Duration::from_micros(100 * 999);
+        assert_eq!(h.peek_deadline(), Some(last));
+        assert_eq!(c.next_deadline(), Some(last));
+        let mut out = Vec::new();
+        h.pop_due(&c, last, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].pid.index(), 999);
+    }
+
+    /// A timer's record is reused once it fired: the old `TimerId` then
+    /// names nothing, and cancelling it leaves the new timer armed.
+    #[test]
+    fn a_stale_timer_id_never_cancels_the_timer_that_reuses_its_record() {
+        let c = Coordinator::new(1);
+        let mut h = TimerHeap::new(1);
+        let t0 = Instant::now();
+        let (p1, a1) = wake(1);
+        let old = h.insert(&c, t0, p1, a1);
+        let mut out = Vec::new();
+        h.pop_due(&c, t0, &mut out);
+        assert_eq!(out.len(), 1);
+        let (p2, a2) = wake(2);
+        let new = h.insert(&c, t0, p2, a2);
+        assert_eq!(
+            old.seq() & 0xffff_ffff,
+            new.seq() & 0xffff_ffff,
+            "the record is reused"
+        );
+        assert!(!h.cancel(&c, old), "the fired timer's id names nothing");
+        out.clear();
+        h.pop_due(&c, t0, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].pid.index(), 2);
+        assert!(!h.cancel(&c, new), "fired: no longer armed");
     }
 }

@@ -3,8 +3,12 @@
 //!
 //! # Design
 //!
-//! One min-heap per runtime under the Timers-class lock: entries ordered by
-//! `(deadline, seq)`, each with an action. Every timed wait (`sleep`,
+//! One timer heap per runtime under the Timers-class lock: entries ordered
+//! by `(deadline, seq)`, each with an action; only those due within the
+//! current millisecond sit in the binary heap itself, later ones wait in a
+//! bucket per millisecond (`heap.rs`), and armed timers are records in a
+//! slab reused last-freed first, so a burst of sleepers costs neither a
+//! deep heap nor a hash table's cache misses. Every timed wait (`sleep`,
 //! `recv_timeout` and friends) is a bounded wait (`bounded.rs`): the actor
 //! keeps one cached timer across its waits instead of arming and cancelling
 //! one per wait, and a firing timer wakes the actor's current wait by its
