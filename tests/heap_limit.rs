@@ -315,3 +315,47 @@ fn stack_pages_count_the_pages_a_deep_stack_uses() {
         sleeper.join().unwrap();
     });
 }
+
+/// An actor that allocates in a loop with no blocking call never reaches a
+/// safepoint that unwinds: it is ended at an allocation once its timeslice
+/// is spent, with the memory reason, while an actor on the same (single)
+/// scheduler runs to its end.
+#[test]
+fn an_actor_allocating_without_a_blocking_call_is_ended_at_an_allocation() {
+    let reports = Arc::new(Mutex::new(Vec::new()));
+    let sink = reports.clone();
+    smarm::report::set_handler(move |r| sink.lock().unwrap().push(r.to_string()));
+    runtime::init(Config::exact(1)).run(|| {
+        let bystander = smarm::spawn(|| {
+            let mut sum = 0u64;
+            for i in 0..20u64 {
+                smarm::sleep(Duration::from_millis(1));
+                sum += i;
+            }
+            sum
+        });
+        let (hoarder, down) = Builder::new()
+            .name("tight hoarder")
+            .max_heap_size(2 * MIB)
+            .spawn_monitor(|| {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(black_box(vec![1u8; 4096]));
+                }
+            })
+            .unwrap();
+        assert_eq!(down.rx.recv().unwrap().reason, DownReason::HeapLimit);
+        assert_eq!(hoarder.join().unwrap_err().reason(), DownReason::HeapLimit);
+        assert_eq!(bystander.join().unwrap(), (0..20).sum());
+        // The runtime goes on spawning and finishing actors.
+        assert_eq!(smarm::spawn(|| 7).join().unwrap(), 7);
+    });
+    smarm::report::reset_handler();
+    let reports = reports.lock().unwrap();
+    let report = reports
+        .iter()
+        .find(|r| r.contains("(tight hoarder)"))
+        .expect("the heap-limit end is reported");
+    assert!(report.contains("exceeded its heap limit"), "{report}");
+    assert!(report.contains("ended at an allocation"), "{report}");
+}

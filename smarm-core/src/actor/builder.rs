@@ -84,8 +84,12 @@ impl Builder {
     /// allocation; the allocation that crosses it succeeds (an allocator
     /// cannot fail softly), and the actor is stopped at its next safepoint
     /// (a blocking call, `check!()`), unwinding and freeing what it held.
-    /// One allocation larger than the limit is granted if the system
-    /// allocator can, and the actor stops right after.
+    /// One that allocates on for a whole timeslice without reaching one is
+    /// ended at an allocation instead, where it stands: its destructors do
+    /// not run and what it held is leaked (as for a stack overflow; the
+    /// guide's chapter on memory says what that leaves behind). One
+    /// allocation larger than the limit is granted if the system allocator
+    /// can, and the actor stops right after.
     ///
     /// ```no_run
     /// #[global_allocator]

@@ -3,7 +3,7 @@
 //! recycling of its slot.
 
 use super::Outcome;
-use crate::scheduler::overflow::Overflowed;
+use crate::scheduler::overflow::{HeapLimitKilled, Overflowed};
 use crate::scheduler::{Shared, StopSignal};
 use crate::slot::{DownReason, Pid, Slot};
 
@@ -16,17 +16,23 @@ pub(crate) fn exit_hook(
     slot: &Slot,
     result: std::thread::Result<crate::slot::table::Value>,
 ) {
-    let mut heap_limit = 0;
+    // The heap limit the actor crossed, and whether it was ended at an
+    // allocation (its destructors not run) rather than unwound.
+    let mut heap_limit = None;
     let outcome = match result {
         Ok(value) => Outcome::Exit(value),
         Err(payload) if payload.is::<StopSignal>() => match heap_limit_crossed(shared, pid) {
             Some(limit) => {
-                heap_limit = limit;
+                heap_limit = Some((limit, false));
                 Outcome::Ended(DownReason::HeapLimit)
             }
             None => Outcome::Stopped,
         },
         Err(payload) if payload.is::<Overflowed>() => Outcome::Ended(DownReason::StackOverflow),
+        Err(payload) if payload.is::<HeapLimitKilled>() => {
+            heap_limit = Some((heap_limit_crossed(shared, pid).unwrap_or(0), true));
+            Outcome::Ended(DownReason::HeapLimit)
+        }
         Err(payload) => match payload.downcast::<super::ExitWith>() {
             Ok(exit) => Outcome::Ended(DownReason::Custom(exit.0)),
             Err(payload) => Outcome::Panic(payload),
@@ -51,7 +57,7 @@ pub(crate) fn exit_hook(
                 slot,
                 signals.as_deref(),
                 DownReason::HeapLimit,
-                format!("its heap grew past its limit of {heap_limit} bytes (max_heap_size)"),
+                heap_limit_message(heap_limit),
             )),
             _ => None,
         };
@@ -89,6 +95,21 @@ pub(crate) fn exit_hook(
     // A detached actor's panic payload is dropped here, on the scheduler
     // stack, before the actor stops counting as live.
     drop(dropped);
+}
+
+/// What a crash report says of a heap-limit stop: the limit, and whether
+/// the actor unwound or was ended at an allocation.
+#[cold]
+fn heap_limit_message(crossed: Option<(u64, bool)>) -> String {
+    let (limit, abandoned) = crossed.unwrap_or((0, false));
+    let mut message = format!("its heap grew past its limit of {limit} bytes (max_heap_size)");
+    if abandoned {
+        message.push_str(
+            "; it allocated on for a whole timeslice without a blocking call, so it was ended \
+             at an allocation: its destructors did not run and what it held is leaked",
+        );
+    }
+    message
 }
 
 /// The heap limit `pid` crossed (which stopped it), if it did.

@@ -29,9 +29,14 @@
 //! a null return aborts the process), then the actor's stop flag is set and
 //! its cell marked, so the actor unwinds at its next safepoint (any
 //! blocking call, `check!()`) and ends with
-//! [`DownReason::HeapLimit`](crate::DownReason::HeapLimit). A single
-//! allocation larger than the limit is therefore granted, if the system
-//! allocator can, and the actor stops right after.
+//! [`DownReason::HeapLimit`](crate::DownReason::HeapLimit). An actor that
+//! allocates on past its limit for a whole timeslice without reaching such
+//! a safepoint is ended at the allocation safepoint where it would be
+//! preempted, without unwinding (the scheduler's `overflow.rs` argues why
+//! that is sound there), so what it can hold is bounded by the limit plus
+//! one timeslice of allocation. A single allocation larger than the limit
+//! is granted, if the system allocator can, and the actor stops right
+//! after.
 //!
 //! # Invariants
 //!
@@ -98,6 +103,15 @@ pub(crate) fn enter(account: &Account) {
 #[inline]
 pub(crate) fn leave() {
     RUNNING.with(|r| r.set(std::ptr::null()));
+}
+
+/// Whether the actor running on this thread has crossed its heap limit.
+#[inline]
+pub(crate) fn running_tripped() -> bool {
+    let account = RUNNING.with(Cell::get);
+    // SAFETY: as in `charge`: a non-null RUNNING is the running actor's
+    // cell (A4), never unmapped (A1).
+    !account.is_null() && unsafe { &*account }.tripped()
 }
 
 /// Bytes of header placed before a block of alignment `align`: room for

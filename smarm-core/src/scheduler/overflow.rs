@@ -1,4 +1,5 @@
-//! Ending an actor whose stack overflowed, and only that actor.
+//! Ending an actor whose stack overflowed, and only that actor; and, by
+//! the same means, an actor that allocates on past its heap limit.
 //!
 //! The stack layer's fault handler asks [`recover`] whether the actor that
 //! hit its guard page may be ended where it stands. If so, the handler
@@ -39,6 +40,17 @@
 //! The `smarm::Mutex` locks it held (listed in its entry frame, see
 //! `HeldLocks`) are released to their next holders marked poisoned.
 //!
+//! An actor past its heap limit (`heap` module) is asked to stop, and
+//! unwinds at its next blocking call. One that instead allocates on for a
+//! whole timeslice is ended the same way, at the allocation safepoint
+//! where it would have been preempted (`preempt.rs`), with
+//! `DownReason::HeapLimit`. The conditions above hold there by
+//! construction: the safepoint runs after the inner allocator returned,
+//! outside every section, with the gate open, no wait open and no panic
+//! in flight; and a global allocator is called only from Rust code. What
+//! the actor held is leaked, its heap included: the limit bounds how much
+//! that is (the limit plus one timeslice of allocation).
+//!
 //! What an ended actor leaves behind, by design (the guide says so): its
 //! values are never dropped, so channel endpoints it held stay open (a
 //! receiver waiting on its sender does not see the channel close: monitor
@@ -55,6 +67,10 @@ use crate::slot::{Pid, Slot};
 /// The unwind-result payload that tells the actor layer an actor ended by
 /// overflowing its stack.
 pub(crate) struct Overflowed;
+
+/// The unwind-result payload of an actor ended at an allocation past its
+/// heap limit (module docs).
+pub(crate) struct HeapLimitKilled;
 
 /// How a lock the actor holds is released for it if it is ended by an
 /// overflow: called with the lock's address, once.
@@ -122,15 +138,17 @@ pub(crate) fn recover(fault_addr: usize) -> Option<*mut u8> {
     Some(w.sched_sp.get())
 }
 
-/// Finalise `pid`, which overflowed its stack: as a normal finalisation,
-/// but its stack is leaked (the module docs say why) and its outcome is a
-/// stack overflow.
-pub(super) fn finalize_overflowed(
+/// Finalise `pid`, ended where it stands (it overflowed its stack, or
+/// allocated on past its heap limit): as a normal finalisation, but its
+/// stack is leaked (the module docs say why) and its outcome is `why`
+/// ([`Overflowed`] or [`HeapLimitKilled`]).
+pub(super) fn finalize_abandoned(
     shared: &Shared,
     worker_id: usize,
     pid: Pid,
     slot: &Slot,
     held_locks: *const HeldLocks,
+    why: Box<dyn std::any::Any + Send>,
 ) {
     // Its smarm locks go to their next holders, marked poisoned: what they
     // guard may be half-updated.
@@ -154,5 +172,5 @@ pub(super) fn finalize_overflowed(
     // Leaked: taken from the slot and never given back to a pool, so it is
     // never reused, discarded or unmapped (module docs).
     let _abandoned = runner.stack.take();
-    super::worker::finalize(shared, worker_id, pid, slot, Err(Box::new(Overflowed)));
+    super::worker::finalize(shared, worker_id, pid, slot, Err(why));
 }

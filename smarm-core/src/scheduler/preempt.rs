@@ -11,7 +11,9 @@
 //! itself. `check!()` also observes a stop request (it unwinds); an
 //! allocation cannot (a global allocator must not unwind), so a stop that
 //! arrives while an actor only allocates is raised at its next blocking call
-//! or `check!()`.
+//! or `check!()`. An actor past its heap limit that reaches an allocation
+//! safepoint with its slice spent is not preempted but ended there
+//! (`Intent::HeapLimit`, see `overflow.rs`).
 //!
 //! # Invariants
 //!
@@ -70,8 +72,21 @@ pub(crate) fn alloc_safepoint() {
 #[inline(never)]
 fn alloc_safepoint_now() {
     if preemption_enabled() && !std::thread::panicking() && slice_spent() {
+        if crate::heap::running_tripped() && abandonable() {
+            // Never resumed: the scheduler ends the actor (overflow.rs).
+            switch_out(Intent::HeapLimit);
+            return;
+        }
         switch_out(Intent::Preempt);
     }
+}
+
+/// Whether the running actor may be ended where it stands (overflow.rs):
+/// inside no runtime call and with no direct handoff left to settle. The
+/// caller checked the gate, the panic state and, through `slice_spent`,
+/// that no wait is open.
+fn abandonable() -> bool {
+    with_worker(|w, _| w.sections.get() == 0 && w.handed_off.get().is_none()).unwrap_or(false)
 }
 
 /// Whether the running actor has used up its timeslice; if so its overrun

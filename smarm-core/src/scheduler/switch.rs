@@ -21,6 +21,10 @@ pub(crate) enum Intent {
     /// The actor hibernates: release its stack and commit the park of the
     /// wait it registered (`hibernate.rs`).
     Hibernate,
+    /// The actor is past its heap limit and allocated on for a whole
+    /// timeslice without reaching a safepoint that unwinds: it is ended
+    /// where it stands, at the allocation (`preempt.rs`, `overflow.rs`).
+    HeapLimit,
 }
 
 /// The unwind payload of a cooperative stop, raised at a safepoint by
@@ -148,7 +152,7 @@ fn trace_switch_out(
         ),
         Intent::Yield => trace_event!(shared, Yield, bits, 0),
         Intent::Preempt => trace_event!(shared, Preempt, bits, 0),
-        Intent::Exit | Intent::Overflow | Intent::Hibernate => {}
+        Intent::Exit | Intent::Overflow | Intent::Hibernate | Intent::HeapLimit => {}
     }
 }
 

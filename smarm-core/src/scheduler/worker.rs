@@ -426,9 +426,14 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             let result = w.exit_result.take().unwrap_or_else(|| Ok(Box::new(())));
             finalize(shared, w.id, pid, slot, result);
         }
-        Intent::Overflow => {
+        intent @ (Intent::Overflow | Intent::HeapLimit) => {
             w.intent.set(Intent::Exit);
-            super::overflow::finalize_overflowed(shared, w.id, pid, slot, held_locks);
+            let why: Box<dyn std::any::Any + Send> = if intent == Intent::Overflow {
+                Box::new(super::overflow::Overflowed)
+            } else {
+                Box::new(super::overflow::HeapLimitKilled)
+            };
+            super::overflow::finalize_abandoned(shared, w.id, pid, slot, held_locks, why);
         }
         Intent::Hibernate => {
             // SAFETY: the actor has left its stack for good (hibernate
