@@ -80,6 +80,13 @@ pub mod time {
     pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};
 }
 
+/// Erlang distribution (feature `dist`): nodes that join BEAM clusters
+/// ([`Node::start`](dist::Node::start)).
+#[cfg(feature = "dist")]
+pub mod dist {
+    pub use smarm_dist::*;
+}
+
 #[doc(hidden)]
 pub use smarm_macros as macros;
 /// `#[derive(Actor)]`: the typed actor API of a message enum.

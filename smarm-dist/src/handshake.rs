@@ -1,0 +1,337 @@
+//! The distribution handshake, version 6 (OTP 23 and later), in both
+//! directions: names and capability flags are exchanged, then each side
+//! proves it knows the cookie by answering the other's challenge with
+//! `MD5(cookie ++ decimal(challenge))`. The cookie never crosses the wire.
+//!
+//! Every handshake message is a 2-byte big-endian length and the message.
+//! The initiator sends `send_name` (`'N'`, flags, creation, name), the
+//! acceptor a status (`'s'` and `ok`, `ok_simultaneous`, `nok`,
+//! `not_allowed` or `alive`) then `send_challenge` (`'N'`, flags,
+//! challenge, creation, name); the initiator answers `'r'` (its own
+//! challenge and the digest of the acceptor's), the acceptor `'a'` (the
+//! digest of the initiator's). A wrong digest ends the handshake on both
+//! sides with [`HandshakeError::BadCookie`], before any message passes.
+
+use crate::flags::{self, Flags};
+use md5::{Digest, Md5};
+use smarm_core::io::net::TcpStream;
+use std::io::{Read, Write};
+use std::time::Duration;
+use thiserror::Error;
+
+/// How long a handshake may take before the connection is dropped.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The longest handshake message read (names are at most 255 bytes).
+const MAX_MESSAGE: usize = 2048;
+
+/// Why a handshake failed.
+#[derive(Debug, Error)]
+pub enum HandshakeError {
+    /// The peer's digest did not match: its cookie differs from ours.
+    #[error("the node {peer} answered the cookie challenge wrongly: the two nodes' cookies differ (set the same cookie on both)")]
+    BadCookie {
+        /// The peer's name, as it gave it.
+        peer: String,
+    },
+    /// The peer refused the connection with this status.
+    #[error("the node {peer} refused the connection: {status}")]
+    Refused {
+        /// The peer.
+        peer: String,
+        /// Its status (`nok`, `not_allowed`, `alive`).
+        status: String,
+    },
+    /// The peer lacks capabilities every supported OTP release has.
+    #[error("the node {peer} lacks distribution capabilities smarm needs (flags {missing:#x}): it is older than OTP 23")]
+    MissingFlags {
+        /// The peer.
+        peer: String,
+        /// The mandatory flags it did not set.
+        missing: u64,
+    },
+    /// The peer sent something that is not this protocol.
+    #[error("malformed handshake message: {0}")]
+    Malformed(&'static str),
+    /// The connection failed or timed out.
+    #[error("handshake connection failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// This node, as the handshake presents it.
+#[derive(Debug, Clone)]
+pub struct Local {
+    /// Full name, `name@host`.
+    pub name: String,
+    /// The cookie.
+    pub cookie: String,
+    /// The flags offered.
+    pub flags: Flags,
+    /// This node's creation.
+    pub creation: u32,
+}
+
+/// What the handshake learned of the peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// Its full name.
+    pub name: String,
+    /// The flags both sides have.
+    pub flags: Flags,
+    /// Its creation.
+    pub creation: u32,
+}
+
+/// The acceptor's answer to a `send_name` (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Go on.
+    Ok,
+    /// Go on; our own attempt to connect to the peer is abandoned.
+    OkSimultaneous,
+    /// Refused: our own attempt to the peer wins.
+    Nok,
+    /// Already connected to the peer: the initiator says whether to go on.
+    Alive,
+}
+
+impl Status {
+    fn text(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::OkSimultaneous => "ok_simultaneous",
+            Status::Nok => "nok",
+            Status::Alive => "alive",
+        }
+    }
+}
+
+fn write_message(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
+    let mut framed = Vec::with_capacity(body.len() + 2);
+    framed.extend_from_slice(&(body.len() as u16).to_be_bytes());
+    framed.extend_from_slice(body);
+    stream.write_all(&framed)
+}
+
+fn read_message(stream: &mut TcpStream) -> Result<Vec<u8>, HandshakeError> {
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len)?;
+    let len = u16::from_be_bytes(len) as usize;
+    if len == 0 || len > MAX_MESSAGE {
+        return Err(HandshakeError::Malformed(
+            "handshake message length out of range",
+        ));
+    }
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body)?;
+    Ok(body)
+}
+
+/// `MD5(cookie ++ decimal(challenge))`, as `dist_util:gen_digest/2`.
+pub fn digest(challenge: u32, cookie: &str) -> [u8; 16] {
+    let mut md5 = Md5::new();
+    md5.update(cookie.as_bytes());
+    md5.update(challenge.to_string().as_bytes());
+    md5.finalize().into()
+}
+
+/// A random challenge.
+fn challenge() -> u32 {
+    let mut bytes = [0u8; 4];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != 4 {
+        // No entropy source: fall back to the clock and the address space
+        // layout, still unknown to the peer in advance.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let a = &bytes as *const _ as u64;
+        return ((t ^ a.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
+    }
+    u32::from_be_bytes(bytes)
+}
+
+/// A `send_name` / `send_challenge` body: `'N'`, flags, [challenge,]
+/// creation, name.
+fn name_message(local: &Local, challenge: Option<u32>) -> Vec<u8> {
+    let mut body = vec![b'N'];
+    body.extend_from_slice(&local.flags.bits().to_be_bytes());
+    if let Some(c) = challenge {
+        body.extend_from_slice(&c.to_be_bytes());
+    }
+    body.extend_from_slice(&local.creation.to_be_bytes());
+    body.extend_from_slice(&(local.name.len() as u16).to_be_bytes());
+    body.extend_from_slice(local.name.as_bytes());
+    body
+}
+
+/// Parse a `'N'` message; `with_challenge` for `send_challenge`.
+fn parse_name(
+    body: &[u8],
+    with_challenge: bool,
+) -> Result<(Flags, Option<u32>, u32, String), HandshakeError> {
+    let fixed = if with_challenge { 19 } else { 15 };
+    if body.len() < fixed || body[0] != b'N' {
+        return Err(HandshakeError::Malformed(
+            "expected a version 6 name message ('N')",
+        ));
+    }
+    let u32_at = |i: usize| u32::from_be_bytes([body[i], body[i + 1], body[i + 2], body[i + 3]]);
+    let mut flag_bytes = [0u8; 8];
+    flag_bytes.copy_from_slice(&body[1..9]);
+    let flags = Flags::from_bits(u64::from_be_bytes(flag_bytes));
+    let (challenge, at) = if with_challenge {
+        (Some(u32_at(9)), 13)
+    } else {
+        (None, 9)
+    };
+    let creation = u32_at(at);
+    let nlen = u16::from_be_bytes([body[at + 4], body[at + 5]]) as usize;
+    let name = body
+        .get(at + 6..at + 6 + nlen)
+        .ok_or(HandshakeError::Malformed("node name runs past the message"))?;
+    let name = String::from_utf8(name.to_vec())
+        .map_err(|_| HandshakeError::Malformed("node name is not UTF-8"))?;
+    if !name.contains('@') {
+        return Err(HandshakeError::Malformed("node name has no '@host'"));
+    }
+    Ok((flags, challenge, creation, name))
+}
+
+fn check_flags(peer: &str, theirs: Flags) -> Result<(), HandshakeError> {
+    let missing = flags::MANDATORY & !theirs.bits();
+    if missing != 0 {
+        return Err(HandshakeError::MissingFlags {
+            peer: peer.to_string(),
+            missing,
+        });
+    }
+    Ok(())
+}
+
+/// Connect as the initiator over `stream` to the node expected to be
+/// `peer_name`.
+pub fn initiate(
+    stream: &mut TcpStream,
+    local: &Local,
+    peer_name: &str,
+) -> Result<Peer, HandshakeError> {
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    write_message(stream, &name_message(local, None))?;
+    let status = read_message(stream)?;
+    let status = status
+        .strip_prefix(b"s")
+        .ok_or(HandshakeError::Malformed("expected a status message ('s')"))?;
+    match status {
+        b"ok" | b"ok_simultaneous" => {}
+        b"alive" => write_message(stream, b"strue")?, // our old connection is gone
+        other => {
+            return Err(HandshakeError::Refused {
+                peer: peer_name.to_string(),
+                status: String::from_utf8_lossy(other).into_owned(),
+            })
+        }
+    }
+    let (their_flags, their_challenge, creation, name) = parse_name(&read_message(stream)?, true)?;
+    check_flags(&name, their_flags)?;
+    let their_challenge = their_challenge.ok_or(HandshakeError::Malformed("challenge missing"))?;
+    let ours = challenge();
+    let mut reply = vec![b'r'];
+    reply.extend_from_slice(&ours.to_be_bytes());
+    reply.extend_from_slice(&digest(their_challenge, &local.cookie));
+    write_message(stream, &reply)?;
+    let ack = match read_message(stream) {
+        Ok(ack) => ack,
+        // The acceptor closes the connection on a wrong digest.
+        Err(HandshakeError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+            return Err(HandshakeError::BadCookie { peer: name })
+        }
+        Err(e) => return Err(e),
+    };
+    if ack.len() != 17 || ack[0] != b'a' {
+        return Err(HandshakeError::Malformed("expected a challenge ack ('a')"));
+    }
+    if ack[1..] != digest(ours, &local.cookie) {
+        return Err(HandshakeError::BadCookie { peer: name });
+    }
+    stream.set_read_timeout(None)?;
+    Ok(Peer {
+        name,
+        flags: their_flags.common(local.flags),
+        creation,
+    })
+}
+
+/// Accept a handshake over `stream`; `decide` answers the initiator's
+/// name with a status (connected already, or connecting to it ourselves).
+pub fn accept(
+    stream: &mut TcpStream,
+    local: &Local,
+    decide: impl FnOnce(&str) -> Status,
+) -> Result<Peer, HandshakeError> {
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    let (their_flags, _, creation, name) = parse_name(&read_message(stream)?, false)?;
+    if let Err(e) = check_flags(&name, their_flags) {
+        let _ = write_message(stream, b"snot_allowed");
+        return Err(e);
+    }
+    let status = decide(&name);
+    let mut body = vec![b's'];
+    body.extend_from_slice(status.text().as_bytes());
+    write_message(stream, &body)?;
+    match status {
+        Status::Ok | Status::OkSimultaneous => {}
+        Status::Nok => {
+            return Err(HandshakeError::Refused {
+                peer: name,
+                status: "nok".into(),
+            });
+        }
+        Status::Alive => {
+            if read_message(stream)?.as_slice() != b"strue" {
+                return Err(HandshakeError::Refused {
+                    peer: name,
+                    status: "alive".into(),
+                });
+            }
+        }
+    }
+    let ours = challenge();
+    write_message(stream, &name_message(local, Some(ours)))?;
+    let reply = read_message(stream)?;
+    if reply.len() != 21 || reply[0] != b'r' {
+        return Err(HandshakeError::Malformed(
+            "expected a challenge reply ('r')",
+        ));
+    }
+    if reply[5..] != digest(ours, &local.cookie) {
+        return Err(HandshakeError::BadCookie { peer: name });
+    }
+    let theirs = u32::from_be_bytes([reply[1], reply[2], reply[3], reply[4]]);
+    let mut ack = vec![b'a'];
+    ack.extend_from_slice(&digest(theirs, &local.cookie));
+    write_message(stream, &ack)?;
+    stream.set_read_timeout(None)?;
+    Ok(Peer {
+        name,
+        flags: their_flags.common(local.flags),
+        creation,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_digest_is_md5_of_the_cookie_then_the_decimal_challenge() {
+        // md5("secret1234") computed independently (coreutils md5sum).
+        let expected = [
+            0xbd, 0xfc, 0x2d, 0xb0, 0xaa, 0x59, 0x9f, 0x59, 0x19, 0xe5, 0x65, 0xc3, 0x28, 0x21,
+            0x6a, 0x51,
+        ];
+        assert_eq!(digest(1234, "secret"), expected);
+    }
+}

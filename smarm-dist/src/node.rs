@@ -1,0 +1,1098 @@
+//! A distributed node: its name and cookie, its EPMD registration, its
+//! listener, its connections to other nodes, and the mailboxes of its
+//! node-visible processes.
+//!
+//! # Design
+//!
+//! A node is a set of actors in the runtime that started it: the EPMD
+//! keeper (holds the registration; serves EPMD itself when none answers),
+//! the acceptor, and per connection a reader and a writer. The reader
+//! owns the socket's receiving side: it decodes each frame and delivers
+//! it into a local mailbox with `try_send`, so a full bounded mailbox
+//! drops (and counts) the message instead of stalling the connection. The
+//! writer owns the sending side: it takes encoded frames from a channel
+//! and sends a tick when it has sent nothing for a quarter of the tick
+//! time; the reader declares the peer down when it has received nothing
+//! for the whole tick time.
+//!
+//! # Invariants
+//!
+//! - (N1) At most one connection per peer is registered in the table;
+//!   a connection that loses a race (simultaneous connect) is closed
+//!   before it carries a message.
+//! - (N2) A connection is removed from the table, and a `NodeDown` sent to
+//!   every subscriber, exactly once: by its reader, when the socket ends,
+//!   a frame is malformed, or the peer stops ticking.
+//! - (N3) Nothing a peer sends is decoded before it passes `term::check`,
+//!   and no frame longer than the node's `max_frame` is read.
+
+use crate::control::Control;
+use crate::epmd::{self, NodeEntry, Registration};
+use crate::flags::{self, Flags};
+use crate::handshake::{self, HandshakeError, Local, Status};
+use crate::pid::Pid;
+use crate::term::{self, Term};
+use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::io::net::{TcpListener, TcpStream};
+use smarm_core::{Mutex, RecvError, RecvTimeoutError};
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Erlang's default `net_ticktime`.
+pub const DEFAULT_TICKTIME: Duration = Duration::from_secs(60);
+/// The longest frame a node reads unless told otherwise (64 MiB).
+pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
+/// The pass-through tag that starts a message sent without an atom cache.
+const PASS_THROUGH: u8 = 112;
+
+/// Why a node could not start.
+#[derive(Debug, Error)]
+pub enum StartError {
+    /// The name is not `name@host`.
+    #[error(
+        "smarm::dist::Node::start: {0:?} is not a node name: give name@host, as \"shop@localhost\""
+    )]
+    BadName(String),
+    /// No cookie was given and `~/.erlang.cookie` could not be read.
+    #[error("smarm::dist::Node::start: no cookie given and {path} could not be read ({error}): pass one with Builder::cookie")]
+    NoCookie {
+        /// The cookie file tried.
+        path: String,
+        /// Why it could not be read.
+        error: io::Error,
+    },
+    /// The listener could not be bound.
+    #[error("smarm::dist::Node::start: cannot listen on {addr}: {error}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// The error.
+        error: io::Error,
+    },
+    /// Neither an EPMD answered nor could one be served.
+    #[error("smarm::dist::Node::start: no EPMD on port {port}, and serving one failed: {error}")]
+    Epmd {
+        /// The EPMD port.
+        port: u16,
+        /// The error.
+        error: io::Error,
+    },
+    /// EPMD already has a node of this name.
+    #[error("smarm::dist::Node::start: a node named {0:?} is already registered with EPMD")]
+    NameTaken(String),
+}
+
+/// Why a message could not be sent to another node.
+#[derive(Debug, Error)]
+pub enum SendError {
+    /// The node name has no host part.
+    #[error("{0:?} is not a node name (name@host)")]
+    BadNode(String),
+    /// The node's host has no EPMD, or EPMD does not know the node.
+    #[error("node {node} is not known to the EPMD on its host: {why}")]
+    NoNode {
+        /// The node.
+        node: String,
+        /// What the lookup said.
+        why: String,
+    },
+    /// The connection could not be made.
+    #[error("cannot connect to node {node}: {error}")]
+    Connect {
+        /// The node.
+        node: String,
+        /// The error.
+        error: HandshakeError,
+    },
+    /// The connection closed before the message was handed to it.
+    #[error("the connection to node {0} closed")]
+    Closed(String),
+    /// The node was stopped.
+    #[error("this node was stopped")]
+    Stopped,
+}
+
+/// A message from another node (or this one) to a node-visible mailbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    /// The sender, when the control message names one (REG_SEND,
+    /// SEND_SENDER, ALIAS_SEND).
+    pub from: Option<Pid>,
+    /// The message.
+    pub term: Term,
+}
+
+/// A change in the set of connected nodes ([`Node::monitor_nodes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// A connection to the node is up.
+    Up(String),
+    /// The connection to the node is gone (closed, malformed, or it
+    /// stopped ticking).
+    Down(String),
+}
+
+/// Counters of what a node dropped, for monitoring and tests.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Messages to a name or pid that is not (or no longer) here.
+    pub undeliverable: AtomicU64,
+    /// Messages dropped because the receiving mailbox was full.
+    pub dropped_full: AtomicU64,
+    /// Frames that did not decode (the connection was closed).
+    pub malformed: AtomicU64,
+    /// Control messages this node does not act on.
+    pub ignored_controls: AtomicU64,
+    /// Handshakes that failed (wrong cookie, refused, malformed).
+    pub failed_handshakes: AtomicU64,
+}
+
+/// Where a message goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dest {
+    /// A process, by pid.
+    Pid(Pid),
+    /// A name registered on a node: `{Name, Node} ! Msg`.
+    Name {
+        /// The registered name.
+        name: String,
+        /// The node.
+        node: String,
+    },
+}
+
+impl From<Pid> for Dest {
+    fn from(p: Pid) -> Dest {
+        Dest::Pid(p)
+    }
+}
+
+impl From<&Pid> for Dest {
+    fn from(p: &Pid) -> Dest {
+        Dest::Pid(p.clone())
+    }
+}
+
+impl<N: Into<String>, M: Into<String>> From<(N, M)> for Dest {
+    fn from((name, node): (N, M)) -> Dest {
+        Dest::Name {
+            name: name.into(),
+            node: node.into(),
+        }
+    }
+}
+
+/// What the writer of a connection is handed.
+enum Out {
+    Frame(Vec<u8>),
+    Close,
+}
+
+struct Conn {
+    tx: Sender<Out>,
+    flags: Flags,
+    /// Tells this connection from a later one to the same peer (N2).
+    id: u64,
+}
+
+#[derive(Default)]
+struct State {
+    names: HashMap<String, (u32, Sender<Message>)>,
+    mailboxes: HashMap<u32, Sender<Message>>,
+    conns: HashMap<String, Conn>,
+    /// Peers this node is connecting to right now.
+    connecting: HashSet<String>,
+    subscribers: Vec<Sender<NodeEvent>>,
+    /// Actors of the node, stopped by `Node::stop`.
+    actors: Vec<smarm_core::Pid>,
+    stopped: bool,
+    next_id: u32,
+    next_conn: u64,
+}
+
+struct Inner {
+    local: Local,
+    alive: String,
+    port: u16,
+    ticktime: Duration,
+    max_frame: usize,
+    epmd_port: u16,
+    state: Mutex<State>,
+    stats: Stats,
+    epmd_server: std::sync::OnceLock<epmd::Server>,
+}
+
+/// A distributed node (module docs). Cheap to clone; every clone is the
+/// same node.
+#[derive(Clone)]
+pub struct Node {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.inner.local.name)
+            .field("port", &self.inner.port)
+            .finish()
+    }
+}
+
+/// Options for starting a node.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    name: String,
+    cookie: Option<String>,
+    listen: Option<SocketAddr>,
+    ticktime: Duration,
+    max_frame: usize,
+    epmd_port: Option<u16>,
+}
+
+impl Builder {
+    /// A node named `name` (`name@host`).
+    pub fn new(name: &str) -> Builder {
+        Builder {
+            name: name.to_string(),
+            cookie: None,
+            listen: None,
+            ticktime: DEFAULT_TICKTIME,
+            max_frame: DEFAULT_MAX_FRAME,
+            epmd_port: None,
+        }
+    }
+
+    /// The cookie; without one, `~/.erlang.cookie` is read, as Erlang does.
+    pub fn cookie(mut self, cookie: &str) -> Builder {
+        self.cookie = Some(cookie.to_string());
+        self
+    }
+
+    /// Listen for other nodes on `addr` (default: all IPv4 addresses, a
+    /// port the kernel picks).
+    pub fn listen(mut self, addr: SocketAddr) -> Builder {
+        self.listen = Some(addr);
+        self
+    }
+
+    /// Erlang's `net_ticktime`: a peer silent this long is declared down
+    /// (default 60 s). Both sides of a connection should agree.
+    ///
+    /// # Panics
+    ///
+    /// If `ticktime` is under 400 ms (ticks go every quarter of it).
+    pub fn ticktime(mut self, ticktime: Duration) -> Builder {
+        assert!(
+            ticktime >= Duration::from_millis(400),
+            "smarm::dist::Builder::ticktime: {ticktime:?} is too short; give at least 400 ms"
+        );
+        self.ticktime = ticktime;
+        self
+    }
+
+    /// The longest frame accepted from a peer (default 64 MiB); a longer
+    /// one closes the connection.
+    pub fn max_frame(mut self, bytes: usize) -> Builder {
+        self.max_frame = bytes;
+        self
+    }
+
+    /// EPMD's port (default `ERL_EPMD_PORT`, else 4369).
+    pub fn epmd_port(mut self, port: u16) -> Builder {
+        self.epmd_port = Some(port);
+        self
+    }
+
+    /// Start the node: listen, register with EPMD (serving EPMD if none
+    /// answers), accept connections.
+    ///
+    /// # Panics
+    ///
+    /// Outside a smarm actor: the node's actors run in the caller's
+    /// runtime.
+    pub fn start(self) -> Result<Node, StartError> {
+        smarm_core::require_actor("smarm::dist::Node::start");
+        let Some((alive, _host)) = self
+            .name
+            .split_once('@')
+            .filter(|(a, h)| !a.is_empty() && !h.is_empty())
+        else {
+            return Err(StartError::BadName(self.name));
+        };
+        let alive = alive.to_string();
+        let cookie = match self.cookie {
+            Some(c) => c,
+            None => read_cookie_file()?,
+        };
+        let addr = self
+            .listen
+            .unwrap_or_else(|| SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)));
+        let listener =
+            TcpListener::bind(addr).map_err(|error| StartError::Listen { addr, error })?;
+        let port = listener
+            .local_addr()
+            .map_err(|error| StartError::Listen { addr, error })?
+            .port();
+        let epmd_port = self.epmd_port.unwrap_or_else(epmd::port_from_env);
+        let entry = NodeEntry::new(&alive, port);
+        let (registration, server) = register_or_serve(epmd_port, &entry)?;
+        let node = Node {
+            inner: Arc::new(Inner {
+                local: Local {
+                    name: self.name,
+                    cookie,
+                    flags: Flags::offered(),
+                    creation: registration.creation,
+                },
+                alive,
+                port,
+                ticktime: self.ticktime,
+                max_frame: self.max_frame,
+                epmd_port,
+                state: Mutex::new(State {
+                    next_id: 1,
+                    ..State::default()
+                }),
+                stats: Stats::default(),
+                epmd_server: std::sync::OnceLock::new(),
+            }),
+        };
+        if let Some(server) = server {
+            let _ = node.inner.epmd_server.set(server);
+        }
+        let keeper = node.clone();
+        node.spawn("smarm.dist.epmd_keeper", move || {
+            keeper.keep_registration(registration)
+        });
+        let acceptor = node.clone();
+        node.spawn("smarm.dist.acceptor", move || {
+            acceptor.accept_loop(listener)
+        });
+        Ok(node)
+    }
+}
+
+/// The cookie in `~/.erlang.cookie`.
+fn read_cookie_file() -> Result<String, StartError> {
+    let path = std::env::var("HOME").unwrap_or_default() + "/.erlang.cookie";
+    match std::fs::read_to_string(&path) {
+        Ok(c) => Ok(c.trim().to_string()),
+        Err(error) => Err(StartError::NoCookie { path, error }),
+    }
+}
+
+/// Register `entry` with the EPMD on `port`, serving EPMD first if none
+/// answers (another node may win the race to serve: then register there).
+fn register_or_serve(
+    port: u16,
+    entry: &NodeEntry,
+) -> Result<(Registration, Option<epmd::Server>), StartError> {
+    let mut last = None;
+    for _ in 0..3 {
+        match epmd::register(Ipv4Addr::LOCALHOST, port, entry) {
+            Ok(r) => return Ok((r, None)),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+                return Err(StartError::NameTaken(entry.name.clone()))
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                match epmd::Server::start(Ipv4Addr::LOCALHOST, port) {
+                    Ok(server) => match epmd::register(Ipv4Addr::LOCALHOST, port, entry) {
+                        Ok(r) => return Ok((r, Some(server))),
+                        Err(error) => return Err(StartError::Epmd { port, error }),
+                    },
+                    Err(e) => last = Some(e), // someone else serves now: retry
+                }
+            }
+            Err(error) => return Err(StartError::Epmd { port, error }),
+        }
+    }
+    Err(StartError::Epmd {
+        port,
+        error: last.unwrap_or_else(|| io::Error::other("EPMD kept changing hands")),
+    })
+}
+
+impl Node {
+    /// Start a node named `name` (`name@host`) with `cookie`: see
+    /// [`Builder`] for the other options.
+    ///
+    /// ```no_run
+    /// smarm::run(|| {
+    ///     let node = smarm::dist::Node::start("shop@localhost", "secret").unwrap();
+    ///     let counter = node.register("counter").unwrap();
+    ///     // An Erlang shell: {counter, 'shop@localhost'} ! {self(), hello}.
+    ///     let msg = counter.recv().unwrap();
+    ///     println!("{:?}", msg.term);
+    ///     node.stop();
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Outside a smarm actor.
+    pub fn start(name: &str, cookie: &str) -> Result<Node, StartError> {
+        Builder::new(name).cookie(cookie).start()
+    }
+
+    /// Options for a node named `name`.
+    pub fn builder(name: &str) -> Builder {
+        Builder::new(name)
+    }
+
+    /// Its full name.
+    pub fn name(&self) -> &str {
+        &self.inner.local.name
+    }
+
+    /// The port it accepts other nodes on.
+    pub fn port(&self) -> u16 {
+        self.inner.port
+    }
+
+    /// Its creation (from EPMD).
+    pub fn creation(&self) -> u32 {
+        self.inner.local.creation
+    }
+
+    /// Whether this node serves EPMD itself (none answered at its start).
+    pub fn serves_epmd(&self) -> bool {
+        self.inner.epmd_server.get().is_some()
+    }
+
+    /// What it dropped.
+    pub fn stats(&self) -> &Stats {
+        &self.inner.stats
+    }
+
+    /// The nodes it is connected to (Erlang's `nodes()`).
+    pub fn nodes(&self) -> Vec<String> {
+        self.with_state(|s| s.conns.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Subscribe to connections coming up and going down
+    /// (`net_kernel:monitor_nodes(true)`).
+    pub fn monitor_nodes(&self) -> Receiver<NodeEvent> {
+        let (tx, rx) = channel();
+        let _ = self.with_state(|s| s.subscribers.push(tx));
+        rx
+    }
+
+    /// A new node-visible mailbox with a pid of its own.
+    pub fn mailbox(&self) -> Mailbox {
+        self.mailbox_named(None)
+    }
+
+    /// A new mailbox registered as `name` on this node, so that
+    /// `{Name, Node} ! Msg` reaches it.
+    pub fn register(&self, name: &str) -> Result<Mailbox, RegisterError> {
+        let taken = self
+            .with_state(|s| s.names.contains_key(name))
+            .unwrap_or(true);
+        if taken {
+            return Err(RegisterError(name.to_string()));
+        }
+        Ok(self.mailbox_named(Some(name)))
+    }
+
+    fn mailbox_named(&self, name: Option<&str>) -> Mailbox {
+        let (tx, rx) = channel();
+        let id = self
+            .with_state(|s| {
+                let id = s.next_id;
+                s.next_id = s.next_id.wrapping_add(1).max(1);
+                s.mailboxes.insert(id, tx.clone());
+                if let Some(name) = name {
+                    s.names.insert(name.to_string(), (id, tx));
+                }
+                id
+            })
+            .unwrap_or(0);
+        Mailbox {
+            pid: Pid::new(self.name(), id, 0, self.creation()),
+            name: name.map(str::to_string),
+            rx,
+            node: self.clone(),
+        }
+    }
+
+    /// The pid standing for the node itself, the sender of messages sent
+    /// with [`Node::send`].
+    pub fn node_pid(&self) -> Pid {
+        Pid::new(self.name(), 0, 0, self.creation())
+    }
+
+    /// Send `term` to `to` (a [`Pid`] or `(name, node)`), from the node
+    /// itself. A message to this node is delivered at once; to another,
+    /// the connection is made first if there is none. As in Erlang, a
+    /// message to a process that does not exist is dropped silently.
+    pub fn send(&self, to: impl Into<Dest>, term: Term) -> Result<(), SendError> {
+        self.send_from(&self.node_pid(), to.into(), term)
+    }
+
+    fn send_from(&self, from: &Pid, to: Dest, term: Term) -> Result<(), SendError> {
+        let (node, control) = match to {
+            Dest::Pid(pid) => (
+                pid.node().to_string(),
+                Control::Send {
+                    from: None,
+                    to: pid,
+                },
+            ),
+            Dest::Name { name, node } => (
+                node,
+                Control::RegSend {
+                    from: from.clone(),
+                    name,
+                },
+            ),
+        };
+        if node == self.name() {
+            self.deliver(control, term);
+            return Ok(());
+        }
+        let (tx, peer_flags) = self.connection(&node)?;
+        let control = match control {
+            Control::Send { to, .. } if peer_flags.has(flags::SEND_SENDER) => Control::Send {
+                from: Some(from.clone()),
+                to,
+            },
+            c => c,
+        };
+        let frame = encode_frame(&control.to_term(), Some(&term));
+        tx.send(Out::Frame(frame))
+            .map_err(|_| SendError::Closed(node))
+    }
+
+    /// Stop the node: its listener, connections and EPMD registration
+    /// (and the EPMD it served, if it did). Mailboxes see their channel
+    /// close once they are dropped by their owners.
+    pub fn stop(&self) {
+        let actors = self
+            .with_state(|s| {
+                s.stopped = true;
+                for conn in s.conns.values() {
+                    let _ = conn.tx.try_send(Out::Close);
+                }
+                s.subscribers.clear();
+                std::mem::take(&mut s.actors)
+            })
+            .unwrap_or_default();
+        for a in actors {
+            smarm_core::request_stop(a);
+        }
+        if let Some(server) = self.inner.epmd_server.get() {
+            server.stop();
+        }
+    }
+
+    fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {
+        self.inner.state.lock().ok().map(|mut s| f(&mut s))
+    }
+
+    fn spawn(&self, label: &str, f: impl FnOnce() + Send + 'static) {
+        if let Ok(h) = smarm_core::Builder::new().name(label).spawn(f) {
+            let pid = h.pid();
+            drop(h);
+            let _ = self.with_state(|s| s.actors.push(pid));
+        }
+    }
+
+    /// Hand a decoded message to its mailbox (never waits: N3's reader
+    /// must not stall).
+    fn deliver(&self, control: Control, term: Term) {
+        let (from, tx) = match control {
+            Control::Send { from, to } => {
+                let tx = (to.node() == self.name() && to.creation() == self.creation())
+                    .then(|| {
+                        self.with_state(|s| s.mailboxes.get(&to.id()).cloned())
+                            .flatten()
+                    })
+                    .flatten();
+                (from, tx)
+            }
+            Control::RegSend { from, name } => (
+                Some(from),
+                self.with_state(|s| s.names.get(&name).map(|(_, tx)| tx.clone()))
+                    .flatten(),
+            ),
+            Control::AliasSend { .. } | Control::Unknown(_) => {
+                self.inner
+                    .stats
+                    .ignored_controls
+                    .fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        };
+        let Some(tx) = tx else {
+            self.inner
+                .stats
+                .undeliverable
+                .fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        match tx.try_send(Message { from, term }) {
+            Ok(()) => {}
+            Err(smarm_core::TrySendError::Full(_)) => {
+                self.inner
+                    .stats
+                    .dropped_full
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Err(smarm_core::TrySendError::Disconnected(_)) => {
+                self.inner
+                    .stats
+                    .undeliverable
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    // ----- EPMD -----
+
+    fn keep_registration(&self, mut registration: Registration) {
+        let entry = NodeEntry::new(&self.inner.alive, self.inner.port);
+        loop {
+            registration.wait_closed();
+            // EPMD went away: register again (serving it ourselves if no
+            // one does), every second until it takes.
+            loop {
+                smarm_core::sleep(Duration::from_secs(1));
+                if let Ok((r, server)) = register_or_serve(self.inner.epmd_port, &entry) {
+                    if let Some(server) = server {
+                        let _ = self.inner.epmd_server.set(server);
+                    }
+                    registration = r;
+                    break;
+                }
+            }
+        }
+    }
+
+    // ----- connections -----
+
+    /// The writer of the connection to `peer`, connecting first if needed.
+    fn connection(&self, peer: &str) -> Result<(Sender<Out>, Flags), SendError> {
+        let existing = self
+            .with_state(|s| {
+                if s.stopped {
+                    return Err(SendError::Stopped);
+                }
+                Ok(s.conns.get(peer).map(|c| (c.tx.clone(), c.flags)))
+            })
+            .ok_or(SendError::Stopped)??;
+        if let Some(c) = existing {
+            return Ok(c);
+        }
+        self.connect(peer)
+    }
+
+    fn connect(&self, peer: &str) -> Result<(Sender<Out>, Flags), SendError> {
+        let Some((alive, host)) = peer.split_once('@') else {
+            return Err(SendError::BadNode(peer.to_string()));
+        };
+        let host_ip = resolve_v4(host).map_err(|e| SendError::NoNode {
+            node: peer.to_string(),
+            why: format!("cannot resolve {host}: {e}"),
+        })?;
+        let entry = epmd::port_please(host_ip, self.inner.epmd_port, alive)
+            .map_err(|e| SendError::NoNode {
+                node: peer.to_string(),
+                why: e.to_string(),
+            })?
+            .ok_or_else(|| SendError::NoNode {
+                node: peer.to_string(),
+                why: "not registered".into(),
+            })?;
+        let _ = self.with_state(|s| s.connecting.insert(peer.to_string()));
+        let result =
+            (|| {
+                let mut stream = TcpStream::connect(SocketAddr::from((host_ip, entry.port)))
+                    .map_err(|e| SendError::Connect {
+                        node: peer.to_string(),
+                        error: e.into(),
+                    })?;
+                let _ = stream.set_nodelay(true);
+                let remote =
+                    handshake::initiate(&mut stream, &self.inner.local, peer).map_err(|error| {
+                        self.inner
+                            .stats
+                            .failed_handshakes
+                            .fetch_add(1, Ordering::Relaxed);
+                        SendError::Connect {
+                            node: peer.to_string(),
+                            error,
+                        }
+                    })?;
+                Ok(self.established(stream, remote))
+            })();
+        let _ = self.with_state(|s| s.connecting.remove(peer));
+        match result? {
+            Some(c) => Ok(c),
+            // Lost a simultaneous connect: the winner is in the table.
+            None => self
+                .with_state(|s| s.conns.get(peer).map(|c| (c.tx.clone(), c.flags)))
+                .flatten()
+                .ok_or_else(|| SendError::Closed(peer.to_string())),
+        }
+    }
+
+    /// A handshake succeeded: register the connection (N1) and start its
+    /// reader and writer. `None` if one to the peer was registered first.
+    fn established(
+        &self,
+        stream: TcpStream,
+        peer: handshake::Peer,
+    ) -> Option<(Sender<Out>, Flags)> {
+        let (tx, rx) = channel::<Out>();
+        let registered = self
+            .with_state(|s| {
+                if s.stopped || s.conns.contains_key(&peer.name) {
+                    return None;
+                }
+                s.next_conn += 1;
+                let id = s.next_conn;
+                s.conns.insert(
+                    peer.name.clone(),
+                    Conn {
+                        tx: tx.clone(),
+                        flags: peer.flags,
+                        id,
+                    },
+                );
+                s.subscribers
+                    .retain(|sub| sub.send(NodeEvent::Up(peer.name.clone())).is_ok());
+                Some(id)
+            })
+            .flatten()?;
+        let Ok(write_half) = stream.try_clone() else {
+            self.connection_down(&peer.name, registered);
+            return None;
+        };
+        let writer = self.clone();
+        let ticktime = self.inner.ticktime;
+        self.spawn("smarm.dist.writer", move || {
+            write_loop(write_half, rx, ticktime);
+            drop(writer);
+        });
+        let reader = self.clone();
+        let name = peer.name.clone();
+        self.spawn("smarm.dist.reader", move || {
+            reader.read_loop(stream, &name, registered)
+        });
+        Some((tx, peer.flags))
+    }
+
+    /// Remove connection `id` to `peer` and announce it down (N2).
+    fn connection_down(&self, peer: &str, id: u64) {
+        let _ = self.with_state(|s| {
+            if s.conns.get(peer).is_some_and(|c| c.id == id) {
+                if let Some(c) = s.conns.remove(peer) {
+                    let _ = c.tx.try_send(Out::Close);
+                }
+                s.subscribers
+                    .retain(|sub| sub.send(NodeEvent::Down(peer.to_string())).is_ok());
+            }
+        });
+    }
+
+    fn accept_loop(&self, listener: TcpListener) {
+        loop {
+            let Ok((stream, _)) = listener.accept() else {
+                continue;
+            };
+            let node = self.clone();
+            self.spawn("smarm.dist.accepting", move || node.accept_one(stream));
+        }
+    }
+
+    fn accept_one(&self, mut stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let me = self.name().to_string();
+        let decide = |peer: &str| {
+            self.with_state(|s| {
+                if s.conns.contains_key(peer) {
+                    Status::Alive
+                } else if s.connecting.contains(peer) {
+                    // Both sides connect: the greater name's attempt wins.
+                    if me.as_str() > peer {
+                        Status::Nok
+                    } else {
+                        Status::OkSimultaneous
+                    }
+                } else {
+                    Status::Ok
+                }
+            })
+            .unwrap_or(Status::Nok)
+        };
+        match handshake::accept(&mut stream, &self.inner.local, decide) {
+            Ok(peer) => {
+                if self
+                    .with_state(|s| s.conns.contains_key(&peer.name))
+                    .unwrap_or(false)
+                {
+                    // "alive" answered true: the old connection is dead.
+                    let old = self
+                        .with_state(|s| s.conns.get(&peer.name).map(|c| c.id))
+                        .flatten();
+                    if let Some(id) = old {
+                        self.connection_down(&peer.name, id);
+                    }
+                }
+                let _ = self.established(stream, peer);
+            }
+            Err(HandshakeError::Refused { .. }) => {}
+            Err(e) => {
+                self.inner
+                    .stats
+                    .failed_handshakes
+                    .fetch_add(1, Ordering::Relaxed);
+                log(&format!(
+                    "handshake from {:?} failed: {e}",
+                    stream.peer_addr().ok()
+                ));
+            }
+        }
+    }
+
+    /// The reader of a connection (module docs, N2, N3).
+    fn read_loop(&self, mut stream: TcpStream, peer: &str, id: u64) {
+        let ticktime = self.inner.ticktime;
+        let why = (|| -> Result<(), String> {
+            stream
+                .set_read_timeout(Some(ticktime / 4))
+                .map_err(|e| e.to_string())?;
+            let mut last = Instant::now();
+            let mut len = [0u8; 4];
+            loop {
+                match read_exact_or_idle(&mut stream, &mut len) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        if last.elapsed() > ticktime {
+                            return Err(format!("no tick for {ticktime:?} (net_ticktime)"));
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e.to_string()),
+                }
+                last = Instant::now();
+                let n = u32::from_be_bytes(len) as usize;
+                if n == 0 {
+                    continue; // a tick
+                }
+                if n > self.inner.max_frame {
+                    self.inner.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!(
+                        "a frame of {n} bytes, over the limit of {}",
+                        self.inner.max_frame
+                    ));
+                }
+                let mut frame = vec![0u8; n];
+                read_full(&mut stream, &mut frame).map_err(|e| e.to_string())?;
+                last = Instant::now();
+                if let Err(e) = self.handle_frame(&frame) {
+                    self.inner.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                    return Err(format!("malformed message: {e}"));
+                }
+            }
+        })();
+        if let Err(why) = why {
+            log(&format!("connection to {peer} closed: {why}"));
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        self.connection_down(peer, id);
+    }
+
+    fn handle_frame(&self, frame: &[u8]) -> Result<(), String> {
+        if frame[0] != PASS_THROUGH {
+            return Err(format!(
+                "unsupported message type {} (no atom cache is negotiated)",
+                frame[0]
+            ));
+        }
+        let (control, end) = term::decode_at(frame, 1).map_err(|e| e.to_string())?;
+        let message = if end < frame.len() {
+            let (m, end) = term::decode_at(frame, end).map_err(|e| e.to_string())?;
+            if end != frame.len() {
+                return Err(format!("{} bytes after the message", frame.len() - end));
+            }
+            Some(m)
+        } else {
+            None
+        };
+        match (Control::parse(&control), message) {
+            (Some(c @ (Control::Send { .. } | Control::RegSend { .. })), Some(m)) => {
+                self.deliver(c, m)
+            }
+            (Some(_), _) => {
+                self.inner
+                    .stats
+                    .ignored_controls
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            (None, _) => return Err("the control message is not a tuple with an operation".into()),
+        }
+        Ok(())
+    }
+}
+
+/// Resolve `host` to an IPv4 address (`localhost` and literals at once;
+/// other names on the blocking pool, so the scheduler does not wait).
+fn resolve_v4(host: &str) -> io::Result<Ipv4Addr> {
+    if host == "localhost" {
+        return Ok(Ipv4Addr::LOCALHOST);
+    }
+    if let Ok(ip) = host.parse() {
+        return Ok(ip);
+    }
+    let host = host.to_string();
+    smarm_core::io::block_on_io(move || {
+        (host.as_str(), 0)
+            .to_socket_addrs()?
+            .find_map(|a| match a {
+                SocketAddr::V4(v4) => Some(*v4.ip()),
+                SocketAddr::V6(_) => None,
+            })
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no IPv4 address"))
+    })
+}
+
+/// Read exactly `buf`, or `Ok(false)` if the read timed out before its
+/// first byte (the peer was idle).
+fn read_exact_or_idle(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<bool> {
+    match stream.read(buf) {
+        Ok(0) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the peer closed the connection",
+        )),
+        Ok(n) => {
+            read_full(stream, &mut buf[n..])?;
+            Ok(true)
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Read all of `buf`, waiting through read timeouts (a frame in flight).
+fn read_full(stream: &mut TcpStream, mut buf: &mut [u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        match stream.read(buf) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the peer closed mid-frame",
+                ))
+            }
+            Ok(n) => buf = &mut buf[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// The writer of a connection: frames as they come, a tick when idle.
+fn write_loop(mut stream: TcpStream, rx: Receiver<Out>, ticktime: Duration) {
+    loop {
+        let out = match rx.recv_timeout(ticktime / 4) {
+            Ok(Out::Frame(frame)) => stream.write_all(&frame),
+            Err(RecvTimeoutError::Timeout) => stream.write_all(&[0, 0, 0, 0]),
+            Ok(Out::Close) | Err(RecvTimeoutError::Disconnected) => break,
+        };
+        if out.is_err() {
+            break;
+        }
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// A frame: length, pass-through, control, message.
+fn encode_frame(control: &Term, message: Option<&Term>) -> Vec<u8> {
+    let mut frame = vec![0, 0, 0, 0, PASS_THROUGH];
+    term::encode_into(control, &mut frame);
+    if let Some(m) = message {
+        term::encode_into(m, &mut frame);
+    }
+    let len = (frame.len() - 4) as u32;
+    frame[..4].copy_from_slice(&len.to_be_bytes());
+    frame
+}
+
+fn log(what: &str) {
+    eprintln!("smarm::dist: {what}");
+}
+
+/// The name is registered on this node already.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("smarm::dist::Node::register: the name {0:?} is already registered on this node")]
+pub struct RegisterError(pub String);
+
+/// A node-visible mailbox: a pid (and perhaps a name) other nodes can
+/// send to, and the receiving end of its messages. Dropping it
+/// unregisters both.
+#[derive(Debug)]
+pub struct Mailbox {
+    pid: Pid,
+    name: Option<String>,
+    rx: Receiver<Message>,
+    node: Node,
+}
+
+impl Mailbox {
+    /// Its pid, to put in messages so that others can answer.
+    pub fn pid(&self) -> &Pid {
+        &self.pid
+    }
+
+    /// The name it is registered under, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Wait for the next message.
+    pub fn recv(&self) -> Result<Message, RecvError> {
+        self.rx.recv()
+    }
+
+    /// Wait for the next message at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<Message, RecvTimeoutError> {
+        self.rx.recv_timeout(timeout)
+    }
+
+    /// Send `term` to `to` with this mailbox as the sender.
+    pub fn send(&self, to: impl Into<Dest>, term: Term) -> Result<(), SendError> {
+        self.node.send_from(&self.pid, to.into(), term)
+    }
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        let (id, name) = (self.pid.id(), self.name.take());
+        let _ = self.node.with_state(|s| {
+            s.mailboxes.remove(&id);
+            if let Some(name) = name {
+                if s.names.get(&name).is_some_and(|(held, _)| *held == id) {
+                    s.names.remove(&name);
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,350 @@
+//! External terms: Erlang's External Term Format, through the `eetf`
+//! codec, behind a check that bounds what a peer can make us allocate.
+//!
+//! The codec trusts the lengths it reads (a list that claims 2^32
+//! elements is allocated as such) and recurses once per nesting level.
+//! Bytes from the network therefore pass [`check`] first: every declared
+//! length must fit in the bytes that follow (each element takes at least
+//! one), nesting is at most [`MAX_DEPTH`] deep, and the tags a
+//! distribution message cannot carry without an atom cache or
+//! compression (which smarm does not negotiate) are refused. A term that
+//! passes decodes in memory proportional to its size.
+
+pub use eetf::{
+    Atom, BigInteger, Binary, BitBinary, ByteList, FixInteger, Float, ImproperList, List, Map,
+    Pid as PidTerm, Reference, Term, Tuple,
+};
+use thiserror::Error;
+
+/// How deep a term from the network may nest.
+pub const MAX_DEPTH: usize = 256;
+
+/// Why bytes are not an acceptable external term.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum TermError {
+    /// The bytes end inside the term.
+    #[error("the term ends early (at byte {0})")]
+    Truncated(usize),
+    /// A tag this decoder does not accept here.
+    #[error("unsupported term tag {tag} at byte {at}")]
+    Tag {
+        /// The tag.
+        tag: u8,
+        /// Where it stands.
+        at: usize,
+    },
+    /// A declared length larger than the bytes that follow.
+    #[error("a length of {len} at byte {at} runs past the message")]
+    Length {
+        /// The length.
+        len: u64,
+        /// Where it stands.
+        at: usize,
+    },
+    /// Nested deeper than [`MAX_DEPTH`].
+    #[error("the term nests deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    /// The term does not start with the format's version byte, 131.
+    #[error("no version byte (131) at byte {0}")]
+    Version(usize),
+    /// The codec refused it.
+    #[error("the term does not decode: {0}")]
+    Decode(String),
+}
+
+/// The format's version byte.
+pub const VERSION: u8 = 131;
+
+struct Checker<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl Checker<'_> {
+    fn need(&self, n: u64) -> Result<(), TermError> {
+        let left = (self.b.len() - self.at) as u64;
+        if n > left {
+            return Err(TermError::Length {
+                len: n,
+                at: self.at,
+            });
+        }
+        Ok(())
+    }
+    fn skip(&mut self, n: usize) -> Result<(), TermError> {
+        if self.b.len() - self.at < n {
+            return Err(TermError::Truncated(self.at));
+        }
+        self.at += n;
+        Ok(())
+    }
+    fn u8(&mut self) -> Result<u8, TermError> {
+        let v = *self.b.get(self.at).ok_or(TermError::Truncated(self.at))?;
+        self.at += 1;
+        Ok(v)
+    }
+    fn u16(&mut self) -> Result<u16, TermError> {
+        let s = self
+            .b
+            .get(self.at..self.at + 2)
+            .ok_or(TermError::Truncated(self.at))?;
+        self.at += 2;
+        Ok(u16::from_be_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Result<u32, TermError> {
+        let s = self
+            .b
+            .get(self.at..self.at + 4)
+            .ok_or(TermError::Truncated(self.at))?;
+        self.at += 4;
+        Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    /// `count` elements, each at least a byte.
+    fn elements(&mut self, count: u64, depth: usize) -> Result<(), TermError> {
+        self.need(count)?;
+        for _ in 0..count {
+            self.term(depth + 1)?;
+        }
+        Ok(())
+    }
+    fn atom(&mut self) -> Result<(), TermError> {
+        let at = self.at;
+        match self.u8()? {
+            100 | 118 => {
+                let n = self.u16()?;
+                self.skip(n as usize)
+            }
+            115 | 119 => {
+                let n = self.u8()?;
+                self.skip(n as usize)
+            }
+            tag => Err(TermError::Tag { tag, at }),
+        }
+    }
+    fn term(&mut self, depth: usize) -> Result<(), TermError> {
+        if depth > MAX_DEPTH {
+            return Err(TermError::TooDeep);
+        }
+        let at = self.at;
+        match self.u8()? {
+            97 => self.skip(1),
+            98 => self.skip(4),
+            70 => self.skip(8),
+            99 => self.skip(31),
+            106 => Ok(()),
+            100 | 115 | 118 | 119 => {
+                self.at = at;
+                self.atom()
+            }
+            104 => {
+                let n = self.u8()?;
+                self.elements(u64::from(n), depth)
+            }
+            105 => {
+                let n = self.u32()?;
+                self.elements(u64::from(n), depth)
+            }
+            107 => {
+                let n = self.u16()?;
+                self.skip(n as usize)
+            }
+            108 => {
+                let n = self.u32()?;
+                self.elements(u64::from(n), depth)?;
+                self.term(depth + 1) // the tail
+            }
+            109 => {
+                let n = self.u32()?;
+                self.need(u64::from(n))?;
+                self.skip(n as usize)
+            }
+            77 => {
+                let n = self.u32()?;
+                self.skip(1)?;
+                self.need(u64::from(n))?;
+                self.skip(n as usize)
+            }
+            110 => {
+                let n = self.u8()?;
+                self.skip(1 + n as usize)
+            }
+            111 => {
+                let n = self.u32()?;
+                self.need(u64::from(n) + 1)?;
+                self.skip(1 + n as usize)
+            }
+            116 => {
+                let n = self.u32()?;
+                self.elements(2 * u64::from(n), depth)
+            }
+            103 => {
+                self.atom()?;
+                self.skip(9)
+            }
+            88 => {
+                self.atom()?;
+                self.skip(12)
+            }
+            102 => {
+                self.atom()?;
+                self.skip(5)
+            }
+            89 => {
+                self.atom()?;
+                self.skip(8)
+            }
+            120 => {
+                self.atom()?;
+                self.skip(12)
+            }
+            101 => {
+                self.atom()?;
+                self.skip(5)
+            }
+            114 | 90 => {
+                let tag = self.b[at];
+                let n = self.u16()?;
+                self.atom()?;
+                self.skip(if tag == 114 { 1 } else { 4 })?;
+                self.need(4 * u64::from(n))?;
+                self.skip(4 * n as usize)
+            }
+            113 => {
+                self.atom()?;
+                self.atom()?;
+                self.term(depth + 1)
+            }
+            112 => {
+                // size, arity, uniq, index, free count, then module,
+                // old index, old uniq, pid and the free variables.
+                self.skip(4 + 1 + 16 + 4)?;
+                let free = self.u32()?;
+                self.atom()?;
+                for _ in 0..4 {
+                    self.term(depth + 1)?;
+                }
+                self.elements(u64::from(free), depth)
+            }
+            tag => Err(TermError::Tag { tag, at }),
+        }
+    }
+}
+
+/// Check the term that starts at `start` of `bytes` (its version byte
+/// first, module docs); returns where it ends.
+pub fn check(bytes: &[u8], start: usize) -> Result<usize, TermError> {
+    let mut c = Checker {
+        b: bytes,
+        at: start,
+    };
+    if c.u8().map_err(|_| TermError::Version(start))? != VERSION {
+        return Err(TermError::Version(start));
+    }
+    c.term(0)?;
+    Ok(c.at)
+}
+
+/// Check and decode the term at `start` of `bytes`; returns it and where
+/// it ends.
+pub fn decode_at(bytes: &[u8], start: usize) -> Result<(Term, usize), TermError> {
+    let end = check(bytes, start)?;
+    let term = Term::decode(std::io::Cursor::new(&bytes[start..end]))
+        .map_err(|e| TermError::Decode(e.to_string()))?;
+    Ok((term, end))
+}
+
+/// Decode one whole external term (as `binary_to_term/1`, with the checks
+/// above).
+///
+/// ```
+/// use smarm_dist::term::{decode, encode, Atom, Term};
+///
+/// let bytes = encode(&Term::from(Atom::from("hello")));
+/// assert_eq!(decode(&bytes).unwrap(), Term::from(Atom::from("hello")));
+/// // A list that claims more elements than there are bytes is refused.
+/// assert!(decode(&[131, 108, 255, 255, 255, 255, 106]).is_err());
+/// ```
+pub fn decode(bytes: &[u8]) -> Result<Term, TermError> {
+    let (term, end) = decode_at(bytes, 0)?;
+    if end != bytes.len() {
+        return Err(TermError::Length {
+            len: (bytes.len() - end) as u64,
+            at: end,
+        });
+    }
+    Ok(term)
+}
+
+/// Encode `term` (as `term_to_binary/1`).
+pub fn encode(term: &Term) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_into(term, &mut out);
+    out
+}
+
+/// Append the encoding of `term` to `out`. Only an atom longer than
+/// 65,535 bytes or a reference of more than 65,535 words cannot be
+/// encoded: it is written as the atom `'$smarm_unencodable'` instead.
+pub fn encode_into(term: &Term, out: &mut Vec<u8>) {
+    let mark = out.len();
+    if term.encode(&mut *out).is_err() {
+        out.truncate(mark);
+        let _ = Term::from(Atom::from("$smarm_unencodable")).encode(&mut *out);
+    }
+}
+
+/// The atom `name`.
+pub fn atom(name: &str) -> Term {
+    Term::from(Atom::from(name))
+}
+
+/// The tuple of `elements`.
+pub fn tuple(elements: Vec<Term>) -> Term {
+    Term::from(Tuple::from(elements))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terms_round_trip_through_the_check() {
+        let t = tuple(vec![
+            atom("ok"),
+            Term::from(FixInteger::from(-5)),
+            Term::from(Binary::from(vec![1, 2, 3])),
+            Term::from(List::from(vec![atom("a"), atom("b")])),
+            Term::from(Float::try_from(1.5).unwrap()),
+        ]);
+        assert_eq!(decode(&encode(&t)).unwrap(), t);
+    }
+
+    #[test]
+    fn lengths_past_the_end_and_deep_nesting_are_refused() {
+        // A binary claiming 4 GiB.
+        assert!(matches!(
+            decode(&[131, 109, 255, 255, 255, 255]),
+            Err(TermError::Length { .. })
+        ));
+        // A map claiming 2^31 pairs.
+        assert!(matches!(
+            decode(&[131, 116, 128, 0, 0, 0]),
+            Err(TermError::Length { .. })
+        ));
+        // 1,000 nested one-tuples.
+        let mut deep = vec![131];
+        deep.extend(std::iter::repeat_n([104, 1], 1000).flatten());
+        deep.push(106);
+        assert_eq!(decode(&deep), Err(TermError::TooDeep));
+        // Truncated, wrong version, compressed.
+        assert!(matches!(
+            decode(&[131, 104, 1, 98, 0]),
+            Err(TermError::Truncated(_))
+        ));
+        assert_eq!(decode(&[130, 106]), Err(TermError::Version(0)));
+        assert!(matches!(
+            decode(&[131, 80, 0, 0, 0, 1]),
+            Err(TermError::Tag { tag: 80, .. })
+        ));
+    }
+}

@@ -1,0 +1,118 @@
+//! What the distribution tests share: free ports, and real Erlang nodes
+//! started on loopback with a private EPMD port, stopped when dropped.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A TCP port nothing listens on right now (the kernel's pick, released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// `erl` must be on the PATH: these tests check interoperation with a
+/// real Erlang node and must not pass without one (`.ci/run` installs
+/// Debian's erlang-base when it is missing).
+pub fn require_erl() {
+    let found = Command::new("erl")
+        .args(["-noshell", "-eval", "halt()."])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "these tests need Erlang's `erl` on the PATH: apt-get install erlang-base"
+    );
+}
+
+/// An Erlang node running `eval` (an expression sequence), registered with
+/// the EPMD on `epmd_port` (which it does not start). Its stdout lines
+/// arrive on `lines`. Killed when dropped.
+pub struct Erl {
+    child: Child,
+    pub lines: mpsc::Receiver<String>,
+}
+
+impl Erl {
+    pub fn start(sname: &str, cookie: &str, epmd_port: u16, eval: &str) -> Erl {
+        let mut child = Command::new("erl")
+            .args([
+                "-sname",
+                sname,
+                "-setcookie",
+                cookie,
+                "-noshell",
+                "-start_epmd",
+                "false",
+                "-kernel",
+                "net_ticktime",
+                "60",
+                "-eval",
+                eval,
+            ])
+            .env("ERL_EPMD_PORT", epmd_port.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start erl");
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Erl { child, lines }
+    }
+
+    /// The next line it prints, within `timeout`.
+    pub fn line(&self, timeout: Duration) -> String {
+        self.lines
+            .recv_timeout(timeout)
+            .unwrap_or_else(|e| panic!("erl printed nothing within {timeout:?}: {e}"))
+    }
+
+    /// Wait for a line starting with `prefix`, returning the rest.
+    pub fn expect(&self, prefix: &str, timeout: Duration) -> String {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let line = self.line(left);
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return rest.trim().to_string();
+            }
+        }
+    }
+
+    /// Kill the node (as a crash would).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Wait for it to exit by itself.
+    pub fn wait(&mut self, timeout: Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for Erl {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
