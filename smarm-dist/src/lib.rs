@@ -43,3 +43,9 @@ pub use node::{
 };
 pub use pid::Pid;
 pub use term::Term;
+
+/// The guide's chapter on distribution, whose examples run as this
+/// crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../guide/src/distribution.md")]
+pub struct GuideDistribution;

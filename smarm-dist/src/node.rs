@@ -484,41 +484,78 @@ impl Node {
     }
 
     /// A new node-visible mailbox with a pid of its own.
+    ///
+    /// # Panics
+    ///
+    /// If the node's state could not be locked within the lock's timeout
+    /// (an actor of the node is stuck: a bug worth reporting).
     pub fn mailbox(&self) -> Mailbox {
-        self.mailbox_named(None)
+        match self.mailbox_with(None, None) {
+            Ok(m) => m,
+            Err(_) => panic!(
+                "smarm::dist::Node::mailbox: the node's state stayed locked past its timeout"
+            ),
+        }
     }
 
     /// A new mailbox registered as `name` on this node, so that
     /// `{Name, Node} ! Msg` reaches it.
     pub fn register(&self, name: &str) -> Result<Mailbox, RegisterError> {
-        let taken = self
-            .with_state(|s| s.names.contains_key(name))
-            .unwrap_or(true);
-        if taken {
-            return Err(RegisterError(name.to_string()));
-        }
-        Ok(self.mailbox_named(Some(name)))
+        self.mailbox_with(Some(name), None)
     }
 
-    fn mailbox_named(&self, name: Option<&str>) -> Mailbox {
-        let (tx, rx) = channel();
+    /// As [`register`](Node::register), with a bounded mailbox of
+    /// `capacity` messages: a message from another node that finds it full
+    /// is dropped and counted ([`Stats::dropped_full`]), since the
+    /// connection's reader must never wait; a send from this node into it
+    /// is dropped the same way.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0.
+    pub fn register_bounded(&self, name: &str, capacity: usize) -> Result<Mailbox, RegisterError> {
+        self.mailbox_with(Some(name), Some(capacity))
+    }
+
+    /// A mailbox with a new pid, registered as `name` if that is free.
+    fn mailbox_with(
+        &self,
+        name: Option<&str>,
+        capacity: Option<usize>,
+    ) -> Result<Mailbox, RegisterError> {
+        let (tx, rx) = match capacity {
+            None => {
+                let (tx, rx) = channel();
+                (tx, Inbox::Unbounded(rx))
+            }
+            Some(cap) => {
+                let (tx, rx) = smarm_core::channel::bounded(cap);
+                (tx, Inbox::Bounded(rx))
+            }
+        };
         let id = self
             .with_state(|s| {
+                if let Some(name) = name {
+                    if s.names.contains_key(name) {
+                        return None;
+                    }
+                }
                 let id = s.next_id;
                 s.next_id = s.next_id.wrapping_add(1).max(1);
                 s.mailboxes.insert(id, tx.clone());
                 if let Some(name) = name {
                     s.names.insert(name.to_string(), (id, tx));
                 }
-                id
+                Some(id)
             })
-            .unwrap_or(0);
-        Mailbox {
+            .flatten()
+            .ok_or_else(|| RegisterError(name.unwrap_or_default().to_string()))?;
+        Ok(Mailbox {
             pid: Pid::new(self.name(), id, 0, self.creation()),
             name: name.map(str::to_string),
             rx,
             node: self.clone(),
-        }
+        })
     }
 
     /// The pid standing for the node itself, the sender of messages sent
@@ -1052,8 +1089,14 @@ pub struct RegisterError(pub String);
 pub struct Mailbox {
     pid: Pid,
     name: Option<String>,
-    rx: Receiver<Message>,
+    rx: Inbox,
     node: Node,
+}
+
+#[derive(Debug)]
+enum Inbox {
+    Unbounded(Receiver<Message>),
+    Bounded(smarm_core::BoundedReceiver<Message>),
 }
 
 impl Mailbox {
@@ -1069,12 +1112,31 @@ impl Mailbox {
 
     /// Wait for the next message.
     pub fn recv(&self) -> Result<Message, RecvError> {
-        self.rx.recv()
+        match &self.rx {
+            Inbox::Unbounded(rx) => rx.recv(),
+            Inbox::Bounded(rx) => rx.recv(),
+        }
     }
 
     /// Wait for the next message at most `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<Message, RecvTimeoutError> {
-        self.rx.recv_timeout(timeout)
+        match &self.rx {
+            Inbox::Unbounded(rx) => rx.recv_timeout(timeout),
+            Inbox::Bounded(rx) => rx.recv_timeout(timeout),
+        }
+    }
+
+    /// Messages waiting in it.
+    pub fn len(&self) -> usize {
+        match &self.rx {
+            Inbox::Unbounded(rx) => rx.len(),
+            Inbox::Bounded(rx) => rx.len(),
+        }
+    }
+
+    /// Whether no message waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Send `term` to `to` with this mailbox as the sender.

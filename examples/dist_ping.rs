@@ -1,0 +1,80 @@
+//! A smarm node to talk to from an Erlang shell.
+//!
+//! ```sh
+//! cargo run --features dist --example dist_ping          # shop@localhost, cookie "secret"
+//! erl -sname erl@localhost -setcookie secret -start_epmd false
+//! ```
+//!
+//! In the shell: `{inbox, 'shop@localhost'} ! {self(), ping}.` then
+//! `flush().` shows `{pong,'shop@localhost'}`; any other `{Pid, Term}` is
+//! echoed back as `{echo, Term}`, and `stop` ends the node. The node
+//! serves EPMD itself when none runs (so `-start_epmd false` finds it);
+//! `ERL_EPMD_PORT` moves both to another port.
+
+use smarm::dist::term::{atom, tuple, Term};
+use smarm::dist::{Node, NodeEvent, Pid};
+
+fn main() {
+    let name = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "shop@localhost".into());
+    let cookie = std::env::args().nth(2).unwrap_or_else(|| "secret".into());
+    smarm::run(move || {
+        let node = match Node::start(&name, &cookie) {
+            Ok(node) => node,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        };
+        println!(
+            "{} up on port {} ({}); send to {{inbox, '{}'}}",
+            node.name(),
+            node.port(),
+            if node.serves_epmd() {
+                "serving EPMD"
+            } else {
+                "registered with EPMD"
+            },
+            node.name()
+        );
+        let events = node.monitor_nodes();
+        smarm::spawn(move || {
+            while let Ok(e) = events.recv() {
+                match e {
+                    NodeEvent::Up(n) => println!("nodeup {n}"),
+                    NodeEvent::Down(n) => println!("nodedown {n}"),
+                }
+            }
+        });
+        let inbox = match node.register("inbox") {
+            Ok(inbox) => inbox,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        };
+        while let Ok(msg) = inbox.recv() {
+            println!("got {}", msg.term);
+            if msg.term == atom("stop") {
+                break;
+            }
+            let Term::Tuple(t) = &msg.term else { continue };
+            let [from, what] = t.elements.as_slice() else {
+                continue;
+            };
+            let Some(from) = Pid::from_term(from) else {
+                continue;
+            };
+            let reply = if *what == atom("ping") {
+                tuple(vec![atom("pong"), atom(node.name())])
+            } else {
+                tuple(vec![atom("echo"), what.clone()])
+            };
+            if let Err(e) = inbox.send(&from, reply) {
+                eprintln!("reply to {from} failed: {e}");
+            }
+        }
+        node.stop();
+    });
+}

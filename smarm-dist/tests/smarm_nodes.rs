@@ -1,0 +1,281 @@
+//! smarm nodes among themselves, with no Erlang anywhere: two OS processes
+//! form a cluster through the EPMD one of them serves; a peer speaking the
+//! protocol badly (malformed or oversize frames, unknown control
+//! messages, no ticks) loses its connection and nothing else; a full
+//! bounded mailbox drops a remote message instead of stalling the reader.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::dist::control::Control;
+use smarm::dist::epmd;
+use smarm::dist::flags::Flags;
+use smarm::dist::handshake::{self, Local};
+use smarm::dist::term::{self, atom, tuple, FixInteger, Term};
+use smarm::dist::{Node, NodeEvent};
+use smarm::net::TcpStream;
+use std::io::{Read, Write};
+use std::net::Ipv4Addr;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use support::free_port;
+
+const LONG: Duration = Duration::from_secs(30);
+const CHILD: &str = "SMARM_DIST_CHILD_EPMD_PORT";
+
+/// A connection to `node` made by hand: the handshake done as the raw
+/// node `name`, then frames written as the test likes.
+fn raw_peer(node: &Node, name: &str, cookie: &str) -> TcpStream {
+    let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, node.port())).unwrap();
+    let local = Local {
+        name: name.into(),
+        cookie: cookie.into(),
+        flags: Flags::offered(),
+        creation: 7,
+    };
+    handshake::initiate(&mut s, &local, node.name()).unwrap();
+    s
+}
+
+/// A frame: length, pass-through, control, message.
+fn frame(control: &Term, message: &Term) -> Vec<u8> {
+    let mut body = vec![112];
+    term::encode_into(control, &mut body);
+    term::encode_into(message, &mut body);
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend(body);
+    f
+}
+
+fn reg_send(from: &str, name: &str, message: &Term) -> Vec<u8> {
+    let from = smarm::dist::Pid::new(from, 1, 0, 7);
+    frame(
+        &Control::RegSend {
+            from,
+            name: name.into(),
+        }
+        .to_term(),
+        message,
+    )
+}
+
+/// Read until the node closes the connection (ticks are skipped).
+fn closed_by_node(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(LONG)).unwrap();
+    let mut buf = [0u8; 64];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,
+        }
+    }
+}
+
+#[test]
+fn malformed_and_oversize_frames_close_only_their_connection() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let node = Node::builder("m@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .max_frame(1 << 16)
+            .start()
+            .unwrap();
+        let inbox = node.register("inbox").unwrap();
+        // A list claiming 2^32 elements: refused before anything is allocated.
+        let mut bad = raw_peer(&node, "bad1@localhost", "c");
+        bad.write_all(&[0, 0, 0, 7, 112, 131, 108, 255, 255, 255, 255])
+            .unwrap();
+        assert!(closed_by_node(&mut bad));
+        // A frame longer than max_frame: refused before it is read.
+        let mut big = raw_peer(&node, "bad2@localhost", "c");
+        big.write_all(&[0x7f, 0xff, 0xff, 0xff]).unwrap();
+        assert!(closed_by_node(&mut big));
+        assert_eq!(node.stats().malformed.load(Ordering::Relaxed), 2);
+        // An unknown control message is ignored, and the connection stays.
+        let mut good = raw_peer(&node, "good@localhost", "c");
+        let unknown = tuple(vec![Term::from(FixInteger::from(99)), atom("x")]);
+        good.write_all(&frame(&unknown, &atom("ignored"))).unwrap();
+        good.write_all(&reg_send("good@localhost", "inbox", &atom("after")))
+            .unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("after"));
+        assert_eq!(node.stats().ignored_controls.load(Ordering::Relaxed), 1);
+        assert_eq!(node.nodes(), vec!["good@localhost".to_string()]);
+        node.stop();
+    });
+}
+
+#[test]
+fn a_peer_that_stops_ticking_is_declared_down_within_the_tick_time() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let ticktime = Duration::from_millis(800);
+        let node = Node::builder("t@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .ticktime(ticktime)
+            .start()
+            .unwrap();
+        let events = node.monitor_nodes();
+        let inbox = node.register("inbox").unwrap();
+        let mut quiet = raw_peer(&node, "quiet@localhost", "c");
+        quiet
+            .write_all(&reg_send("quiet@localhost", "inbox", &atom("hi")))
+            .unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("hi"));
+        assert_eq!(
+            events.recv().unwrap(),
+            NodeEvent::Up("quiet@localhost".into())
+        );
+        let t0 = Instant::now();
+        // The node ticks us; we never answer.
+        assert_eq!(
+            events.recv_timeout(LONG).unwrap(),
+            NodeEvent::Down("quiet@localhost".into())
+        );
+        let waited = t0.elapsed();
+        assert!(
+            waited >= ticktime / 2,
+            "declared down after {waited:?}, before the tick time"
+        );
+        assert!(closed_by_node(&mut quiet));
+        node.stop();
+    });
+}
+
+#[test]
+fn a_full_bounded_mailbox_drops_remote_messages_and_the_reader_goes_on() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let node = Node::builder("b@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let small = node.register_bounded("small", 2).unwrap();
+        let other = node.register("other").unwrap();
+        let mut peer = raw_peer(&node, "fast@localhost", "c");
+        for i in 0..10 {
+            peer.write_all(&reg_send(
+                "fast@localhost",
+                "small",
+                &Term::from(FixInteger::from(i)),
+            ))
+            .unwrap();
+        }
+        peer.write_all(&reg_send("fast@localhost", "other", &atom("through")))
+            .unwrap();
+        // The reader passed the full mailbox by: the next message arrives.
+        assert_eq!(other.recv_timeout(LONG).unwrap().term, atom("through"));
+        assert_eq!(small.len(), 2);
+        assert_eq!(node.stats().dropped_full.load(Ordering::Relaxed), 8);
+        assert_eq!(small.recv().unwrap().term, Term::from(FixInteger::from(0)));
+        node.stop();
+    });
+}
+
+/// The other process of `two_processes_form_a_cluster_through_the_built_in_epmd`:
+/// a node that echoes `{From, T}` as `{echo, T}` until `stop`.
+#[test]
+fn child_echo_node() {
+    let Some(port) = std::env::var(CHILD)
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+    else {
+        return; // run as the child only
+    };
+    smarm::run(move || {
+        let node = Node::builder("child@localhost")
+            .cookie("pair")
+            .epmd_port(port)
+            .start()
+            .unwrap();
+        assert!(!node.serves_epmd(), "the parent serves EPMD");
+        let echo = node.register("echo").unwrap();
+        println!("CHILD READY");
+        loop {
+            let msg = echo.recv_timeout(LONG).unwrap();
+            if msg.term == atom("stop") {
+                break;
+            }
+            let Term::Tuple(t) = &msg.term else {
+                panic!("{:?}", msg.term)
+            };
+            let from = smarm::dist::Pid::from_term(&t.elements[0]).unwrap();
+            echo.send(&from, tuple(vec![atom("echo"), t.elements[1].clone()]))
+                .unwrap();
+        }
+        node.stop();
+    });
+}
+
+#[test]
+fn two_processes_form_a_cluster_through_the_built_in_epmd() {
+    let port = free_port();
+    // Nothing answers on the EPMD port, and no Erlang is on the child's PATH.
+    assert!(std::net::TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err());
+    smarm::run(move || {
+        let node = Node::builder("parent@localhost")
+            .cookie("pair")
+            .epmd_port(port)
+            .start()
+            .unwrap();
+        assert!(node.serves_epmd());
+        let exe = std::env::current_exe().unwrap();
+        let mut child = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "child_echo_node",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(CHILD, port.to_string())
+            .env("PATH", "")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let ready = smarm::io::block_on_io(move || {
+            let mut seen = String::new();
+            let mut byte = [0u8; 1];
+            while !seen.contains("CHILD READY") {
+                if out.read(&mut byte).unwrap_or(0) == 0 {
+                    break;
+                }
+                seen.push(byte[0] as char);
+            }
+            // Keep draining: the child's harness prints more.
+            std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+            seen
+        });
+        assert!(ready.contains("CHILD READY"), "child output: {ready}");
+        // The built-in EPMD answered the child's registration.
+        let names = epmd::names(Ipv4Addr::LOCALHOST, port).unwrap();
+        assert!(names.iter().any(|(n, _)| n == "child"), "{names:?}");
+        assert!(names.iter().any(|(n, _)| n == "parent"), "{names:?}");
+        let inbox = node.mailbox();
+        let sent: Vec<Term> = (0..100).map(|i| Term::from(FixInteger::from(i))).collect();
+        for t in &sent {
+            inbox
+                .send(
+                    ("echo", "child@localhost"),
+                    tuple(vec![inbox.pid().to_term(), t.clone()]),
+                )
+                .unwrap();
+        }
+        for t in &sent {
+            assert_eq!(
+                inbox.recv_timeout(LONG).unwrap().term,
+                tuple(vec![atom("echo"), t.clone()])
+            );
+        }
+        inbox
+            .send(("echo", "child@localhost"), atom("stop"))
+            .unwrap();
+        let status = smarm::io::block_on_io(move || child.wait().unwrap());
+        assert!(status.success(), "the child failed: {status}");
+        node.stop();
+    });
+}
