@@ -169,7 +169,7 @@ fn an_actor_past_its_heap_limit_is_stopped_with_the_memory_reason_and_reported()
         assert_eq!(hoarder.join().unwrap_err().reason(), DownReason::HeapLimit);
         assert_eq!(
             bystander.join().unwrap(),
-            (0..50u64).map(|i| i * 1000).sum()
+            (0..50u64).map(|i| i * 1000).sum::<u64>()
         );
     });
     smarm::report::reset_handler();
@@ -346,7 +346,7 @@ fn an_actor_allocating_without_a_blocking_call_is_ended_at_an_allocation() {
             .unwrap();
         assert_eq!(down.rx.recv().unwrap().reason, DownReason::HeapLimit);
         assert_eq!(hoarder.join().unwrap_err().reason(), DownReason::HeapLimit);
-        assert_eq!(bystander.join().unwrap(), (0..20).sum());
+        assert_eq!(bystander.join().unwrap(), (0..20).sum::<u64>());
         // The runtime goes on spawning and finishing actors.
         assert_eq!(smarm::spawn(|| 7).join().unwrap(), 7);
     });

@@ -7,6 +7,8 @@ pub const PUBLISHED: u64 = 0x1;
 pub const EXTENDED_REFERENCES: u64 = 0x4;
 /// Process monitors across nodes.
 pub const DIST_MONITOR: u64 = 0x8;
+/// Monitors of a registered name on another node.
+pub const DIST_MONITOR_NAME: u64 = 0x20;
 /// Fun tags (mandatory since OTP 25).
 pub const FUN_TAGS: u64 = 0x10;
 /// New fun tags (mandatory since OTP 25).
@@ -56,6 +58,7 @@ pub const MANDATORY: u64 = EXTENDED_REFERENCES
 pub const OFFERED: u64 = MANDATORY
     | PUBLISHED
     | DIST_MONITOR
+    | DIST_MONITOR_NAME
     | SEND_SENDER
     | UNLINK_ID
     | MANDATORY_25_DIGEST

@@ -38,8 +38,8 @@ mod pid;
 pub mod term;
 
 pub use node::{
-    Builder, Dest, Mailbox, Message, Node, NodeEvent, RegisterError, SendError, StartError, Stats,
-    DEFAULT_MAX_FRAME, DEFAULT_TICKTIME,
+    Builder, CallError, Dest, GenCall, Mailbox, Message, Node, NodeEvent, RegisterError, ReplyTo,
+    SendError, StartError, Stats, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME,
 };
 pub use pid::Pid;
 pub use term::Term;

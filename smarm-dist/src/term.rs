@@ -285,12 +285,89 @@ pub fn encode(term: &Term) -> Vec<u8> {
 /// Append the encoding of `term` to `out`. Only an atom longer than
 /// 65,535 bytes or a reference of more than 65,535 words cannot be
 /// encoded: it is written as the atom `'$smarm_unencodable'` instead.
+///
+/// Containers are written here and only their leaves by the codec: its
+/// list encoder writes a list of small integers as a string of bytes
+/// without checking that they are not negative (`[-5]` would arrive as
+/// `[251]`).
 pub fn encode_into(term: &Term, out: &mut Vec<u8>) {
     let mark = out.len();
-    if term.encode(&mut *out).is_err() {
+    out.push(VERSION);
+    if encode_body(term, out).is_err() {
         out.truncate(mark);
         let _ = Term::from(Atom::from("$smarm_unencodable")).encode(&mut *out);
     }
+}
+
+/// A term without the version byte.
+fn encode_body(term: &Term, out: &mut Vec<u8>) -> Result<(), eetf::EncodeError> {
+    let len32 = |n: usize| {
+        u32::try_from(n)
+            .map(u32::to_be_bytes)
+            .map_err(|_| eetf::EncodeError::Io(std::io::Error::other("too many elements")))
+    };
+    match term {
+        Term::List(l) if l.elements.is_empty() => out.push(106),
+        Term::List(l) => {
+            let bytes: Option<Vec<u8>> = l
+                .elements
+                .iter()
+                .map(|e| match e {
+                    Term::FixInteger(FixInteger { value }) => u8::try_from(*value).ok(),
+                    _ => None,
+                })
+                .collect();
+            match bytes {
+                Some(b) if b.len() <= usize::from(u16::MAX) => {
+                    out.push(107);
+                    out.extend_from_slice(&(b.len() as u16).to_be_bytes());
+                    out.extend_from_slice(&b);
+                }
+                _ => {
+                    out.push(108);
+                    out.extend_from_slice(&len32(l.elements.len())?);
+                    for e in &l.elements {
+                        encode_body(e, out)?;
+                    }
+                    out.push(106);
+                }
+            }
+        }
+        Term::ImproperList(l) => {
+            out.push(108);
+            out.extend_from_slice(&len32(l.elements.len())?);
+            for e in &l.elements {
+                encode_body(e, out)?;
+            }
+            encode_body(&l.last, out)?;
+        }
+        Term::Tuple(t) => {
+            match u8::try_from(t.elements.len()) {
+                Ok(n) => out.extend_from_slice(&[104, n]),
+                Err(_) => {
+                    out.push(105);
+                    out.extend_from_slice(&len32(t.elements.len())?);
+                }
+            }
+            for e in &t.elements {
+                encode_body(e, out)?;
+            }
+        }
+        Term::Map(m) => {
+            out.push(116);
+            out.extend_from_slice(&len32(m.map.len())?);
+            for (k, v) in &m.map {
+                encode_body(k, out)?;
+                encode_body(v, out)?;
+            }
+        }
+        leaf => {
+            let mark = out.len();
+            leaf.encode(&mut *out)?;
+            out.remove(mark); // the codec's own version byte
+        }
+    }
+    Ok(())
 }
 
 /// The atom `name`.
@@ -317,6 +394,26 @@ mod tests {
             Term::from(Float::try_from(1.5).unwrap()),
         ]);
         assert_eq!(decode(&encode(&t)).unwrap(), t);
+    }
+
+    #[test]
+    fn a_list_of_negative_small_integers_keeps_its_signs() {
+        let t = Term::from(List::from(vec![
+            Term::from(FixInteger::from(-5)),
+            Term::from(FixInteger::from(7)),
+        ]));
+        let bytes = encode(&t);
+        assert_eq!(bytes[1], 108, "a LIST_EXT, not a string of bytes");
+        assert_eq!(decode(&bytes).unwrap(), t);
+        let s = Term::from(List::from(vec![
+            Term::from(FixInteger::from(5)),
+            Term::from(FixInteger::from(255)),
+        ]));
+        assert_eq!(
+            encode(&s)[1],
+            107,
+            "non-negative bytes still go as a string"
+        );
     }
 
     #[test]

@@ -248,3 +248,274 @@ fn a_killed_erlang_node_is_reported_down() {
     down.recv_timeout(LONG).unwrap();
     smarm.join().unwrap();
 }
+
+#[test]
+fn erlang_gen_server_calls_and_casts_are_answered_by_a_smarm_mailbox() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let node = Node::builder("smarm5@localhost")
+            .cookie("c5")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let counter = node.register("counter").unwrap();
+        ready_tx.send(()).unwrap();
+        let mut count = 0i32;
+        loop {
+            let msg = counter.recv_timeout(LONG).unwrap();
+            if let Some(call) = msg.gen_call() {
+                let reply = match &call.request {
+                    Term::Tuple(t) if t.elements.first() == Some(&atom("add")) => {
+                        let Term::FixInteger(n) = &t.elements[1] else {
+                            panic!("{t:?}")
+                        };
+                        count += n.value;
+                        atom("ok")
+                    }
+                    r if *r == atom("get") => Term::from(FixInteger::from(count)),
+                    other => panic!("unexpected call {other:?}"),
+                };
+                counter.reply(&call.reply_to, reply).unwrap();
+            } else if msg.gen_cast() == Some(&atom("stop")) {
+                break;
+            } else {
+                panic!("not a gen_server message: {:?}", msg.term);
+            }
+        }
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let erl = Erl::start(
+        "erl5@localhost",
+        "c5",
+        epmd,
+        "S = {counter, 'smarm5@localhost'}, \
+         io:format(\"ADD ~p~n\", [gen_server:call(S, {add, 5})]), \
+         io:format(\"ADD ~p~n\", [gen_server:call(S, {add, 37})]), \
+         io:format(\"GET ~p~n\", [gen_server:call(S, get)]), \
+         io:format(\"MISSING ~p~n\", [catch gen_server:call({missing, 'smarm5@localhost'}, get, 10000)]), \
+         gen_server:cast(S, stop), \
+         timer:sleep(300), halt().",
+    );
+    assert_eq!(erl.expect("ADD ", LONG), "ok");
+    assert_eq!(erl.expect("ADD ", LONG), "ok");
+    assert_eq!(erl.expect("GET ", LONG), "42");
+    // A call to a name that is not registered fails at once with noproc
+    // (the monitor gen_server:call sets up is answered), not at its timeout.
+    let missing = erl.expect("MISSING ", LONG);
+    assert!(missing.starts_with("{'EXIT',{noproc,"), "{missing}");
+    smarm.join().unwrap();
+}
+
+#[test]
+fn smarm_calls_erlang_and_monitors_work_both_ways() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (watched_gone_tx, watched_gone) = smarm::channel::<()>();
+    let (killed_tx, killed) = smarm::channel::<()>();
+    let (done_tx, done) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let node = Node::builder("smarm6@localhost")
+            .cookie("c6")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let inbox = node.register("inbox").unwrap();
+        let watched = node.register("watched").unwrap();
+        ready_tx.send(()).unwrap();
+        // The Erlang side is up, and its watcher monitors `watched`.
+        let mut heard = vec![
+            inbox.recv_timeout(LONG).unwrap().term,
+            inbox.recv_timeout(LONG).unwrap().term,
+        ];
+        heard.sort_by_key(|t| t.to_string());
+        assert_eq!(heard, [atom("monitoring"), atom("ready")]);
+        let erl = "erl6@localhost";
+
+        // rpc through rex: a result, and a bad call.
+        let five = node
+            .rpc(
+                erl,
+                "erlang",
+                "abs",
+                vec![Term::from(FixInteger::from(-5))],
+                LONG,
+            )
+            .unwrap();
+        assert_eq!(five, Term::from(FixInteger::from(5)));
+        let bad = node
+            .rpc(erl, "erlang", "no_such_function", vec![], LONG)
+            .unwrap_err();
+        assert!(matches!(bad, smarm::dist::CallError::BadRpc(_)), "{bad}");
+        // A call to a name nobody has: Down with noproc, well before the timeout.
+        let t0 = std::time::Instant::now();
+        match node.call(("nobody", erl), atom("hi"), LONG) {
+            Err(smarm::dist::CallError::Down { reason }) => assert_eq!(reason, atom("noproc")),
+            other => panic!("{other:?}"),
+        }
+        assert!(t0.elapsed() < LONG / 2);
+
+        // smarm monitors an Erlang process, which exits with a reason.
+        let r = inbox.monitor(("holder", erl));
+        inbox
+            .send(("holder", erl), tuple(vec![atom("die"), atom("boom")]))
+            .unwrap();
+        let down = inbox.recv_timeout(LONG).unwrap().term;
+        assert_eq!(
+            down,
+            tuple(vec![
+                atom("DOWN"),
+                r,
+                atom("process"),
+                tuple(vec![atom("holder"), atom(erl)]),
+                atom("boom")
+            ])
+        );
+        // A monitor of a process that is not there fires at once.
+        let r = inbox.monitor(("ghost", erl));
+        let down = inbox.recv_timeout(LONG).unwrap().term;
+        assert_eq!(elements(&down)[1], r);
+        assert_eq!(elements(&down)[4], atom("noproc"));
+
+        // Erlang monitors a smarm mailbox: dropping it tells the watcher.
+        drop(watched);
+        watched_gone.recv_timeout(LONG).unwrap(); // the Erlang watcher said so
+
+        // The Erlang node is killed: a monitor on it fires with noconnection.
+        let r = inbox.monitor(("sleeper", erl));
+        killed.recv().unwrap();
+        let down = inbox.recv_timeout(LONG).unwrap().term;
+        assert_eq!(elements(&down)[1], r);
+        assert_eq!(elements(&down)[4], atom("noconnection"));
+        done_tx.send(()).unwrap();
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl6@localhost",
+        "c6",
+        epmd,
+        "register(holder, spawn(fun() -> receive {die, R} -> exit(R) end end)), \
+         register(sleeper, spawn(fun() -> receive never -> ok end end)), \
+         spawn(fun() -> \
+             R = monitor(process, {watched, 'smarm6@localhost'}), \
+             {inbox, 'smarm6@localhost'} ! monitoring, \
+             receive {'DOWN', R, process, _, Why} -> io:format(\"WATCHED ~p~n\", [Why]) end \
+         end), \
+         {inbox, 'smarm6@localhost'} ! ready, \
+         timer:sleep(60000).",
+    );
+    assert_eq!(erl.expect("WATCHED ", LONG), "normal");
+    watched_gone_tx.send(()).unwrap();
+    // Let the sleeper's monitor reach the Erlang node before it dies.
+    std::thread::sleep(Duration::from_millis(300));
+    erl.kill();
+    killed_tx.send(()).unwrap();
+    done.recv_timeout(LONG).unwrap();
+    smarm.join().unwrap();
+}
+
+#[test]
+fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (victim_seen_tx, victim_seen) = smarm::channel::<()>();
+    let (kill_now_tx, kill_now) = mpsc::channel();
+    let (killed_tx, killed) = smarm::channel::<()>();
+    let (done_tx, done) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        smarm::report::set_handler(|_| {}); // the panics below are on purpose
+        let node = Node::builder("smarm7@localhost")
+            .cookie("c7")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        let hello = inbox.recv_timeout(LONG).unwrap().term;
+        let [_, victim, killer, partner, sleeper] = elements(&hello) else {
+            panic!("{hello:?}")
+        };
+        let pid = |t: &Term| Pid::from_term(t).unwrap();
+        let (victim, killer, partner, sleeper) =
+            (pid(victim), pid(killer), pid(partner), pid(sleeper));
+
+        // A panicking smarm actor kills the Erlang process linked to it.
+        let n = node.clone();
+        let a = smarm::spawn(move || {
+            n.link(&victim);
+            panic!("the smarm side fails");
+        });
+        assert!(a.join().is_err());
+        victim_seen.recv_timeout(LONG).unwrap(); // Erlang saw it die of `panic`
+
+        // An Erlang process links to a smarm actor's mailbox and exits:
+        // the actor, trapping exits, receives the reason.
+        let n = node.clone();
+        let b = smarm::spawn(move || {
+            let exits = smarm::trap_exit(true).unwrap();
+            let me = n.mailbox();
+            me.send(&killer, tuple(vec![atom("link_to"), me.pid().to_term()]))
+                .unwrap();
+            assert_eq!(me.recv_timeout(LONG).unwrap().term, atom("linked"));
+            me.send(&killer, atom("die")).unwrap();
+            exits.recv_timeout(LONG).unwrap().reason
+        });
+        assert_eq!(b.join().unwrap(), smarm::DownReason::Custom("boom".into()));
+
+        // A non-trapping actor linked to an Erlang process that exits is stopped.
+        let n = node.clone();
+        let c = smarm::spawn(move || {
+            n.link(&partner);
+            n.send(&partner, atom("die")).unwrap();
+            smarm::sleep(LONG);
+        });
+        assert!(matches!(
+            c.join().unwrap_err().reason(),
+            smarm::DownReason::Killed { .. }
+        ));
+
+        // The Erlang node goes away: a linked actor is stopped (noconnection).
+        let n = node.clone();
+        let d = smarm::spawn(move || {
+            n.link(&sleeper);
+            smarm::sleep(LONG);
+        });
+        smarm::sleep(Duration::from_millis(200)); // the LINK is out
+        kill_now_tx.send(()).unwrap();
+        killed.recv_timeout(LONG).unwrap();
+        assert!(matches!(
+            d.join().unwrap_err().reason(),
+            smarm::DownReason::Killed { .. }
+        ));
+        done_tx.send(()).unwrap();
+        node.stop();
+        smarm::report::reset_handler();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl7@localhost",
+        "c7",
+        epmd,
+        "Victim = spawn(fun() -> receive never -> ok end end), \
+         spawn(fun() -> R = monitor(process, Victim), \
+             receive {'DOWN', R, _, _, Why} -> io:format(\"VICTIM ~p~n\", [Why]) end end), \
+         Killer = spawn(fun() -> receive {link_to, P} -> link(P), P ! linked end, \
+             receive die -> exit(boom) end end), \
+         Partner = spawn(fun() -> receive die -> exit(boom) end end), \
+         Sleeper = spawn(fun() -> receive never -> ok end end), \
+         {inbox, 'smarm7@localhost'} ! {ready, Victim, Killer, Partner, Sleeper}, \
+         timer:sleep(60000).",
+    );
+    assert_eq!(erl.expect("VICTIM ", LONG), "panic");
+    victim_seen_tx.send(()).unwrap();
+    kill_now.recv_timeout(LONG).unwrap();
+    erl.kill();
+    killed_tx.send(()).unwrap();
+    done.recv_timeout(LONG).unwrap();
+    smarm.join().unwrap();
+}

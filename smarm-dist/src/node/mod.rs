@@ -26,6 +26,12 @@
 //! - (N3) Nothing a peer sends is decoded before it passes `term::check`,
 //!   and no frame longer than the node's `max_frame` is read.
 
+mod call;
+mod link;
+mod monitor;
+
+pub use call::{CallError, GenCall, ReplyTo};
+
 use crate::control::Control;
 use crate::epmd::{self, NodeEntry, Registration};
 use crate::flags::{self, Flags};
@@ -213,6 +219,15 @@ struct State {
     stopped: bool,
     next_id: u32,
     next_conn: u64,
+    /// Monitors this node's mailboxes hold on processes, by reference.
+    watching: HashMap<Term, monitor::Watch>,
+    /// Monitors held on this node's mailboxes, by mailbox id.
+    watched: HashMap<u32, Vec<monitor::Watcher>>,
+    next_ref: u64,
+    /// Links across nodes, by (our pid's id, the remote pid).
+    links: HashMap<(u32, Pid), link::LinkEntry>,
+    /// The actor that made each mailbox, for links made to it.
+    owners: HashMap<u32, smarm_core::Pid>,
 }
 
 struct Inner {
@@ -543,6 +558,9 @@ impl Node {
                 let id = s.next_id;
                 s.next_id = s.next_id.wrapping_add(1).max(1);
                 s.mailboxes.insert(id, tx.clone());
+                if smarm_core::in_actor() {
+                    s.owners.insert(id, smarm_core::self_pid());
+                }
                 if let Some(name) = name {
                     s.names.insert(name.to_string(), (id, tx));
                 }
@@ -577,7 +595,7 @@ impl Node {
             Dest::Pid(pid) => (
                 pid.node().to_string(),
                 Control::Send {
-                    from: None,
+                    from: Some(from.clone()),
                     to: pid,
                 },
             ),
@@ -589,21 +607,43 @@ impl Node {
                 },
             ),
         };
+        self.post(&node, control, Some(term), true)
+    }
+
+    /// Hand `control` (and its `message`) to `node`: this node handles it
+    /// itself when it is local; else it goes to the connection's writer,
+    /// connecting first only if `connect`.
+    fn post(
+        &self,
+        node: &str,
+        control: Control,
+        message: Option<Term>,
+        connect: bool,
+    ) -> Result<(), SendError> {
         if node == self.name() {
-            self.deliver(control, term);
+            match message {
+                Some(m) => self.deliver(control, m),
+                None => self.control(control),
+            }
             return Ok(());
         }
-        let (tx, peer_flags) = self.connection(&node)?;
+        let (tx, peer_flags) = if connect {
+            self.connection(node)?
+        } else {
+            self.with_state(|s| s.conns.get(node).map(|c| (c.tx.clone(), c.flags)))
+                .flatten()
+                .ok_or_else(|| SendError::Closed(node.to_string()))?
+        };
+        // A peer without SEND_SENDER gets a plain SEND.
         let control = match control {
-            Control::Send { to, .. } if peer_flags.has(flags::SEND_SENDER) => Control::Send {
-                from: Some(from.clone()),
-                to,
-            },
+            Control::Send { to, .. } if !peer_flags.has(flags::SEND_SENDER) => {
+                Control::Send { from: None, to }
+            }
             c => c,
         };
-        let frame = encode_frame(&control.to_term(), Some(&term));
+        let frame = encode_frame(&control.to_term(), message.as_ref());
         tx.send(Out::Frame(frame))
-            .map_err(|_| SendError::Closed(node))
+            .map_err(|_| SendError::Closed(node.to_string()))
     }
 
     /// Stop the node: its listener, connections and EPMD registration
@@ -658,11 +698,8 @@ impl Node {
                 self.with_state(|s| s.names.get(&name).map(|(_, tx)| tx.clone()))
                     .flatten(),
             ),
-            Control::AliasSend { .. } | Control::Unknown(_) => {
-                self.inner
-                    .stats
-                    .ignored_controls
-                    .fetch_add(1, Ordering::Relaxed);
+            other => {
+                self.control(other);
                 return;
             }
         };
@@ -825,7 +862,9 @@ impl Node {
         Some((tx, peer.flags))
     }
 
-    /// Remove connection `id` to `peer` and announce it down (N2).
+    /// Remove connection `id` to `peer` and announce it down (N2): the
+    /// monitors on its processes fire with `noconnection`, and its
+    /// processes' monitors on ours are forgotten.
     fn connection_down(&self, peer: &str, id: u64) {
         let _ = self.with_state(|s| {
             if s.conns.get(peer).is_some_and(|c| c.id == id) {
@@ -834,6 +873,8 @@ impl Node {
                 }
                 s.subscribers
                     .retain(|sub| sub.send(NodeEvent::Down(peer.to_string())).is_ok());
+                monitor::node_down(s, peer);
+                link::node_down(s, peer);
             }
         });
     }
@@ -967,12 +1008,23 @@ impl Node {
             (Some(c @ (Control::Send { .. } | Control::RegSend { .. })), Some(m)) => {
                 self.deliver(c, m)
             }
-            (Some(_), _) => {
+            (
+                Some(
+                    c
+                    @ (Control::Send { .. } | Control::RegSend { .. } | Control::AliasSend { .. }),
+                ),
+                None,
+            ) => {
+                return Err(format!("{c:?} without its message"));
+            }
+            (Some(Control::AliasSend { .. }), Some(_)) => {
+                // This node hands out no aliases.
                 self.inner
                     .stats
-                    .ignored_controls
+                    .undeliverable
                     .fetch_add(1, Ordering::Relaxed);
             }
+            (Some(c), _) => self.control(c),
             (None, _) => return Err("the control message is not a tuple with an operation".into()),
         }
         Ok(())
@@ -1150,11 +1202,20 @@ impl Drop for Mailbox {
         let (id, name) = (self.pid.id(), self.name.take());
         let _ = self.node.with_state(|s| {
             s.mailboxes.remove(&id);
+            s.owners.remove(&id);
             if let Some(name) = name {
                 if s.names.get(&name).is_some_and(|(held, _)| *held == id) {
                     s.names.remove(&name);
                 }
             }
         });
+        // Its process ends: whoever watches it hears why (an owner
+        // unwinding from a panic is reported as one).
+        let reason = if std::thread::panicking() {
+            "panic"
+        } else {
+            "normal"
+        };
+        self.node.mailbox_ended(&self.pid, term::atom(reason));
     }
 }

@@ -1,0 +1,263 @@
+//! Links across nodes: a smarm actor and a process on another node that
+//! share a fate, as `link/1` makes them in Erlang.
+//!
+//! Each link has a proxy actor on this node, linked (smarm's own link) to
+//! the smarm actor and trapping exits. When the actor ends, the proxy
+//! sends EXIT with the actor's reason as a term (`normal`, `panic`,
+//! `shutdown` for a stop, `killed`, or the text of an `exit_with`). When
+//! the remote process ends (EXIT), or its node goes away
+//! (`noconnection`), the proxy ends with that reason: `normal` reaches the
+//! actor only if it traps exits, anything else stops it or, if it traps
+//! exits, arrives as an [`Exit`](smarm_core::Exit) whose reason is
+//! `Custom` with the remote reason's text. So a supervisor supervises
+//! through such a link as through a local one.
+//!
+//! Invariants:
+//! - (L1) A link is in the table from before its LINK is sent (or its
+//!   proxy starts, for one made by the peer) until it fires or is
+//!   unlinked; whoever removes it delivers its one signal.
+//! - (L2) When a connection goes down, every link to its node fires with
+//!   `noconnection` (run from N2's single removal).
+
+use super::{Node, State};
+use crate::control::Control;
+use crate::pid::Pid;
+use crate::term::{atom, Atom, Term};
+use smarm_core::channel::{channel, Sender};
+use smarm_core::DownReason;
+
+/// What a link's proxy is told.
+pub(super) enum LinkSignal {
+    /// The remote end ended (or its node went away) with this reason.
+    Exit(Term),
+    /// The remote end unlinked.
+    Unlink,
+}
+
+/// A link's entry: its proxy's inbox.
+pub(super) type LinkEntry = Sender<LinkSignal>;
+
+/// The connection to `peer` is gone (L2).
+pub(super) fn node_down(s: &mut State, peer: &str) {
+    let fired: Vec<(u32, Pid)> = s
+        .links
+        .keys()
+        .filter(|(_, r)| r.node() == peer)
+        .cloned()
+        .collect();
+    for key in fired {
+        if let Some(proxy) = s.links.remove(&key) {
+            let _ = proxy.send(LinkSignal::Exit(atom("noconnection")));
+        }
+    }
+}
+
+/// A smarm actor's end, as an exit reason term.
+fn reason_term(reason: &DownReason) -> Term {
+    match reason {
+        DownReason::Exit => atom("normal"),
+        DownReason::Panic => atom("panic"),
+        DownReason::Stopped => atom("shutdown"),
+        DownReason::NoProc => atom("noproc"),
+        DownReason::Killed { .. } => atom("killed"),
+        DownReason::StackOverflow => atom("stack_overflow"),
+        DownReason::HeapLimit => atom("heap_limit"),
+        DownReason::Custom(r) => atom(r.as_str()),
+        _ => atom("unknown"),
+    }
+}
+
+/// A remote exit reason as the text of a smarm `ExitReason`: an atom is
+/// its name (`boom`), any other term its Erlang form.
+fn reason_text(reason: &Term) -> String {
+    match reason {
+        Term::Atom(Atom { name }) => name.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Node {
+    /// Link the calling actor with the process `remote` on another node
+    /// (Erlang's `link/1`; module docs). A process that does not exist, or
+    /// a node that cannot be reached, ends the link at once with `noproc`
+    /// or `noconnection`, as in Erlang.
+    ///
+    /// # Panics
+    ///
+    /// Outside a smarm actor.
+    pub fn link(&self, remote: &Pid) {
+        smarm_core::require_actor("smarm::dist::Node::link");
+        let owner = smarm_core::self_pid();
+        let local = self.endpoint_pid();
+        let (tx, rx) = channel::<LinkSignal>();
+        let _ = self.with_state(|s| s.links.insert((local.id(), remote.clone()), tx)); // (L1)
+        let node = self.clone();
+        let (target, endpoint) = (remote.clone(), local.clone());
+        let (ready_tx, ready) = channel::<()>();
+        self.spawn("smarm.dist.link", move || {
+            let exits = smarm_core::trap_exit(true);
+            smarm_core::link(owner);
+            let _ = ready_tx.send(());
+            node.proxy(endpoint, target, owner, exits, rx)
+        });
+        let _ = ready.recv(); // linked to the proxy before the LINK goes out
+        let request = Control::Link {
+            from: local.clone(),
+            to: remote.clone(),
+        };
+        if self.post(remote.node(), request, None, true).is_err() {
+            self.fire_link(local.id(), remote, atom("noconnection"));
+        }
+    }
+
+    /// A fresh pid of this node for a link's local end.
+    fn endpoint_pid(&self) -> Pid {
+        let id = self
+            .with_state(|s| {
+                let id = s.next_id;
+                s.next_id = s.next_id.wrapping_add(1).max(1);
+                id
+            })
+            .unwrap_or(0);
+        Pid::new(self.name(), id, 0, self.creation())
+    }
+
+    /// Fire link (`local`, `remote`) with `reason`, if it is still there.
+    fn fire_link(&self, local: u32, remote: &Pid, reason: Term) {
+        if let Some(proxy) = self
+            .with_state(|s| s.links.remove(&(local, remote.clone())))
+            .flatten()
+        {
+            let _ = proxy.send(LinkSignal::Exit(reason));
+        }
+    }
+
+    /// A peer's LINK, EXIT or UNLINK_ID for a pid of ours.
+    pub(super) fn link_control(&self, c: Control) {
+        match c {
+            Control::Link { from, to } => {
+                let owner = (to.node() == self.name() && to.creation() == self.creation())
+                    .then(|| {
+                        self.with_state(|s| s.owners.get(&to.id()).copied())
+                            .flatten()
+                    })
+                    .flatten()
+                    .filter(|o| smarm_core::is_alive(*o));
+                let Some(owner) = owner else {
+                    // Linking to a process that is not there: it is dead.
+                    let exit = Control::Exit {
+                        from: to,
+                        to: from.clone(),
+                        reason: atom("noproc"),
+                        exit2: false,
+                    };
+                    let _ = self.post(from.node(), exit, None, false);
+                    return;
+                };
+                let (tx, rx) = channel::<LinkSignal>();
+                let _ = self.with_state(|s| s.links.insert((to.id(), from.clone()), tx)); // (L1)
+                let node = self.clone();
+                self.spawn("smarm.dist.link", move || {
+                    let exits = smarm_core::trap_exit(true);
+                    smarm_core::link(owner);
+                    node.proxy(to, from, owner, exits, rx)
+                });
+            }
+            Control::Exit {
+                from,
+                to,
+                reason,
+                exit2: false,
+            } => self.fire_link(to.id(), &from, reason),
+            Control::Exit {
+                from,
+                to,
+                reason,
+                exit2: true,
+            } => {
+                // exit/2 to a pid of ours: the mailbox gets {'EXIT', From,
+                // Reason}, as a process trapping exits would.
+                let term = crate::term::tuple(vec![atom("EXIT"), from.to_term(), reason]);
+                self.deliver(
+                    Control::Send {
+                        from: Some(from),
+                        to,
+                    },
+                    term,
+                );
+            }
+            Control::Unlink {
+                id,
+                from,
+                to,
+                ack: false,
+            } => {
+                if let Some(proxy) = self
+                    .with_state(|s| s.links.remove(&(to.id(), from.clone())))
+                    .flatten()
+                {
+                    let _ = proxy.send(LinkSignal::Unlink);
+                }
+                let ack = Control::Unlink {
+                    id,
+                    from: to,
+                    to: from.clone(),
+                    ack: true,
+                };
+                let _ = self.post(from.node(), ack, None, false);
+            }
+            _ => {} // an UNLINK_ID_ACK: this node sends no UNLINK_ID
+        }
+    }
+
+    /// A link's proxy: `local` (a pid of ours) is linked with `remote`,
+    /// and stands for the smarm actor `owner` (module docs).
+    fn proxy(
+        &self,
+        local: Pid,
+        remote: Pid,
+        owner: smarm_core::Pid,
+        exits: Option<smarm_core::Receiver<smarm_core::Exit>>,
+        signals: smarm_core::Receiver<LinkSignal>,
+    ) {
+        let Some(exits) = exits else { return };
+        loop {
+            match smarm_core::select(&[&exits, &signals]) {
+                0 => {
+                    let Ok(exit) = exits.recv() else { return };
+                    if exit.from != owner {
+                        continue;
+                    }
+                    // The actor ended: the remote end hears why, once.
+                    if self
+                        .with_state(|s| s.links.remove(&(local.id(), remote.clone())))
+                        .flatten()
+                        .is_some()
+                    {
+                        let reason = reason_term(&exit.reason);
+                        let signal = Control::Exit {
+                            from: local,
+                            to: remote.clone(),
+                            reason,
+                            exit2: false,
+                        };
+                        let _ = self.post(remote.node(), signal, None, false);
+                    }
+                    return;
+                }
+                _ => match signals.recv() {
+                    Ok(LinkSignal::Exit(reason)) => {
+                        if matches!(&reason, Term::Atom(Atom { name }) if name == "normal") {
+                            return; // a normal end reaches only an actor that traps exits
+                        }
+                        smarm_core::exit_with(reason_text(&reason));
+                    }
+                    Ok(LinkSignal::Unlink) | Err(_) => {
+                        smarm_core::unlink(owner);
+                        return;
+                    }
+                },
+            }
+        }
+    }
+}
