@@ -947,34 +947,28 @@ impl Node {
                 .set_read_timeout(Some(ticktime / 4))
                 .map_err(|e| e.to_string())?;
             let mut last = Instant::now();
-            let mut len = [0u8; 4];
+            let mut reader = FrameReader::new();
             loop {
-                match read_exact_or_idle(&mut stream, &mut len) {
-                    Ok(true) => {}
-                    Ok(false) => {
+                let frame = match reader.next(&mut stream, self.inner.max_frame) {
+                    Ok(Next::Frame(frame)) => frame,
+                    Ok(Next::Idle) => {
                         if last.elapsed() > ticktime {
                             return Err(format!("no tick for {ticktime:?} (net_ticktime)"));
                         }
                         continue;
                     }
-                    Err(e) => return Err(e.to_string()),
-                }
+                    Err(e) => {
+                        if e.contains("over the limit") {
+                            self.inner.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                        }
+                        return Err(e);
+                    }
+                };
                 last = Instant::now();
-                let n = u32::from_be_bytes(len) as usize;
-                if n == 0 {
+                if frame.is_empty() {
                     continue; // a tick
                 }
-                if n > self.inner.max_frame {
-                    self.inner.stats.malformed.fetch_add(1, Ordering::Relaxed);
-                    return Err(format!(
-                        "a frame of {n} bytes, over the limit of {}",
-                        self.inner.max_frame
-                    ));
-                }
-                let mut frame = vec![0u8; n];
-                read_full(&mut stream, &mut frame).map_err(|e| e.to_string())?;
-                last = Instant::now();
-                if let Err(e) = self.handle_frame(&frame) {
+                if let Err(e) = self.handle_frame(&reader.buf[frame]) {
                     self.inner.stats.malformed.fetch_add(1, Ordering::Relaxed);
                     return Err(format!("malformed message: {e}"));
                 }
@@ -1052,65 +1046,122 @@ fn resolve_v4(host: &str) -> io::Result<Ipv4Addr> {
     })
 }
 
-/// Read exactly `buf`, or `Ok(false)` if the read timed out before its
-/// first byte (the peer was idle).
-fn read_exact_or_idle(stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<bool> {
-    match stream.read(buf) {
-        Ok(0) => Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the peer closed the connection",
-        )),
-        Ok(n) => {
-            read_full(stream, &mut buf[n..])?;
-            Ok(true)
-        }
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Read all of `buf`, waiting through read timeouts (a frame in flight).
-fn read_full(stream: &mut TcpStream, mut buf: &mut [u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        match stream.read(buf) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the peer closed mid-frame",
-                ))
-            }
-            Ok(n) => buf = &mut buf[n..],
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 /// The writer of a connection: frames as they come, a tick when idle.
+/// Frames waiting in the channel are written together, up to this many
+/// bytes at once: one system call for a burst of messages.
+const WRITE_BATCH: usize = 64 << 10;
+
 fn write_loop(mut stream: TcpStream, rx: Receiver<Out>, ticktime: Duration) {
-    loop {
-        let out = match rx.recv_timeout(ticktime / 4) {
-            Ok(Out::Frame(frame)) => stream.write_all(&frame),
-            Err(RecvTimeoutError::Timeout) => stream.write_all(&[0, 0, 0, 0]),
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    'run: loop {
+        match rx.recv_timeout(ticktime / 4) {
+            Ok(Out::Frame(frame)) => batch.extend_from_slice(&frame),
+            Err(RecvTimeoutError::Timeout) => batch.extend_from_slice(&[0, 0, 0, 0]),
             Ok(Out::Close) | Err(RecvTimeoutError::Disconnected) => break,
-        };
-        if out.is_err() {
+        }
+        let mut closing = false;
+        while batch.len() < WRITE_BATCH {
+            match rx.try_recv() {
+                Ok(Some(Out::Frame(frame))) => batch.extend_from_slice(&frame),
+                Ok(None) => break,
+                Ok(Some(Out::Close)) | Err(_) => {
+                    closing = true;
+                    break;
+                }
+            }
+        }
+        if stream.write_all(&batch).is_err() {
+            break 'run;
+        }
+        batch.clear();
+        if closing {
             break;
         }
     }
     let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// Frames read through a buffer, so a burst of small messages costs one
+/// system call per buffer, not two per message.
+struct FrameReader {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+/// What the reader found.
+enum Next {
+    /// A frame (empty: a tick).
+    Frame(std::ops::Range<usize>),
+    /// The read timed out with nothing buffered: the peer is idle.
+    Idle,
+}
+
+impl FrameReader {
+    fn new() -> FrameReader {
+        FrameReader {
+            buf: vec![0; WRITE_BATCH],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Make `n` bytes available from `start`, reading as needed; `false`
+    /// if the read timed out with none of them buffered.
+    fn fill(&mut self, stream: &mut TcpStream, n: usize) -> io::Result<bool> {
+        if self.end - self.start >= n {
+            return Ok(true);
+        }
+        if self.buf.len() - self.start < n {
+            // Move what is buffered to the front, and grow for a big frame.
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() < n {
+                self.buf.resize(n, 0);
+            }
+        }
+        while self.end - self.start < n {
+            match stream.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the peer closed the connection",
+                    ))
+                }
+                Ok(k) => self.end += k,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if self.end == self.start {
+                        return Ok(false);
+                    }
+                    // Mid-frame: the rest is on its way.
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// The next frame, no longer than `max`.
+    fn next(&mut self, stream: &mut TcpStream, max: usize) -> Result<Next, String> {
+        if !self.fill(stream, 4).map_err(|e| e.to_string())? {
+            return Ok(Next::Idle);
+        }
+        let b = &self.buf[self.start..self.start + 4];
+        let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
+        if n > max {
+            return Err(format!("a frame of {n} bytes, over the limit of {max}"));
+        }
+        while !self.fill(stream, 4 + n).map_err(|e| e.to_string())? {}
+        let frame = self.start + 4..self.start + 4 + n;
+        self.start += 4 + n;
+        Ok(Next::Frame(frame))
+    }
 }
 
 /// A frame: length, pass-through, control, message.
