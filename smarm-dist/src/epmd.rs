@@ -340,6 +340,8 @@ fn accept_loop(
 ) {
     loop {
         let Ok((stream, _)) = listener.accept() else {
+            // Out of descriptors, say: let some close before trying again.
+            smarm_core::sleep(Duration::from_millis(10));
             continue;
         };
         let table = table.clone();

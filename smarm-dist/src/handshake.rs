@@ -212,11 +212,15 @@ fn check_flags(peer: &str, theirs: Flags) -> Result<(), HandshakeError> {
 }
 
 /// Connect as the initiator over `stream` to the node expected to be
-/// `peer_name`.
+/// `peer_name`. If the peer answers that it is connected to us already
+/// (`alive`), `still_needed` says whether to go on (our side has no
+/// connection to it, so the peer's is stale) or to give up (we have one:
+/// [`HandshakeError::Refused`] with status `alive`).
 pub fn initiate(
     stream: &mut TcpStream,
     local: &Local,
     peer_name: &str,
+    still_needed: impl FnOnce() -> bool,
 ) -> Result<Peer, HandshakeError> {
     stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
     write_message(stream, &name_message(local, None))?;
@@ -226,7 +230,14 @@ pub fn initiate(
         .ok_or(HandshakeError::Malformed("expected a status message ('s')"))?;
     match status {
         b"ok" | b"ok_simultaneous" => {}
-        b"alive" => write_message(stream, b"strue")?, // our old connection is gone
+        b"alive" if still_needed() => write_message(stream, b"strue")?, // its one is stale
+        b"alive" => {
+            let _ = write_message(stream, b"sfalse");
+            return Err(HandshakeError::Refused {
+                peer: peer_name.to_string(),
+                status: "alive".into(),
+            });
+        }
         other => {
             return Err(HandshakeError::Refused {
                 peer: peer_name.to_string(),

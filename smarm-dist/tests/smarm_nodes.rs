@@ -33,7 +33,7 @@ fn raw_peer(node: &Node, name: &str, cookie: &str) -> TcpStream {
         flags: Flags::offered(),
         creation: 7,
     };
-    handshake::initiate(&mut s, &local, node.name()).unwrap();
+    handshake::initiate(&mut s, &local, node.name(), || true).unwrap();
     s
 }
 
@@ -277,5 +277,40 @@ fn two_processes_form_a_cluster_through_the_built_in_epmd() {
         let status = smarm::io::block_on_io(move || child.wait().unwrap());
         assert!(status.success(), "the child failed: {status}");
         node.stop();
+    });
+}
+
+/// Two nodes that first send to each other at the same moment both
+/// connect: each handshake meets the other's, one wins by name order, and
+/// both messages travel over the one connection that remains.
+#[test]
+fn simultaneous_connects_end_in_one_connection_and_lose_no_message() {
+    let epmd = free_port();
+    smarm::run(move || {
+        for round in 0..20 {
+            let a = Node::builder(&format!("sa{round}@localhost"))
+                .cookie("c")
+                .epmd_port(epmd)
+                .start()
+                .unwrap();
+            let b = Node::builder(&format!("sb{round}@localhost"))
+                .cookie("c")
+                .epmd_port(epmd)
+                .start()
+                .unwrap();
+            let (ia, ib) = (a.register("in").unwrap(), b.register("in").unwrap());
+            let (a2, b2) = (a.clone(), b.clone());
+            let (an, bn) = (a.name().to_string(), b.name().to_string());
+            let x = smarm::spawn(move || a2.send(("in", bn.as_str()), atom("from_a")).unwrap());
+            let y = smarm::spawn(move || b2.send(("in", an.as_str()), atom("from_b")).unwrap());
+            x.join().unwrap();
+            y.join().unwrap();
+            assert_eq!(ib.recv_timeout(LONG).unwrap().term, atom("from_a"));
+            assert_eq!(ia.recv_timeout(LONG).unwrap().term, atom("from_b"));
+            assert_eq!(a.nodes(), vec![b.name().to_string()]);
+            assert_eq!(b.nodes(), vec![a.name().to_string()]);
+            b.stop();
+            a.stop();
+        }
     });
 }

@@ -17,9 +17,12 @@
 //!
 //! # Invariants
 //!
-//! - (N1) At most one connection per peer is registered in the table;
-//!   a connection that loses a race (simultaneous connect) is closed
-//!   before it carries a message.
+//! - (N1) At most one connection per peer is registered in the table,
+//!   and at most one handshake with a peer is under way on this node: a
+//!   send that needs a connection waits for one being accepted from the
+//!   peer or made by another send; when both nodes connect at once, the
+//!   greater name's attempt wins (`nok` / `ok_simultaneous`), and an
+//!   `alive` answer is confirmed only if this side has no connection.
 //! - (N2) A connection is removed from the table, and a `NodeDown` sent to
 //!   every subscriber, exactly once: by its reader, when the socket ends,
 //!   a frame is malformed, or the peer stops ticking.
@@ -213,6 +216,8 @@ struct State {
     conns: HashMap<String, Conn>,
     /// Peers this node is connecting to right now.
     connecting: HashSet<String>,
+    /// Peers whose connection to this node is in its handshake.
+    accepting: HashSet<String>,
     subscribers: Vec<Sender<NodeEvent>>,
     /// Actors of the node, stopped by `Node::stop`.
     actors: Vec<smarm_core::Pid>,
@@ -407,8 +412,20 @@ fn register_or_serve(
     port: u16,
     entry: &NodeEntry,
 ) -> Result<(Registration, Option<epmd::Server>), StartError> {
+    // An EPMD that is going away (its node stopping) may accept and then
+    // reset: such errors are tried again, for about a second.
+    let transient = |e: &io::Error| {
+        matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::BrokenPipe
+                | io::ErrorKind::AddrInUse
+        )
+    };
     let mut last = None;
-    for _ in 0..3 {
+    for _ in 0..50 {
         match epmd::register(Ipv4Addr::LOCALHOST, port, entry) {
             Ok(r) => return Ok((r, None)),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
@@ -420,11 +437,15 @@ fn register_or_serve(
                         Ok(r) => return Ok((r, Some(server))),
                         Err(error) => return Err(StartError::Epmd { port, error }),
                     },
-                    Err(e) => last = Some(e), // someone else serves now: retry
+                    // Someone else serves now, or the old server's port is
+                    // not free yet: try again.
+                    Err(e) => last = Some(e),
                 }
             }
+            Err(e) if transient(&e) => last = Some(e),
             Err(error) => return Err(StartError::Epmd { port, error }),
         }
+        smarm_core::sleep(Duration::from_millis(20));
     }
     Err(StartError::Epmd {
         port,
@@ -770,6 +791,70 @@ impl Node {
         let Some((alive, host)) = peer.split_once('@') else {
             return Err(SendError::BadNode(peer.to_string()));
         };
+        let lookup = || {
+            self.with_state(|s| s.conns.get(peer).map(|c| (c.tx.clone(), c.flags)))
+                .flatten()
+        };
+        // One handshake with a peer at a time: wait for one it started
+        // with us (or that a send of ours started) before starting another.
+        let deadline = Instant::now() + handshake::HANDSHAKE_TIMEOUT;
+        loop {
+            let busy = self
+                .with_state(|s| {
+                    if s.conns.contains_key(peer) {
+                        return Some(false);
+                    }
+                    if s.accepting.contains(peer) || s.connecting.contains(peer) {
+                        return Some(true);
+                    }
+                    s.connecting.insert(peer.to_string());
+                    None
+                })
+                .flatten();
+            match busy {
+                Some(false) => {
+                    if let Some(c) = lookup() {
+                        return Ok(c);
+                    }
+                }
+                Some(true) if Instant::now() < deadline => {
+                    smarm_core::sleep(Duration::from_millis(2))
+                }
+                Some(true) => return Err(SendError::Closed(peer.to_string())),
+                None => break, // ours to make
+            }
+        }
+        let result = self.handshake_to(peer, alive, host);
+        let _ = self.with_state(|s| s.connecting.remove(peer));
+        match result {
+            Ok(Some(c)) => Ok(c),
+            // Lost a simultaneous connect: the winner is in the table.
+            Ok(None) => lookup().ok_or_else(|| SendError::Closed(peer.to_string())),
+            // The peer's own attempt wins (its name is the greater), or we
+            // had a connection by the time it said alive: use that one.
+            Err(SendError::Connect {
+                error: HandshakeError::Refused { ref status, .. },
+                ..
+            }) if status == "nok" || status == "alive" => {
+                while Instant::now() < deadline {
+                    if let Some(c) = lookup() {
+                        return Ok(c);
+                    }
+                    smarm_core::sleep(Duration::from_millis(2));
+                }
+                Err(SendError::Closed(peer.to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Look `peer` up, connect and shake hands; registers the connection.
+    fn handshake_to(
+        &self,
+        peer: &str,
+        alive: &str,
+        host: &str,
+    ) -> Result<Option<(Sender<Out>, Flags)>, SendError> {
         let host_ip = resolve_v4(host).map_err(|e| SendError::NoNode {
             node: peer.to_string(),
             why: format!("cannot resolve {host}: {e}"),
@@ -783,37 +868,33 @@ impl Node {
                 node: peer.to_string(),
                 why: "not registered".into(),
             })?;
-        let _ = self.with_state(|s| s.connecting.insert(peer.to_string()));
-        let result =
-            (|| {
-                let mut stream = TcpStream::connect(SocketAddr::from((host_ip, entry.port)))
-                    .map_err(|e| SendError::Connect {
-                        node: peer.to_string(),
-                        error: e.into(),
-                    })?;
-                let _ = stream.set_nodelay(true);
-                let remote =
-                    handshake::initiate(&mut stream, &self.inner.local, peer).map_err(|error| {
-                        self.inner
-                            .stats
-                            .failed_handshakes
-                            .fetch_add(1, Ordering::Relaxed);
-                        SendError::Connect {
-                            node: peer.to_string(),
-                            error,
-                        }
-                    })?;
-                Ok(self.established(stream, remote))
-            })();
-        let _ = self.with_state(|s| s.connecting.remove(peer));
-        match result? {
-            Some(c) => Ok(c),
-            // Lost a simultaneous connect: the winner is in the table.
-            None => self
-                .with_state(|s| s.conns.get(peer).map(|c| (c.tx.clone(), c.flags)))
-                .flatten()
-                .ok_or_else(|| SendError::Closed(peer.to_string())),
-        }
+        let mut stream =
+            TcpStream::connect(SocketAddr::from((host_ip, entry.port))).map_err(|e| {
+                SendError::Connect {
+                    node: peer.to_string(),
+                    error: e.into(),
+                }
+            })?;
+        let _ = stream.set_nodelay(true);
+        let have_none = || {
+            self.with_state(|s| !s.conns.contains_key(peer))
+                .unwrap_or(false)
+        };
+        let remote = handshake::initiate(&mut stream, &self.inner.local, peer, have_none).map_err(
+            |error| {
+                if !matches!(error, HandshakeError::Refused { .. }) {
+                    self.inner
+                        .stats
+                        .failed_handshakes
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                SendError::Connect {
+                    node: peer.to_string(),
+                    error,
+                }
+            },
+        )?;
+        Ok(self.established(stream, remote))
     }
 
     /// A handshake succeeded: register the connection (N1) and start its
@@ -882,6 +963,8 @@ impl Node {
     fn accept_loop(&self, listener: TcpListener) {
         loop {
             let Ok((stream, _)) = listener.accept() else {
+                // Out of descriptors, say: let some close before trying again.
+                smarm_core::sleep(Duration::from_millis(10));
                 continue;
             };
             let node = self.clone();
@@ -892,36 +975,45 @@ impl Node {
     fn accept_one(&self, mut stream: TcpStream) {
         let _ = stream.set_nodelay(true);
         let me = self.name().to_string();
+        let mut accepting: Option<String> = None;
         let decide = |peer: &str| {
-            self.with_state(|s| {
-                if s.conns.contains_key(peer) {
-                    Status::Alive
-                } else if s.connecting.contains(peer) {
-                    // Both sides connect: the greater name's attempt wins.
-                    if me.as_str() > peer {
-                        Status::Nok
+            let status = self
+                .with_state(|s| {
+                    let status = if s.accepting.contains(peer) {
+                        Status::Nok // a handshake from it is under way already
+                    } else if s.conns.contains_key(peer) {
+                        Status::Alive
+                    } else if s.connecting.contains(peer) {
+                        // Both sides connect: the greater name's attempt wins.
+                        if me.as_str() > peer {
+                            Status::Nok
+                        } else {
+                            Status::OkSimultaneous
+                        }
                     } else {
-                        Status::OkSimultaneous
+                        Status::Ok
+                    };
+                    if status != Status::Nok {
+                        // Until this handshake ends, no other one to the
+                        // peer starts here (`connect` waits for it).
+                        s.accepting.insert(peer.to_string());
                     }
-                } else {
-                    Status::Ok
-                }
-            })
-            .unwrap_or(Status::Nok)
+                    status
+                })
+                .unwrap_or(Status::Nok);
+            if status != Status::Nok {
+                accepting = Some(peer.to_string());
+            }
+            status
         };
         match handshake::accept(&mut stream, &self.inner.local, decide) {
             Ok(peer) => {
-                if self
-                    .with_state(|s| s.conns.contains_key(&peer.name))
-                    .unwrap_or(false)
-                {
-                    // "alive" answered true: the old connection is dead.
-                    let old = self
-                        .with_state(|s| s.conns.get(&peer.name).map(|c| c.id))
-                        .flatten();
-                    if let Some(id) = old {
-                        self.connection_down(&peer.name, id);
-                    }
+                // "alive" answered true: our connection to it is stale.
+                let old = self
+                    .with_state(|s| s.conns.get(&peer.name).map(|c| c.id))
+                    .flatten();
+                if let Some(id) = old {
+                    self.connection_down(&peer.name, id);
                 }
                 let _ = self.established(stream, peer);
             }
@@ -936,6 +1028,9 @@ impl Node {
                     stream.peer_addr().ok()
                 ));
             }
+        }
+        if let Some(peer) = accepting {
+            let _ = self.with_state(|s| s.accepting.remove(&peer));
         }
     }
 
