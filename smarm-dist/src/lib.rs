@@ -42,7 +42,10 @@ pub use node::{
     SendError, StartError, Stats, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME,
 };
 pub use pid::Pid;
-pub use term::Term;
+/// `#[derive(Term)]`: [`ToTerm`] and [`FromTerm`] for a struct or enum
+/// (the mapping is in [`term::convert`]).
+pub use smarm_macros::Term;
+pub use term::{FromTerm, FromTermError, Term, ToTerm};
 
 /// The guide's chapter on distribution, whose examples run as this
 /// crate's doctests.

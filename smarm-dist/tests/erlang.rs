@@ -8,9 +8,10 @@
 mod support;
 
 use smarm::dist::term::{atom, tuple, BigInteger, Binary, FixInteger, Float, List, Map, Term};
-use smarm::dist::{Node, NodeEvent, Pid};
+use smarm::dist::{FromTerm, Node, NodeEvent, Pid, ToTerm};
 use std::sync::mpsc;
 use std::time::Duration;
+use support::terms::*;
 use support::{free_port, require_erl, Erl};
 
 const LONG: Duration = Duration::from_secs(30);
@@ -149,6 +150,114 @@ fn smarm_sends_by_name_and_every_term_kind_round_trips() {
          Loop(), io:format(\"STOPPED~n\"), halt().",
     );
     done.recv_timeout(LONG).unwrap();
+    assert_eq!(erl.expect("STOPPED", LONG), "");
+    assert!(erl.wait(LONG));
+    smarm.join().unwrap();
+}
+
+/// One Rust value of each mapping, beside the Erlang literal it must
+/// equal (in the same order in the Erlang node's list below).
+type Sample = (Term, Box<dyn Fn(&Term) -> bool + Send>);
+
+fn sample<T: ToTerm + FromTerm + PartialEq + Clone + Send + 'static>(v: T) -> Sample {
+    let t = v.to_term();
+    (
+        t,
+        Box::new(move |back| T::from_term(back).as_ref() == Ok(&v)),
+    )
+}
+
+fn derived_samples() -> Vec<Sample> {
+    vec![
+        sample(Command::Reset),
+        sample(Command::Add(-5)),
+        sample(Command::Swap(1, 2)),
+        sample(Command::Move { x: 3, y: 4 }),
+        sample(Command::Exit),
+        sample(Point { x: 1, y: 2 }),
+        sample(Span { from: 1, to: 9 }),
+        sample(UserId(7)),
+        sample(Ping),
+        sample(Pair(1, "a".into())),
+        sample(Wrapper { inner: vec![Ping] }),
+        sample(Order {
+            id: 7,
+            items: vec!["tea".into(), "cake".into()],
+            note: None,
+            command: Command::Add(1),
+        }),
+        sample(Temperature(21.5)),
+        sample(String::from("héllo")),
+        sample(Ok::<(), String>(())),
+        sample(Err::<(), String>("bad".into())),
+        sample(u64::MAX),
+        sample(vec![1i32, -2, 3]),
+        sample((true, 1.5f64)),
+        sample(std::collections::BTreeMap::from([(String::from("a"), 1u8)])),
+    ]
+}
+
+const ERLANG_LITERALS: &str = "[reset, {add,-5}, {swap,1,2}, {move,3,4}, 'EXIT', {point,1,2}, {1,9}, 7, ping, {1,<<\"a\">>}, #{inner => [ping]}, \
+     #{id => 7, items => [<<\"tea\">>, <<\"cake\">>], comment => undefined, command => {add,1}}, \
+     {celsius,21.5}, unicode:characters_to_binary([104,233,108,108,111]), ok, {error,<<\"bad\">>}, \
+     18446744073709551615, [1,-2,3], {true,1.5}, #{<<\"a\">> => 1}]";
+
+#[test]
+fn derived_terms_equal_erlang_literals_both_ways() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let node = Node::builder("smarm9@localhost")
+            .cookie("c9")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("ready"));
+        let samples = derived_samples();
+        for (i, (t, _)) in samples.iter().enumerate() {
+            inbox
+                .send(("judge", "erl9@localhost"), (inbox.pid(), i + 1, t))
+                .unwrap();
+        }
+        for (i, (t, decodes)) in samples.iter().enumerate() {
+            let (n, equal, literal): (usize, bool, Term) =
+                inbox.recv_timeout(LONG).unwrap().decode().unwrap();
+            assert_eq!(n, i + 1);
+            assert!(
+                equal,
+                "sample {n}: smarm sent {} where Erlang's literal is {}",
+                smarm::dist::term::display(t),
+                smarm::dist::term::display(&literal)
+            );
+            assert!(
+                decodes(&literal),
+                "sample {n}: Erlang's {} does not decode back",
+                smarm::dist::term::display(&literal)
+            );
+        }
+        inbox
+            .send(("judge", "erl9@localhost"), atom("stop"))
+            .unwrap();
+        let _ = inbox.recv_timeout(Duration::from_secs(2));
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl9@localhost",
+        "c9",
+        epmd,
+        &format!(
+            "register(judge, self()), Expected = {ERLANG_LITERALS}, \
+             {{inbox, 'smarm9@localhost'}} ! ready, \
+             Loop = fun L() -> receive \
+               {{From, I, T}} -> E = lists:nth(I, Expected), From ! {{I, T =:= E, E}}, L(); \
+               stop -> ok end end, \
+             Loop(), io:format(\"STOPPED~n\"), halt()."
+        ),
+    );
     assert_eq!(erl.expect("STOPPED", LONG), "");
     assert!(erl.wait(LONG));
     smarm.join().unwrap();

@@ -52,6 +52,7 @@
 
 mod expand;
 mod model;
+mod term;
 
 use proc_macro::TokenStream;
 
@@ -61,6 +62,27 @@ pub fn derive_actor(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     match model::read(input) {
         Ok(actor) => expand::expand(&actor).into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Derive `ToTerm` and `FromTerm` (smarm's distribution, `smarm::dist`)
+/// for a struct or an enum, so that it crosses the wire as an Erlang
+/// term. Use it as `smarm::dist::Term`; the mapping is in
+/// `smarm::dist::term::convert`.
+///
+/// - named structs: maps with atom keys; `#[term(record)]`: `{tag, ...}`;
+///   `#[term(tuple)]`: `{...}`
+/// - tuple structs: tuples (`#[term(record)]` as above); newtypes: the
+///   inner value; unit structs: an atom
+/// - enums: unit variants as atoms, others as tagged tuples `{tag, ...}`
+/// - `#[term(rename = "atom")]` on a type, variant or field;
+///   `#[term(crate = "smarm_dist")]` where `smarm` is not a dependency
+#[proc_macro_derive(Term, attributes(term))]
+pub fn derive_term(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    match term::derive(input) {
+        Ok(tokens) => tokens.into(),
         Err(e) => e.to_compile_error().into(),
     }
 }

@@ -12,6 +12,7 @@ use super::{Mailbox, Message, Node, SendError};
 use crate::control::Control;
 use crate::node::Dest;
 use crate::pid::Pid;
+use crate::term::ToTerm;
 use crate::term::{atom, tuple, Atom, ImproperList, List, Term};
 use smarm_core::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -113,7 +114,8 @@ fn alias_of(tag: &Term) -> Option<&Term> {
 
 impl Mailbox {
     /// Answer the call `to` with `reply` (`gen_server:reply/2`).
-    pub fn reply(&self, to: &ReplyTo, reply: Term) -> Result<(), SendError> {
+    pub fn reply(&self, to: &ReplyTo, reply: impl ToTerm) -> Result<(), SendError> {
+        let reply = reply.into_term();
         let message = tuple(vec![to.tag.clone(), reply]);
         match alias_of(&to.tag) {
             Some(alias) => {
@@ -150,10 +152,11 @@ impl Node {
     pub fn call(
         &self,
         to: impl Into<Dest>,
-        request: Term,
+        request: impl ToTerm,
         timeout: Duration,
     ) -> Result<Term, CallError> {
         let to = to.into();
+        let request = request.into_term();
         let me = self.mailbox();
         let reference = me.monitor(to.clone());
         let message = tuple(vec![

@@ -40,7 +40,7 @@ use crate::epmd::{self, NodeEntry, Registration};
 use crate::flags::{self, Flags};
 use crate::handshake::{self, HandshakeError, Local, Status};
 use crate::pid::Pid;
-use crate::term::{self, Term};
+use crate::term::{self, FromTerm, FromTermError, Term, ToTerm};
 use smarm_core::channel::{channel, Receiver, Sender};
 use smarm_core::io::net::{TcpListener, TcpStream};
 use smarm_core::{Mutex, RecvError, RecvTimeoutError};
@@ -134,6 +134,21 @@ pub struct Message {
     pub from: Option<Pid>,
     /// The message.
     pub term: Term,
+}
+
+impl Message {
+    /// The message as a `T` ([`FromTerm`]).
+    ///
+    /// ```
+    /// use smarm_dist::{term, Message, ToTerm};
+    ///
+    /// let msg = Message { from: None, term: (term::atom("add"), 2).to_term() };
+    /// let (op, n): (term::Atom, i32) = msg.decode().unwrap();
+    /// assert_eq!((op.name.as_str(), n), ("add", 2));
+    /// ```
+    pub fn decode<T: FromTerm>(&self) -> Result<T, FromTermError> {
+        T::from_term(&self.term)
+    }
 }
 
 /// A change in the set of connected nodes ([`Node::monitor_nodes`]).
@@ -607,7 +622,8 @@ impl Node {
     /// itself. A message to this node is delivered at once; to another,
     /// the connection is made first if there is none. As in Erlang, a
     /// message to a process that does not exist is dropped silently.
-    pub fn send(&self, to: impl Into<Dest>, term: Term) -> Result<(), SendError> {
+    pub fn send(&self, to: impl Into<Dest>, msg: impl ToTerm) -> Result<(), SendError> {
+        let term = msg.into_term();
         self.send_from(&self.node_pid(), to.into(), term)
     }
 
@@ -1338,8 +1354,8 @@ impl Mailbox {
     }
 
     /// Send `term` to `to` with this mailbox as the sender.
-    pub fn send(&self, to: impl Into<Dest>, term: Term) -> Result<(), SendError> {
-        self.node.send_from(&self.pid, to.into(), term)
+    pub fn send(&self, to: impl Into<Dest>, msg: impl ToTerm) -> Result<(), SendError> {
+        self.node.send_from(&self.pid, to.into(), msg.into_term())
     }
 }
 

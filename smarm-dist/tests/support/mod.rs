@@ -2,6 +2,8 @@
 //! started on loopback with a private EPMD port, stopped when dropped.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod terms;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;

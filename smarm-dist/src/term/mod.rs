@@ -9,12 +9,21 @@
 //! distribution message cannot carry without an atom cache or
 //! compression (which smarm does not negotiate) are refused. A term that
 //! passes decodes in memory proportional to its size.
+//!
+//! [`ToTerm`] and [`FromTerm`] turn Rust values into terms and back (the
+//! mapping is in their module's table, `convert`), for the usual types and,
+//! by `#[derive(Term)]`, for yours.
 
 pub use eetf::{
     Atom, BigInteger, Binary, BitBinary, ByteList, FixInteger, Float, ImproperList, List, Map,
     Pid as PidTerm, Reference, Term, Tuple,
 };
 use thiserror::Error;
+
+pub mod convert;
+#[doc(hidden)]
+pub use convert::derive as __derive;
+pub use convert::{FromTerm, FromTermError, ToTerm};
 
 /// How deep a term from the network may nest.
 pub const MAX_DEPTH: usize = 256;
@@ -378,6 +387,136 @@ pub fn atom(name: &str) -> Term {
 /// The tuple of `elements`.
 pub fn tuple(elements: Vec<Term>) -> Term {
     Term::from(Tuple::from(elements))
+}
+
+/// `term` as Erlang writes it (`io:format("~w")`, with printable
+/// binaries as `<<"text">>` and map keys sorted), for logs and error
+/// messages.
+///
+/// ```
+/// use smarm_dist::term::{atom, display, tuple, Term};
+/// use smarm_dist::ToTerm;
+///
+/// let t = tuple(vec![atom("ok"), atom("Hello"), "tea".to_term(), vec![1, 2].to_term()]);
+/// assert_eq!(display(&t).to_string(), r#"{ok,'Hello',<<"tea">>,[1,2]}"#);
+/// ```
+pub fn display(term: &Term) -> Display<'_> {
+    Display(term)
+}
+
+/// The [`display`] of a term.
+pub struct Display<'a>(&'a Term);
+
+impl std::fmt::Display for Display<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write_term(self.0, f)
+    }
+}
+
+/// Whether `name` is written without quotes: a lowercase letter, then
+/// letters, digits, `_` and `@`, and not a reserved word.
+fn bare_atom(name: &str) -> bool {
+    const RESERVED: [&str; 28] = [
+        "after", "and", "andalso", "band", "begin", "bnot", "bor", "bsl", "bsr", "bxor", "case",
+        "catch", "cond", "div", "else", "end", "fun", "if", "let", "maybe", "not", "of", "or",
+        "orelse", "receive", "rem", "try", "when",
+    ];
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '@')
+        && !RESERVED.contains(&name)
+}
+
+fn write_atom(name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    if bare_atom(name) {
+        f.write_str(name)
+    } else {
+        write!(f, "'{}'", name.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+}
+
+fn write_all<'t>(
+    items: impl IntoIterator<Item = &'t Term>,
+    f: &mut std::fmt::Formatter<'_>,
+) -> std::fmt::Result {
+    for (i, t) in items.into_iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write_term(t, f)?;
+    }
+    Ok(())
+}
+
+fn write_bytes(
+    bytes: &[u8],
+    (open, close): (&str, &str),
+    f: &mut std::fmt::Formatter<'_>,
+) -> std::fmt::Result {
+    f.write_str(open)?;
+    for (i, byte) in bytes.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{byte}")?;
+    }
+    f.write_str(close)
+}
+
+fn write_term(term: &Term, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match term {
+        Term::Atom(a) => write_atom(&a.name, f),
+        Term::FixInteger(i) => write!(f, "{}", i.value),
+        Term::BigInteger(b) => write!(f, "{}", b.value),
+        Term::Float(x) => write!(f, "{:?}", x.value),
+        Term::Binary(b) => match std::str::from_utf8(&b.bytes) {
+            Ok(s) if !s.is_empty() && s.chars().all(|c| !c.is_control()) => {
+                write!(f, "<<{s:?}>>")
+            }
+            _ => write_bytes(&b.bytes, ("<<", ">>"), f),
+        },
+        Term::ByteList(l) => write_bytes(&l.bytes, ("[", "]"), f),
+        Term::List(l) => {
+            f.write_str("[")?;
+            write_all(&l.elements, f)?;
+            f.write_str("]")
+        }
+        Term::ImproperList(l) => {
+            f.write_str("[")?;
+            write_all(&l.elements, f)?;
+            f.write_str("|")?;
+            write_term(&l.last, f)?;
+            f.write_str("]")
+        }
+        Term::Tuple(t) => {
+            f.write_str("{")?;
+            write_all(&t.elements, f)?;
+            f.write_str("}")
+        }
+        Term::Map(m) => {
+            let mut pairs: Vec<(String, &Term)> = m
+                .map
+                .iter()
+                .map(|(k, v)| (display(k).to_string(), v))
+                .collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            f.write_str("#{")?;
+            for (i, (k, v)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{k} => ")?;
+                write_term(v, f)?;
+            }
+            f.write_str("}")
+        }
+        Term::Pid(p) => {
+            f.write_str("<")?;
+            write_atom(&p.node.name, f)?;
+            write!(f, ".{}.{}>", p.id, p.serial)
+        }
+        other => write!(f, "{other}"),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,8 @@
+struct Opaque;
+
+#[derive(smarm::dist::Term)]
+struct Holder {
+    inner: Opaque,
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+#[derive(smarm::dist::Term)]
+union Bits {
+    a: u32,
+    b: f32,
+}
+
+fn main() {}

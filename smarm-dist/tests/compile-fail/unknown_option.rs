@@ -1,0 +1,7 @@
+#[derive(smarm::dist::Term)]
+#[term(record)]
+enum Shape {
+    Circle(f64),
+}
+
+fn main() {}
