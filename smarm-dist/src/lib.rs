@@ -39,7 +39,7 @@ pub mod term;
 
 pub use node::{
     Builder, CallError, Dest, GenCall, Mailbox, Message, Node, NodeEvent, RegisterError, ReplyTo,
-    SendError, StartError, Stats, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME,
+    SendError, Servable, StartError, Stats, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME,
 };
 pub use pid::Pid;
 /// `#[derive(Term)]`: [`ToTerm`] and [`FromTerm`] for a struct or enum

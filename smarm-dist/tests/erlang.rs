@@ -9,6 +9,7 @@ mod support;
 
 use smarm::dist::term::{atom, tuple, BigInteger, Binary, FixInteger, Float, List, Map, Term};
 use smarm::dist::{FromTerm, Node, NodeEvent, Pid, ToTerm};
+use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
 use std::sync::mpsc;
 use std::time::Duration;
 use support::terms::*;
@@ -415,6 +416,146 @@ fn erlang_gen_server_calls_and_casts_are_answered_by_a_smarm_mailbox() {
     // (the monitor gen_server:call sets up is answered), not at its timeout.
     let missing = erl.expect("MISSING ", LONG);
     assert!(missing.starts_with("{'EXIT',{noproc,"), "{missing}");
+    smarm.join().unwrap();
+}
+
+/// The gen_server served to Erlang: its calls, casts and infos are
+/// derived terms.
+struct Counter {
+    count: i64,
+    /// Deferred replies: answered once the count reaches their target.
+    waiting: Vec<(i64, Reply<i64>)>,
+}
+
+#[derive(smarm::dist::Term, Debug)]
+enum CounterCall {
+    Get,
+    Add(i64),
+    WaitFor(i64),
+    Crash,
+}
+
+#[derive(smarm::dist::Term, Debug)]
+enum CounterCast {
+    Add(i64),
+}
+
+#[derive(smarm::dist::Term, Debug)]
+struct Bump;
+
+impl Counter {
+    fn changed(&mut self) {
+        let count = self.count;
+        let (done, left) = self.waiting.drain(..).partition(|(n, _)| *n <= count);
+        self.waiting = left;
+        for (_, reply) in done {
+            reply.reply(count);
+        }
+    }
+}
+
+impl GenServer for Counter {
+    type Args = ();
+    type Call = CounterCall;
+    type Reply = i64;
+    type Cast = CounterCast;
+    type Info = Bump;
+    fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Counter {
+            count: 0,
+            waiting: Vec::new(),
+        })
+    }
+    fn handle_call(&mut self, call: CounterCall, reply: Reply<i64>, _: &mut Ctx<Self>) -> Flow {
+        match call {
+            CounterCall::Get => drop(reply.reply(self.count)),
+            CounterCall::Add(n) => {
+                self.count += n;
+                reply.reply(self.count);
+                self.changed();
+            }
+            CounterCall::WaitFor(n) => {
+                self.waiting.push((n, reply));
+                self.changed();
+            }
+            CounterCall::Crash => panic!("asked to crash"),
+        }
+        Flow::Continue
+    }
+    fn handle_cast(&mut self, CounterCast::Add(n): CounterCast, _: &mut Ctx<Self>) -> Flow {
+        self.count += n;
+        self.changed();
+        Flow::Continue
+    }
+    fn handle_info(&mut self, Bump: Bump, _: &mut Ctx<Self>) -> Flow {
+        self.count += 1;
+        self.changed();
+        Flow::Continue
+    }
+}
+
+#[test]
+fn erlang_calls_casts_and_messages_reach_a_served_smarm_gen_server() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (done_tx, done) = smarm::channel::<()>();
+    let smarm = in_runtime(move || {
+        let node = Node::builder("smarm10@localhost")
+            .cookie("c10")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let counter = gen_server::start::<Counter>(()).unwrap();
+        node.serve("counter", counter.clone()).unwrap();
+        assert!(
+            node.serve("counter", counter).is_err(),
+            "a name is served once"
+        );
+        ready_tx.send(()).unwrap();
+        done.recv().unwrap();
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl10@localhost",
+        "c10",
+        epmd,
+        "S = {counter, 'smarm10@localhost'}, Parent = self(), \
+         spawn(fun() -> Parent ! {waited, gen_server:call(S, {wait_for, 3}, 20000)} end), \
+         timer:sleep(100), \
+         io:format(\"ADD ~p~n\", [gen_server:call(S, {add, 1})]), \
+         gen_server:cast(S, {add, 1}), \
+         S ! bump, \
+         receive {waited, W} -> io:format(\"WAITED ~p~n\", [W]) after 20000 -> io:format(\"WAITED timeout~n\") end, \
+         io:format(\"GET ~p~n\", [gen_server:call(S, get)]), \
+         io:format(\"BAD ~p~n\", [gen_server:call(S, {add, not_a_number})]), \
+         gen_server:cast(S, not_a_cast), S ! not_an_info, \
+         io:format(\"STILL ~p~n\", [gen_server:call(S, get)]), \
+         io:format(\"CRASH ~p~n\", [catch gen_server:call(S, crash)]), \
+         io:format(\"AFTER ~p~n\", [catch gen_server:call(S, get, 10000)]), \
+         halt().",
+    );
+    assert_eq!(erl.expect("ADD ", LONG), "1");
+    // A deferred reply: the server kept the call's slot and answered it
+    // when a cast and a plain message had brought the count to 3.
+    assert_eq!(erl.expect("WAITED ", LONG), "3");
+    assert_eq!(erl.expect("GET ", LONG), "3");
+    let bad = erl.expect("BAD ", LONG);
+    assert!(
+        bad.starts_with("{error,{bad_request,<<\"CounterCall::Add.0: expected an integer"),
+        "{bad}"
+    );
+    // Bad casts and infos are dropped; the server goes on.
+    assert_eq!(erl.expect("STILL ", LONG), "3");
+    // The server's panic reaches the caller's monitor as its reason, and
+    // the name goes with the server.
+    let crash = erl.expect("CRASH ", LONG);
+    assert!(crash.starts_with("{'EXIT',{panic,"), "{crash}");
+    let after = erl.expect("AFTER ", LONG);
+    assert!(after.starts_with("{'EXIT',{noproc,"), "{after}");
+    assert!(erl.wait(LONG));
+    done_tx.send(()).unwrap();
     smarm.join().unwrap();
 }
 

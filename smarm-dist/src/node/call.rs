@@ -115,18 +115,34 @@ fn alias_of(tag: &Term) -> Option<&Term> {
 impl Mailbox {
     /// Answer the call `to` with `reply` (`gen_server:reply/2`).
     pub fn reply(&self, to: &ReplyTo, reply: impl ToTerm) -> Result<(), SendError> {
-        let reply = reply.into_term();
+        self.node.reply_from(&self.pid, to, reply.into_term(), true)
+    }
+}
+
+impl Node {
+    /// Answer the call `to` with `reply`, from the mailbox `from`: through
+    /// the caller's alias when it gave one (OTP 24 and later), else to
+    /// its pid; reconnecting to the caller's node first only if
+    /// `connect`.
+    pub(super) fn reply_from(
+        &self,
+        from: &Pid,
+        to: &ReplyTo,
+        reply: Term,
+        connect: bool,
+    ) -> Result<(), SendError> {
         let message = tuple(vec![to.tag.clone(), reply]);
-        match alias_of(&to.tag) {
-            Some(alias) => {
-                let control = Control::AliasSend {
-                    from: self.pid.clone(),
-                    alias: alias.clone(),
-                };
-                self.node.post(to.pid.node(), control, Some(message), true)
-            }
-            None => self.send(&to.pid, message),
-        }
+        let control = match alias_of(&to.tag) {
+            Some(alias) => Control::AliasSend {
+                from: from.clone(),
+                alias: alias.clone(),
+            },
+            None => Control::Send {
+                from: Some(from.clone()),
+                to: to.pid.clone(),
+            },
+        };
+        self.post(to.pid.node(), control, Some(message), connect)
     }
 }
 

@@ -53,7 +53,7 @@ pub(super) fn node_down(s: &mut State, peer: &str) {
 }
 
 /// A smarm actor's end, as an exit reason term.
-fn reason_term(reason: &DownReason) -> Term {
+pub(super) fn reason_term(reason: &DownReason) -> Term {
     match reason {
         DownReason::Exit => atom("normal"),
         DownReason::Panic => atom("panic"),
@@ -72,7 +72,7 @@ fn reason_term(reason: &DownReason) -> Term {
 fn reason_text(reason: &Term) -> String {
     match reason {
         Term::Atom(Atom { name }) => name.clone(),
-        other => other.to_string(),
+        other => crate::term::display(other).to_string(),
     }
 }
 

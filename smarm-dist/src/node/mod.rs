@@ -32,6 +32,9 @@
 mod call;
 mod link;
 mod monitor;
+mod serve;
+
+pub use serve::Servable;
 
 pub use call::{CallError, GenCall, ReplyTo};
 
@@ -609,6 +612,7 @@ impl Node {
             name: name.map(str::to_string),
             rx,
             node: self.clone(),
+            exit: None,
         })
     }
 
@@ -1305,6 +1309,8 @@ pub struct Mailbox {
     name: Option<String>,
     rx: Inbox,
     node: Node,
+    /// The exit reason its watchers hear, where not the default.
+    exit: Option<Term>,
 }
 
 #[derive(Debug)]
@@ -1340,6 +1346,31 @@ impl Mailbox {
         }
     }
 
+    /// The next message if one waits; `Err` once the node is stopped
+    /// and nothing is left.
+    pub fn try_recv(&self) -> Result<Option<Message>, RecvError> {
+        match &self.rx {
+            Inbox::Unbounded(rx) => rx.try_recv(),
+            Inbox::Bounded(rx) => rx.try_recv(),
+        }
+    }
+
+    /// The mailbox as an arm of [`smarm::select`](smarm_core::select), to
+    /// wait for a message and something else at once; read the message
+    /// with [`try_recv`](Self::try_recv).
+    pub fn selectable(&self) -> &dyn smarm_core::Selectable {
+        match &self.rx {
+            Inbox::Unbounded(rx) => rx,
+            Inbox::Bounded(rx) => rx,
+        }
+    }
+
+    /// End the mailbox with `reason` as the exit reason its monitors and
+    /// links hear (instead of `normal`).
+    pub(super) fn close(mut self, reason: Term) {
+        self.exit = Some(reason);
+    }
+
     /// Messages waiting in it.
     pub fn len(&self) -> usize {
         match &self.rx {
@@ -1373,11 +1404,11 @@ impl Drop for Mailbox {
         });
         // Its process ends: whoever watches it hears why (an owner
         // unwinding from a panic is reported as one).
-        let reason = if std::thread::panicking() {
-            "panic"
-        } else {
-            "normal"
+        let reason = match self.exit.take() {
+            Some(reason) => reason,
+            None if std::thread::panicking() => term::atom("panic"),
+            None => term::atom("normal"),
         };
-        self.node.mailbox_ended(&self.pid, term::atom(reason));
+        self.node.mailbox_ended(&self.pid, reason);
     }
 }

@@ -48,21 +48,64 @@ pub enum CallError {
 /// [`Reply::reply`], now or later (keep it in the server's state to reply
 /// after other messages: a deferred reply). Dropping it unanswered fails
 /// the call with [`CallError::ServerDown`] (C2).
+///
+/// A call that arrives from outside the runtime's own callers (another
+/// node, a socket) carries a slot made by [`Reply::forward`]: its answer
+/// goes to a function instead.
 #[must_use = "a dropped Reply fails the caller's call: reply, or keep it to reply later"]
 pub struct Reply<T> {
-    tx: ReplySender<T>,
+    to: ReplyTo<T>,
+}
+
+enum ReplyTo<T> {
+    /// A caller waiting in `call` (C1).
+    Caller(ReplySender<T>),
+    /// A caller elsewhere: `forward`'s function.
+    Forward(Box<dyn FnOnce(T) -> bool + Send>),
 }
 
 impl<T: Send> Reply<T> {
     /// Answer the call. `false` if the caller is no longer waiting (it
     /// timed out or went down): the value is discarded (C1).
     pub fn reply(self, value: T) -> bool {
-        self.tx.send(value).is_ok()
+        match self.to {
+            ReplyTo::Caller(tx) => tx.send(value).is_ok(),
+            ReplyTo::Forward(f) => f(value),
+        }
     }
 
-    /// Whether the caller still waits for this reply.
+    /// Whether the caller still waits for this reply (a forwarded reply's
+    /// caller is assumed to).
     pub fn is_waited_on(&self) -> bool {
-        self.tx.is_waited_on()
+        match &self.to {
+            ReplyTo::Caller(tx) => tx.is_waited_on(),
+            ReplyTo::Forward(_) => true,
+        }
+    }
+
+    /// A reply slot whose answer is handed to `deliver` (which says
+    /// whether it reached a caller), for a request made without
+    /// [`call`]: how a bridge from another transport puts a request to a
+    /// server with [`GenServerRef::send_request`](crate::gen_server::GenServerRef::send_request)
+    /// and sends the answer on when the server gives it, without waiting.
+    /// Dropped unanswered, it calls nothing: the far caller's own timeout
+    /// or monitor tells it, as for an Erlang server that never replies.
+    ///
+    /// `deliver` runs in the server's actor, at its `reply`: it must not
+    /// block for long.
+    ///
+    /// ```
+    /// use smarm::gen_server::Reply;
+    ///
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let reply = Reply::forward(move |answer: u32| tx.send(answer).is_ok());
+    /// assert!(reply.reply(42));
+    /// assert_eq!(rx.recv(), Ok(42));
+    /// ```
+    pub fn forward(deliver: impl FnOnce(T) -> bool + Send + 'static) -> Reply<T> {
+        Reply {
+            to: ReplyTo::Forward(Box::new(deliver)),
+        }
     }
 }
 
@@ -128,7 +171,12 @@ pub fn call_as<Req, R: Send>(
     let mut delivered = true;
     let reply = await_reply_as(
         what,
-        |tx| delivered = deliver(request(Reply { tx })).is_ok(),
+        |tx| {
+            delivered = deliver(request(Reply {
+                to: ReplyTo::Caller(tx),
+            }))
+            .is_ok()
+        },
         timeout,
     );
     match reply {

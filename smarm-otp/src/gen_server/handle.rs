@@ -49,6 +49,10 @@ impl<M> TryCastError<M> {
     }
 }
 
+/// A call put with [`GenServerRef::send_request`]: the request and the
+/// slot its answer goes to.
+pub type Request<G> = (<G as GenServer>::Call, Reply<<G as GenServer>::Reply>);
+
 /// The address of a running server of type `G`.
 pub struct GenServerRef<G: GenServer> {
     pid: Pid,
@@ -228,6 +232,54 @@ impl<G: GenServer> GenServerRef<G> {
         match self.deliver("GenServerRef::cast", Msg::Cast(msg)) {
             Ok(()) => Ok(()),
             Err(Msg::Cast(msg)) => Err(CastError(msg)),
+            Err(_) => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+
+    /// Put a call to the server without waiting for its answer: the
+    /// answer goes to `reply` (typically [`Reply::forward`]) when the
+    /// server gives it, as Erlang's `gen_server:send_request/2`. A bounded
+    /// mailbox applies backpressure as for [`cast`](Self::cast). A server
+    /// that is down hands back the request and the reply slot.
+    ///
+    /// ```
+    /// use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
+    ///
+    /// struct Double;
+    /// impl GenServer for Double {
+    ///     type Args = ();
+    ///     type Call = u32;
+    ///     type Reply = u32;
+    ///     type Cast = ();
+    ///     type Info = ();
+    ///     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> { Ok(Double) }
+    ///     fn handle_call(&mut self, n: u32, reply: Reply<u32>, _: &mut Ctx<Self>) -> Flow {
+    ///         reply.reply(n * 2);
+    ///         Flow::Continue
+    ///     }
+    /// }
+    ///
+    /// smarm::run(|| {
+    ///     let server = gen_server::start::<Double>(()).unwrap();
+    ///     let (tx, rx) = smarm::channel();
+    ///     let reply = Reply::forward(move |n| tx.send(n).is_ok());
+    ///     server.send_request(21, reply).unwrap();
+    ///     assert_eq!(rx.recv(), Ok(42));
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// As [`cast`](Self::cast), on a full bounded mailbox from a scheduler
+    /// callback or from the server itself.
+    pub fn send_request(
+        &self,
+        request: G::Call,
+        reply: Reply<G::Reply>,
+    ) -> Result<(), CastError<Request<G>>> {
+        match self.deliver("GenServerRef::send_request", Msg::Call(request, reply)) {
+            Ok(()) => Ok(()),
+            Err(Msg::Call(request, reply)) => Err(CastError((request, reply))),
             Err(_) => unreachable!("a failed send hands back the message sent"),
         }
     }

@@ -84,5 +84,5 @@ pub use crate::gen::{
 };
 pub use behaviour::{Flow, GenServer};
 pub use builder::{start, start_link, start_named, Builder};
-pub use handle::{whereis_server, CastError, GenServerRef, ServerName, TryCastError};
+pub use handle::{whereis_server, CastError, GenServerRef, Request, ServerName, TryCastError};
 pub use server::{Ctx, Envelope};
