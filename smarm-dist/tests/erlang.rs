@@ -7,7 +7,9 @@
 
 mod support;
 
-use smarm::dist::term::{atom, tuple, BigInteger, Binary, FixInteger, Float, List, Map, Term};
+use smarm::dist::term::{
+    self, atom, tuple, BigInteger, Binary, FixInteger, Float, List, Map, Term,
+};
 use smarm::dist::{FromTerm, Node, NodeEvent, Pid, ToTerm};
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
 use std::sync::mpsc;
@@ -23,6 +25,15 @@ fn in_runtime(body: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<(
     std::thread::spawn(move || smarm::run(body))
 }
 
+/// A node on the private EPMD port `epmd`.
+fn start_node(name: &str, cookie: &str, epmd: u16) -> Node {
+    Node::builder(name)
+        .cookie(cookie)
+        .epmd_port(epmd)
+        .start()
+        .unwrap()
+}
+
 fn elements(t: &Term) -> &[Term] {
     match t {
         Term::Tuple(t) => &t.elements,
@@ -36,11 +47,7 @@ fn erlang_sends_by_name_and_smarm_answers_by_pid() {
     let epmd = free_port();
     let (ready_tx, ready) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm1@localhost")
-            .cookie("c1")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm1@localhost", "c1", epmd);
         assert!(
             node.serves_epmd(),
             "no EPMD ran on the private port: the node serves it"
@@ -109,11 +116,7 @@ fn smarm_sends_by_name_and_every_term_kind_round_trips() {
     let (ready_tx, ready) = mpsc::channel();
     let (done_tx, done) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm2@localhost")
-            .cookie("c2")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm2@localhost", "c2", epmd);
         let inbox = node.register("inbox").unwrap();
         ready_tx.send(()).unwrap();
         // The Erlang side says when its echo process is registered.
@@ -209,11 +212,7 @@ fn derived_terms_equal_erlang_literals_both_ways() {
     let epmd = free_port();
     let (ready_tx, ready) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm9@localhost")
-            .cookie("c9")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm9@localhost", "c9", epmd);
         let inbox = node.register("inbox").unwrap();
         ready_tx.send(()).unwrap();
         assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("ready"));
@@ -272,11 +271,7 @@ fn a_wrong_cookie_gets_no_connection_on_either_side() {
     let (erl_up_tx, erl_up) = mpsc::channel::<()>();
     let (checked_tx, checked) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm3@localhost")
-            .cookie("right")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm3@localhost", "right", epmd);
         let inbox = node.register("inbox").unwrap();
         ready_tx.send(()).unwrap();
         let (tx, rx) = smarm::channel::<()>();
@@ -324,11 +319,7 @@ fn a_killed_erlang_node_is_reported_down() {
     let (up_tx, up) = mpsc::channel();
     let (down_tx, down) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm4@localhost")
-            .cookie("c4")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm4@localhost", "c4", epmd);
         let events = node.monitor_nodes();
         let inbox = node.register("inbox").unwrap();
         ready_tx.send(()).unwrap();
@@ -365,11 +356,7 @@ fn erlang_gen_server_calls_and_casts_are_answered_by_a_smarm_mailbox() {
     let epmd = free_port();
     let (ready_tx, ready) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm5@localhost")
-            .cookie("c5")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm5@localhost", "c5", epmd);
         let counter = node.register("counter").unwrap();
         ready_tx.send(()).unwrap();
         let mut count = 0i32;
@@ -501,11 +488,7 @@ fn erlang_calls_casts_and_messages_reach_a_served_smarm_gen_server() {
     let (ready_tx, ready) = mpsc::channel();
     let (done_tx, done) = smarm::channel::<()>();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm10@localhost")
-            .cookie("c10")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm10@localhost", "c10", epmd);
         let counter = gen_server::start::<Counter>(()).unwrap();
         node.serve("counter", counter.clone()).unwrap();
         assert!(
@@ -568,11 +551,7 @@ fn smarm_calls_erlang_and_monitors_work_both_ways() {
     let (killed_tx, killed) = smarm::channel::<()>();
     let (done_tx, done) = mpsc::channel();
     let smarm = in_runtime(move || {
-        let node = Node::builder("smarm6@localhost")
-            .cookie("c6")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm6@localhost", "c6", epmd);
         let inbox = node.register("inbox").unwrap();
         let watched = node.register("watched").unwrap();
         ready_tx.send(()).unwrap();
@@ -679,11 +658,7 @@ fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
     let (done_tx, done) = mpsc::channel();
     let smarm = in_runtime(move || {
         smarm::report::set_handler(|_| {}); // the panics below are on purpose
-        let node = Node::builder("smarm7@localhost")
-            .cookie("c7")
-            .epmd_port(epmd)
-            .start()
-            .unwrap();
+        let node = start_node("smarm7@localhost", "c7", epmd);
         let inbox = node.register("inbox").unwrap();
         ready_tx.send(()).unwrap();
         let hello = inbox.recv_timeout(LONG).unwrap().term;
@@ -767,5 +742,133 @@ fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
     erl.kill();
     killed_tx.send(()).unwrap();
     done.recv_timeout(LONG).unwrap();
+    smarm.join().unwrap();
+}
+
+#[test]
+fn unlink_and_exit_signals_from_smarm_reach_erlang() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (done_tx, done) = smarm::channel::<()>();
+    let smarm = in_runtime(move || {
+        let node = start_node("smarm11@localhost", "c11", epmd);
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        let (p, q): (Pid, Pid) = {
+            let (_, p, q): (term::Atom, Pid, Pid) =
+                inbox.recv_timeout(LONG).unwrap().decode().unwrap();
+            (p, q)
+        };
+
+        // Linked, then unlinked (UNLINK_ID): the Erlang side's links are
+        // gone, and its exit no longer reaches the smarm actor.
+        let n = node.clone();
+        let a = smarm::spawn(move || {
+            let me = n.mailbox();
+            n.link(&p);
+            me.send(&p, (atom("check"), me.pid())).unwrap();
+            assert_eq!(me.recv_timeout(LONG).unwrap().term, atom("checked"));
+            n.unlink(&p);
+            n.unlink(&p); // unlinking twice does nothing
+            let watch = me.monitor(&p);
+            me.send(&p, atom("go")).unwrap();
+            let down = me.recv_timeout(LONG).unwrap().term;
+            assert_eq!(elements(&down)[1], watch);
+            assert_eq!(elements(&down)[4], atom("boom"));
+            smarm::sleep(Duration::from_millis(200)); // no exit is on its way
+            42
+        });
+        assert_eq!(
+            a.join().unwrap(),
+            42,
+            "the unlinked actor outlived its partner"
+        );
+
+        // exit/2 from a mailbox ends a process that does not trap exits.
+        inbox.exit(&q, atom("stop_now")).unwrap();
+        done.recv().unwrap();
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let erl = Erl::start(
+        "erl11@localhost",
+        "c11",
+        epmd,
+        "Links = fun() -> {links, L} = process_info(self(), links), length(L) end, \
+         P = spawn(fun() -> \
+             receive {check, From} -> io:format(\"LINKS1 ~p~n\", [Links()]), From ! checked end, \
+             receive go -> io:format(\"LINKS2 ~p~n\", [Links()]) end, \
+             exit(boom) end), \
+         Q = spawn(fun() -> receive never -> ok end end), \
+         spawn(fun() -> R = monitor(process, Q), \
+             receive {'DOWN', R, _, _, Why} -> io:format(\"Q ~p~n\", [Why]) end end), \
+         {inbox, 'smarm11@localhost'} ! {ready, P, Q}, \
+         timer:sleep(60000).",
+    );
+    assert_eq!(erl.expect("LINKS1 ", LONG), "1");
+    assert_eq!(erl.expect("LINKS2 ", LONG), "0");
+    assert_eq!(erl.expect("Q ", LONG), "stop_now");
+    done_tx.send(()).unwrap();
+    smarm.join().unwrap();
+}
+
+#[test]
+fn a_supervisor_restarts_a_child_whose_erlang_partner_dies() {
+    use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        smarm::report::set_handler(|_| {}); // the child's kills are on purpose
+        let node = start_node("smarm12@localhost", "c12", epmd);
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("ready"));
+        let (started_tx, started) = smarm::channel::<Pid>();
+        let n = node.clone();
+        let child = move || {
+            // Each start asks the Erlang pool for a worker and links to it.
+            let me = n.mailbox();
+            me.send(("pool", "erl12@localhost"), (atom("give"), me.pid()))
+                .unwrap();
+            let worker: Pid = me.recv_timeout(LONG).unwrap().decode().unwrap();
+            n.link(&worker);
+            started_tx.send(worker).unwrap();
+            smarm::sleep(LONG);
+        };
+        let flags = SupFlags::new(Strategy::OneForOne).intensity(5, Duration::from_secs(60));
+        let sup = supervisor::start(flags, vec![ChildSpec::actor("partnered", child)]).unwrap();
+        let first = started.recv_timeout(LONG).unwrap();
+        let child_pid = sup.which_children().unwrap()[0].pid;
+        // The Erlang worker dies: the link kills the child, and the
+        // supervisor restarts it, which links to a new worker.
+        inbox.send(&first, atom("die")).unwrap();
+        let second = started.recv_timeout(LONG).unwrap();
+        assert_ne!(first, second);
+        let restarted = sup.which_children().unwrap()[0].pid;
+        assert_ne!(restarted, child_pid, "a new child");
+        sup.shutdown().unwrap();
+        inbox
+            .send(("pool", "erl12@localhost"), atom("stop"))
+            .unwrap();
+        let _ = inbox.recv_timeout(Duration::from_secs(2));
+        node.stop();
+        smarm::report::reset_handler();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl12@localhost",
+        "c12",
+        epmd,
+        "register(pool, self()), {inbox, 'smarm12@localhost'} ! ready, \
+         Loop = fun L(N) -> receive \
+             {give, To} -> W = spawn(fun() -> receive die -> exit(boom) end end), \
+                 To ! W, L(N + 1); \
+             stop -> N end end, \
+         io:format(\"GAVE ~p~n\", [Loop(0)]), halt().",
+    );
+    assert_eq!(erl.expect("GAVE ", LONG), "2");
+    assert!(erl.wait(LONG));
     smarm.join().unwrap();
 }

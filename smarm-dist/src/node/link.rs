@@ -19,7 +19,7 @@
 //! - (L2) When a connection goes down, every link to its node fires with
 //!   `noconnection` (run from N2's single removal).
 
-use super::{Node, State};
+use super::{Mailbox, Node, SendError, State};
 use crate::control::Control;
 use crate::pid::Pid;
 use crate::term::{atom, Atom, Term};
@@ -34,8 +34,29 @@ pub(super) enum LinkSignal {
     Unlink,
 }
 
-/// A link's entry: its proxy's inbox.
-pub(super) type LinkEntry = Sender<LinkSignal>;
+/// A link's entry: its proxy's inbox, and the smarm actor it stands for.
+pub(super) struct LinkEntry {
+    proxy: Sender<LinkSignal>,
+    owner: smarm_core::Pid,
+}
+
+impl Mailbox {
+    /// Send the exit signal `reason` to the process `to` from this
+    /// mailbox, as Erlang's `exit(To, Reason)` (EXIT2): a process that
+    /// does not trap exits ends with `reason` unless it is `normal`; one
+    /// that traps them gets `{'EXIT', From, Reason}`; `kill` ends it in
+    /// any case. A pid of this node gets the `{'EXIT', From, Reason}`
+    /// message in its mailbox.
+    pub fn exit(&self, to: &Pid, reason: impl crate::term::ToTerm) -> Result<(), SendError> {
+        let signal = Control::Exit {
+            from: self.pid.clone(),
+            to: to.clone(),
+            reason: reason.into_term(),
+            exit2: true,
+        };
+        self.node.post(to.node(), signal, None, true)
+    }
+}
 
 /// The connection to `peer` is gone (L2).
 pub(super) fn node_down(s: &mut State, peer: &str) {
@@ -46,8 +67,8 @@ pub(super) fn node_down(s: &mut State, peer: &str) {
         .cloned()
         .collect();
     for key in fired {
-        if let Some(proxy) = s.links.remove(&key) {
-            let _ = proxy.send(LinkSignal::Exit(atom("noconnection")));
+        if let Some(entry) = s.links.remove(&key) {
+            let _ = entry.proxy.send(LinkSignal::Exit(atom("noconnection")));
         }
     }
 }
@@ -90,7 +111,8 @@ impl Node {
         let owner = smarm_core::self_pid();
         let local = self.endpoint_pid();
         let (tx, rx) = channel::<LinkSignal>();
-        let _ = self.with_state(|s| s.links.insert((local.id(), remote.clone()), tx)); // (L1)
+        let entry = LinkEntry { proxy: tx, owner };
+        let _ = self.with_state(|s| s.links.insert((local.id(), remote.clone()), entry)); // (L1)
         let node = self.clone();
         let (target, endpoint) = (remote.clone(), local.clone());
         let (ready_tx, ready) = channel::<()>();
@@ -110,25 +132,60 @@ impl Node {
         }
     }
 
+    /// Remove the calling actor's links with the process `remote` (Erlang's
+    /// `unlink/1`, by the UNLINK_ID protocol): from now on neither end's
+    /// exit reaches the other, including an exit already on its way.
+    /// Unlinking what is not linked does nothing.
+    ///
+    /// # Panics
+    ///
+    /// Outside a smarm actor.
+    pub fn unlink(&self, remote: &Pid) {
+        smarm_core::require_actor("smarm::dist::Node::unlink");
+        let owner = smarm_core::self_pid();
+        let removed = self
+            .with_state(|s| {
+                let keys: Vec<(u32, Pid)> = s
+                    .links
+                    .iter()
+                    .filter(|((_, r), e)| r == remote && e.owner == owner)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                let removed: Vec<(u32, LinkEntry, u64)> = keys
+                    .into_iter()
+                    .filter_map(|k| {
+                        let entry = s.links.remove(&k)?;
+                        Some((k.0, entry, u64::from(s.next_pid_id())))
+                    })
+                    .collect();
+                removed
+            })
+            .unwrap_or_default();
+        for (local, entry, id) in removed {
+            let _ = entry.proxy.send(LinkSignal::Unlink);
+            let request = Control::Unlink {
+                id: crate::term::ToTerm::to_term(&id),
+                from: Pid::new(self.name(), local, 0, self.creation()),
+                to: remote.clone(),
+                ack: false,
+            };
+            let _ = self.post(remote.node(), request, None, false);
+        }
+    }
+
     /// A fresh pid of this node for a link's local end.
     fn endpoint_pid(&self) -> Pid {
-        let id = self
-            .with_state(|s| {
-                let id = s.next_id;
-                s.next_id = s.next_id.wrapping_add(1).max(1);
-                id
-            })
-            .unwrap_or(0);
+        let id = self.with_state(State::next_pid_id).unwrap_or(0);
         Pid::new(self.name(), id, 0, self.creation())
     }
 
     /// Fire link (`local`, `remote`) with `reason`, if it is still there.
     fn fire_link(&self, local: u32, remote: &Pid, reason: Term) {
-        if let Some(proxy) = self
+        if let Some(entry) = self
             .with_state(|s| s.links.remove(&(local, remote.clone())))
             .flatten()
         {
-            let _ = proxy.send(LinkSignal::Exit(reason));
+            let _ = entry.proxy.send(LinkSignal::Exit(reason));
         }
     }
 
@@ -155,7 +212,8 @@ impl Node {
                     return;
                 };
                 let (tx, rx) = channel::<LinkSignal>();
-                let _ = self.with_state(|s| s.links.insert((to.id(), from.clone()), tx)); // (L1)
+                let entry = LinkEntry { proxy: tx, owner };
+                let _ = self.with_state(|s| s.links.insert((to.id(), from.clone()), entry)); // (L1)
                 let node = self.clone();
                 self.spawn("smarm.dist.link", move || {
                     let exits = smarm_core::trap_exit(true);
@@ -192,11 +250,11 @@ impl Node {
                 to,
                 ack: false,
             } => {
-                if let Some(proxy) = self
+                if let Some(entry) = self
                     .with_state(|s| s.links.remove(&(to.id(), from.clone())))
                     .flatten()
                 {
-                    let _ = proxy.send(LinkSignal::Unlink);
+                    let _ = entry.proxy.send(LinkSignal::Unlink);
                 }
                 let ack = Control::Unlink {
                     id,
@@ -206,7 +264,9 @@ impl Node {
                 };
                 let _ = self.post(from.node(), ack, None, false);
             }
-            _ => {} // an UNLINK_ID_ACK: this node sends no UNLINK_ID
+            // An UNLINK_ID_ACK: the link left the table when `unlink` sent
+            // its UNLINK_ID, so an EXIT that crossed it was ignored (L1).
+            _ => {}
         }
     }
 

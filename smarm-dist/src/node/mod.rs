@@ -253,6 +253,20 @@ struct State {
     owners: HashMap<u32, smarm_core::Pid>,
 }
 
+impl State {
+    /// A pid number for a new mailbox or link end: never 0 (the node's
+    /// own), and after the counter wraps, never one a live mailbox holds.
+    fn next_pid_id(&mut self) -> u32 {
+        loop {
+            let id = self.next_id;
+            self.next_id = self.next_id.wrapping_add(1).max(1);
+            if !self.mailboxes.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+}
+
 struct Inner {
     local: Local,
     alive: String,
@@ -594,8 +608,7 @@ impl Node {
                         return None;
                     }
                 }
-                let id = s.next_id;
-                s.next_id = s.next_id.wrapping_add(1).max(1);
+                let id = s.next_pid_id();
                 s.mailboxes.insert(id, tx.clone());
                 if smarm_core::in_actor() {
                     s.owners.insert(id, smarm_core::self_pid());
