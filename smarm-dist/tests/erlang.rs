@@ -872,3 +872,43 @@ fn a_supervisor_restarts_a_child_whose_erlang_partner_dies() {
     assert!(erl.wait(LONG));
     smarm.join().unwrap();
 }
+
+#[test]
+fn a_long_named_smarm_node_talks_with_a_long_named_erlang_node() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (go_tx, go) = smarm::channel::<()>();
+    let smarm = in_runtime(move || {
+        let node = start_node("smarm13@127.0.0.1", "c13", epmd);
+        assert_eq!(node.name(), "smarm13@127.0.0.1");
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        go.recv().unwrap();
+        // This node connects (the Erlang node has not talked to it).
+        inbox
+            .send(("echo", "erl13@127.0.0.1"), (inbox.pid(), atom("ping")))
+            .unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("ping"));
+        assert_eq!(node.nodes(), ["erl13@127.0.0.1"]);
+        inbox
+            .send(("echo", "erl13@127.0.0.1"), atom("stop"))
+            .unwrap();
+        let _ = inbox.recv_timeout(Duration::from_secs(2));
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start_long(
+        "erl13@127.0.0.1",
+        "c13",
+        epmd,
+        "register(echo, self()), io:format(\"READY~n\"), \
+         Loop = fun L() -> receive {From, T} -> From ! T, L(); stop -> ok end end, \
+         Loop(), io:format(\"NODES ~p~n\", [nodes()]), halt().",
+    );
+    assert_eq!(erl.expect("READY", LONG), "");
+    go_tx.send(()).unwrap();
+    assert_eq!(erl.expect("NODES ", LONG), "['smarm13@127.0.0.1']");
+    assert!(erl.wait(LONG));
+    smarm.join().unwrap();
+}

@@ -26,7 +26,10 @@ pub enum CallError {
     Send(#[from] SendError),
     /// The server ended, or did not exist (`noproc`), or its node went
     /// away (`noconnection`), before answering: its reason.
-    #[error("smarm::dist: call: the server is down: {reason}")]
+    #[error(
+        "smarm::dist: call: the server is down: {}",
+        crate::term::display(reason)
+    )]
     Down {
         /// The reason from the `DOWN` message.
         reason: Term,
@@ -35,7 +38,7 @@ pub enum CallError {
     #[error("smarm::dist: call: no answer within {0:?}")]
     Timeout(Duration),
     /// The answer of an `rpc` was `{badrpc, Reason}`.
-    #[error("smarm::dist: rpc: {0}")]
+    #[error("smarm::dist: rpc: {}", crate::term::display(.0))]
     BadRpc(Term),
 }
 

@@ -30,10 +30,12 @@
 //!   and no frame longer than the node's `max_frame` is read.
 
 mod call;
+mod current;
 mod link;
 mod monitor;
 mod serve;
 
+pub use current::{call, node, nodes, send};
 pub use serve::Servable;
 
 pub use call::{CallError, GenCall, ReplyTo};
@@ -127,6 +129,10 @@ pub enum SendError {
     /// The node was stopped.
     #[error("this node was stopped")]
     Stopped,
+    /// No node runs in this process (`smarm::dist::send` and `call`
+    /// need one).
+    #[error("smarm::dist: no node is running in this process: start one with Node::start")]
+    NotAlive,
 }
 
 /// A message from another node (or this one) to a node-visible mailbox.
@@ -425,6 +431,7 @@ impl Builder {
         node.spawn("smarm.dist.acceptor", move || {
             acceptor.accept_loop(listener)
         });
+        current::started(&node);
         Ok(node)
     }
 }
@@ -720,6 +727,11 @@ impl Node {
         if let Some(server) = self.inner.epmd_server.get() {
             server.stop();
         }
+    }
+
+    /// Whether [`stop`](Self::stop) was called.
+    fn is_stopped(&self) -> bool {
+        self.with_state(|s| s.stopped).unwrap_or(true)
     }
 
     fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> Option<R> {

@@ -42,10 +42,19 @@ pub struct Erl {
 
 impl Erl {
     pub fn start(sname: &str, cookie: &str, epmd_port: u16, eval: &str) -> Erl {
+        Erl::start_named("-sname", sname, cookie, epmd_port, eval)
+    }
+
+    /// [`Erl::start`] with a long name (`-name erl@127.0.0.1`).
+    pub fn start_long(name: &str, cookie: &str, epmd_port: u16, eval: &str) -> Erl {
+        Erl::start_named("-name", name, cookie, epmd_port, eval)
+    }
+
+    fn start_named(flag: &str, name: &str, cookie: &str, epmd_port: u16, eval: &str) -> Erl {
         let mut child = Command::new("erl")
             .args([
-                "-sname",
-                sname,
+                flag,
+                name,
                 "-setcookie",
                 cookie,
                 "-noshell",
