@@ -155,7 +155,9 @@ impl Node {
                     .into_iter()
                     .filter_map(|k| {
                         let entry = s.links.remove(&k)?;
-                        Some((k.0, entry, u64::from(s.next_pid_id())))
+                        let id = s.next_unlink_id;
+                        s.next_unlink_id += 1;
+                        Some((k.0, entry, id))
                     })
                     .collect();
                 removed

@@ -247,6 +247,8 @@ struct State {
     actors: Vec<smarm_core::Pid>,
     stopped: bool,
     next_id: u32,
+    /// The id of the next UNLINK_ID this node sends.
+    next_unlink_id: u64,
     next_conn: u64,
     /// Monitors this node's mailboxes hold on processes, by reference.
     watching: HashMap<Term, monitor::Watch>,
@@ -414,6 +416,7 @@ impl Builder {
                 epmd_port,
                 state: Mutex::new(State {
                     next_id: 1,
+                    next_unlink_id: 1,
                     ..State::default()
                 }),
                 stats: Stats::default(),
