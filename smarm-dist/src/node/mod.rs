@@ -242,6 +242,9 @@ struct State {
     connecting: HashSet<String>,
     /// Peers whose connection to this node is in its handshake.
     accepting: HashSet<String>,
+    /// Sends waiting for a handshake with a peer to settle: dropped (so
+    /// their receivers wake) when one ends or a connection is registered.
+    settle_waiters: HashMap<String, Vec<Sender<()>>>,
     subscribers: Vec<Sender<NodeEvent>>,
     /// Actors of the node, stopped by `Node::stop`.
     actors: Vec<smarm_core::Pid>,
@@ -262,6 +265,22 @@ struct State {
 }
 
 impl State {
+    /// A handshake with `peer` ended, or its connection is registered:
+    /// wake the sends waiting for it.
+    fn settled(&mut self, peer: &str) {
+        self.settle_waiters.remove(peer);
+    }
+
+    /// A channel that closes when a handshake with `peer` settles.
+    fn await_settle(&mut self, peer: &str) -> Receiver<()> {
+        let (tx, rx) = channel();
+        self.settle_waiters
+            .entry(peer.to_string())
+            .or_default()
+            .push(tx);
+        rx
+    }
+
     /// A pid number for a new mailbox or link end: never 0 (the node's
     /// own), and after the counter wraps, never one a live mailbox holds.
     fn next_pid_id(&mut self) -> u32 {
@@ -850,30 +869,36 @@ impl Node {
             let busy = self
                 .with_state(|s| {
                     if s.conns.contains_key(peer) {
-                        return Some(false);
+                        return Some(None);
                     }
                     if s.accepting.contains(peer) || s.connecting.contains(peer) {
-                        return Some(true);
+                        return Some(Some(s.await_settle(peer)));
                     }
                     s.connecting.insert(peer.to_string());
                     None
                 })
                 .flatten();
             match busy {
-                Some(false) => {
+                Some(None) => {
                     if let Some(c) = lookup() {
                         return Ok(c);
                     }
                 }
-                Some(true) if Instant::now() < deadline => {
-                    smarm_core::sleep(Duration::from_millis(2))
+                Some(Some(settled)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(SendError::Closed(peer.to_string()));
+                    }
+                    let _ = settled.recv_timeout(left);
                 }
-                Some(true) => return Err(SendError::Closed(peer.to_string())),
                 None => break, // ours to make
             }
         }
         let result = self.handshake_to(peer, alive, host);
-        let _ = self.with_state(|s| s.connecting.remove(peer));
+        let _ = self.with_state(|s| {
+            s.connecting.remove(peer);
+            s.settled(peer);
+        });
         match result {
             Ok(Some(c)) => Ok(c),
             // Lost a simultaneous connect: the winner is in the table.
@@ -883,15 +908,20 @@ impl Node {
             Err(SendError::Connect {
                 error: HandshakeError::Refused { ref status, .. },
                 ..
-            }) if status == "nok" || status == "alive" => {
-                while Instant::now() < deadline {
-                    if let Some(c) = lookup() {
-                        return Ok(c);
-                    }
-                    smarm_core::sleep(Duration::from_millis(2));
+            }) if status == "nok" || status == "alive" => loop {
+                let waiting = self
+                    .with_state(|s| match s.conns.get(peer) {
+                        Some(c) => Ok((c.tx.clone(), c.flags)),
+                        None => Err(s.await_settle(peer)),
+                    })
+                    .ok_or(SendError::Stopped)?;
+                let left = deadline.saturating_duration_since(Instant::now());
+                match waiting {
+                    Ok(c) => return Ok(c),
+                    Err(_) if left.is_zero() => return Err(SendError::Closed(peer.to_string())),
+                    Err(settled) => drop(settled.recv_timeout(left)),
                 }
-                Err(SendError::Closed(peer.to_string()))
-            }
+            },
             Err(e) => Err(e),
         }
     }
@@ -970,6 +1000,7 @@ impl Node {
                 );
                 s.subscribers
                     .retain(|sub| sub.send(NodeEvent::Up(peer.name.clone())).is_ok());
+                s.settled(&peer.name);
                 Some(id)
             })
             .flatten()?;
@@ -1078,7 +1109,10 @@ impl Node {
             }
         }
         if let Some(peer) = accepting {
-            let _ = self.with_state(|s| s.accepting.remove(&peer));
+            let _ = self.with_state(|s| {
+                s.accepting.remove(&peer);
+                s.settled(&peer);
+            });
         }
     }
 
