@@ -314,3 +314,79 @@ fn simultaneous_connects_end_in_one_connection_and_lose_no_message() {
         }
     });
 }
+
+/// Senders that pause now and then write their frames themselves (the
+/// connection idle), and in bursts through the writer: each sender's
+/// messages still arrive in the order it sent them, and none is lost.
+#[test]
+fn each_senders_messages_arrive_in_order_across_direct_and_queued_writes() {
+    const SENDERS: u32 = 8;
+    const EACH: u32 = 2_000;
+    for round in 0..4 {
+        in_order_round(round, SENDERS, EACH);
+    }
+}
+
+fn in_order_round(round: u32, senders: u32, each: u32) {
+    let epmd = free_port();
+    let (outcome_tx, outcome) = std::sync::mpsc::channel();
+    smarm::run(move || {
+        let start = |name| {
+            Node::builder(name)
+                .cookie("c")
+                .epmd_port(epmd)
+                .start()
+                .unwrap()
+        };
+        let (an, bn) = (
+            format!("oa{round}@localhost"),
+            format!("ob{round}@localhost"),
+        );
+        let (a, b) = (start(an.as_str()), start(bn.as_str()));
+        let inbox = b.register("in").unwrap();
+        let actors: Vec<_> = (0..senders)
+            .map(|id| {
+                let (a, bn) = (a.clone(), bn.clone());
+                smarm::spawn(move || {
+                    for seq in 0..each {
+                        a.send(("in", bn.as_str()), (id, seq)).unwrap();
+                        if seq % (50 + id) == 0 {
+                            // Idle past the burst window: the next frame
+                            // may be written directly.
+                            smarm::sleep(Duration::from_micros(200));
+                        }
+                    }
+                })
+            })
+            .collect();
+        // Checked after the nodes stop: a failure fails the test rather
+        // than leave the runtime waiting on the nodes' actors.
+        let mut next = vec![0u32; senders as usize];
+        let mut outcome = Ok(());
+        for _ in 0..senders * each {
+            let msg = match inbox.recv_timeout(LONG) {
+                Ok(msg) => msg,
+                Err(e) => {
+                    outcome = Err(format!("a message is missing: {e:?}"));
+                    break;
+                }
+            };
+            let (id, seq): (u32, u32) = msg.decode().unwrap();
+            if seq != next[id as usize] {
+                outcome = Err(format!(
+                    "sender {id} out of order: {seq} after {}",
+                    next[id as usize]
+                ));
+                break;
+            }
+            next[id as usize] += 1;
+        }
+        b.stop();
+        a.stop();
+        for s in actors {
+            let _ = s.join(); // a sender cut off by the stop fails its send
+        }
+        outcome_tx.send(outcome).unwrap();
+    });
+    outcome.recv().unwrap().unwrap();
+}

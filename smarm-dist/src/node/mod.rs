@@ -10,10 +10,12 @@
 //! owns the socket's receiving side: it decodes each frame and delivers
 //! it into a local mailbox with `try_send`, so a full bounded mailbox
 //! drops (and counts) the message instead of stalling the connection. The
-//! writer owns the sending side: it takes encoded frames from a channel
-//! and sends a tick when it has sent nothing for a quarter of the tick
-//! time; the reader declares the peer down when it has received nothing
-//! for the whole tick time.
+//! sending side is an `Outbox`: a sending actor that finds the connection
+//! idle writes its frame to the socket itself (no actor hop on a round
+//! trip); otherwise the frame goes to the connection's writer, which
+//! writes what waits in one system call, and sends a tick when nothing
+//! waited for a quarter of the tick time. The reader declares the peer
+//! down when it has received nothing for the whole tick time.
 //!
 //! # Invariants
 //!
@@ -52,7 +54,7 @@ use smarm_core::{Mutex, RecvError, RecvTimeoutError};
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -227,7 +229,7 @@ enum Out {
 }
 
 struct Conn {
-    tx: Sender<Out>,
+    tx: Outbox,
     flags: Flags,
     /// Tells this connection from a later one to the same peer (N2).
     id: u64,
@@ -725,7 +727,7 @@ impl Node {
             c => c,
         };
         let frame = encode_frame(&control.to_term(), message.as_ref());
-        tx.send(Out::Frame(frame))
+        tx.send(frame)
             .map_err(|_| SendError::Closed(node.to_string()))
     }
 
@@ -737,7 +739,7 @@ impl Node {
             .with_state(|s| {
                 s.stopped = true;
                 for conn in s.conns.values() {
-                    let _ = conn.tx.try_send(Out::Close);
+                    conn.tx.try_send(Out::Close);
                 }
                 s.subscribers.clear();
                 std::mem::take(&mut s.actors)
@@ -839,7 +841,7 @@ impl Node {
     // ----- connections -----
 
     /// The writer of the connection to `peer`, connecting first if needed.
-    fn connection(&self, peer: &str) -> Result<(Sender<Out>, Flags), SendError> {
+    fn connection(&self, peer: &str) -> Result<(Outbox, Flags), SendError> {
         let existing = self
             .with_state(|s| {
                 if s.stopped {
@@ -854,7 +856,7 @@ impl Node {
         self.connect(peer)
     }
 
-    fn connect(&self, peer: &str) -> Result<(Sender<Out>, Flags), SendError> {
+    fn connect(&self, peer: &str) -> Result<(Outbox, Flags), SendError> {
         let Some((alive, host)) = peer.split_once('@') else {
             return Err(SendError::BadNode(peer.to_string()));
         };
@@ -932,7 +934,7 @@ impl Node {
         peer: &str,
         alive: &str,
         host: &str,
-    ) -> Result<Option<(Sender<Out>, Flags)>, SendError> {
+    ) -> Result<Option<(Outbox, Flags)>, SendError> {
         let host_ip = resolve_v4(host).map_err(|e| SendError::NoNode {
             node: peer.to_string(),
             why: format!("cannot resolve {host}: {e}"),
@@ -977,12 +979,20 @@ impl Node {
 
     /// A handshake succeeded: register the connection (N1) and start its
     /// reader and writer. `None` if one to the peer was registered first.
-    fn established(
-        &self,
-        stream: TcpStream,
-        peer: handshake::Peer,
-    ) -> Option<(Sender<Out>, Flags)> {
-        let (tx, rx) = channel::<Out>();
+    fn established(&self, stream: TcpStream, peer: handshake::Peer) -> Option<(Outbox, Flags)> {
+        let Ok(write_half) = stream.try_clone() else {
+            return None;
+        };
+        let (queue, rx) = channel::<Out>();
+        let tx = Outbox {
+            tx: queue,
+            direct: Arc::new(Direct {
+                stream: Mutex::new(write_half),
+                queued: AtomicUsize::new(0),
+                last_write: AtomicU64::new(0),
+                epoch: Instant::now(),
+            }),
+        };
         let registered = self
             .with_state(|s| {
                 if s.stopped || s.conns.contains_key(&peer.name) {
@@ -1004,14 +1014,11 @@ impl Node {
                 Some(id)
             })
             .flatten()?;
-        let Ok(write_half) = stream.try_clone() else {
-            self.connection_down(&peer.name, registered);
-            return None;
-        };
         let writer = self.clone();
         let ticktime = self.inner.ticktime;
+        let out = tx.clone();
         self.spawn("smarm.dist.writer", move || {
-            write_loop(write_half, rx, ticktime);
+            write_loop(&out, rx, ticktime);
             drop(writer);
         });
         let reader = self.clone();
@@ -1029,7 +1036,7 @@ impl Node {
         let _ = self.with_state(|s| {
             if s.conns.get(peer).is_some_and(|c| c.id == id) {
                 if let Some(c) = s.conns.remove(peer) {
-                    let _ = c.tx.try_send(Out::Close);
+                    c.tx.try_send(Out::Close);
                 }
                 s.subscribers
                     .retain(|sub| sub.send(NodeEvent::Down(peer.to_string())).is_ok());
@@ -1228,18 +1235,20 @@ fn resolve_v4(host: &str) -> io::Result<Ipv4Addr> {
 /// bytes at once: one system call for a burst of messages.
 const WRITE_BATCH: usize = 64 << 10;
 
-fn write_loop(mut stream: TcpStream, rx: Receiver<Out>, ticktime: Duration) {
+fn write_loop(out: &Outbox, rx: Receiver<Out>, ticktime: Duration) {
     let mut batch = Vec::with_capacity(WRITE_BATCH);
-    'run: loop {
-        match rx.recv_timeout(ticktime / 4) {
-            Ok(Out::Frame(frame)) => batch.extend_from_slice(&frame),
-            Err(RecvTimeoutError::Timeout) => batch.extend_from_slice(&[0, 0, 0, 0]),
-            Ok(Out::Close) | Err(RecvTimeoutError::Disconnected) => break,
-        }
-        let mut closing = false;
+    loop {
+        // Wait for a frame without taking it: frames are taken only under
+        // the stream's lock, so a direct write cannot overtake one (O1).
+        let ready = smarm_core::select_timeout(&[&rx], ticktime / 4).is_some();
+        let mut stream = out.direct.lock_stream();
+        let (mut taken, mut closing) = (0, false);
         while batch.len() < WRITE_BATCH {
             match rx.try_recv() {
-                Ok(Some(Out::Frame(frame))) => batch.extend_from_slice(&frame),
+                Ok(Some(Out::Frame(frame))) => {
+                    batch.extend_from_slice(&frame);
+                    taken += 1;
+                }
                 Ok(None) => break,
                 Ok(Some(Out::Close)) | Err(_) => {
                     closing = true;
@@ -1247,15 +1256,99 @@ fn write_loop(mut stream: TcpStream, rx: Receiver<Out>, ticktime: Duration) {
                 }
             }
         }
-        if stream.write_all(&batch).is_err() {
-            break 'run;
+        if !ready && taken == 0 && !closing {
+            batch.extend_from_slice(&[0, 0, 0, 0]); // a tick
         }
+        let written = batch.is_empty() || stream.write_all(&batch).is_ok();
+        out.direct.wrote();
+        out.direct.queued.fetch_sub(taken, Ordering::AcqRel);
         batch.clear();
-        if closing {
-            break;
+        if !written || closing {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
         }
     }
-    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+/// The sending side of a connection: its writer's queue, and the socket
+/// itself, written at once by a sender that finds the connection idle.
+///
+/// A round trip then crosses no writer actor: a frame sent while nothing
+/// waits in the queue, the lock is free and nothing was written in the
+/// last [`BURST`], is written by the sending actor itself. Anything else
+/// goes to the writer, which batches a burst into one system call.
+///
+/// - (O1) Frames reach the socket in the order they were sent by each
+///   sender: a direct write happens only under the stream lock with
+///   `queued` at 0, and `queued` counts every frame from before it enters
+///   the queue until the writer has written it (under the same lock).
+#[derive(Clone)]
+struct Outbox {
+    tx: Sender<Out>,
+    direct: Arc<Direct>,
+}
+
+struct Direct {
+    stream: Mutex<TcpStream>,
+    /// Frames handed to the writer and not yet written (O1).
+    queued: AtomicUsize,
+    /// When the socket was last written, in ns since `epoch`.
+    last_write: AtomicU64,
+    epoch: Instant,
+}
+
+/// Frames closer together than this go to the writer, to be batched.
+const BURST: Duration = Duration::from_micros(50);
+
+impl Direct {
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn wrote(&self) {
+        self.last_write.store(self.now(), Ordering::Relaxed);
+    }
+
+    /// The stream, waiting as long as a direct write holds it (that
+    /// writer is parked on a full socket: the peer's backpressure).
+    fn lock_stream(&self) -> smarm_core::MutexGuard<'_, TcpStream> {
+        loop {
+            if let Ok(guard) = self.stream.lock() {
+                return guard;
+            }
+        }
+    }
+}
+
+impl Outbox {
+    /// Send one frame (O1): written at once if the connection is idle,
+    /// else queued for the writer. `Err` if the connection is closed.
+    fn send(&self, frame: Vec<u8>) -> Result<(), ()> {
+        let d = &*self.direct;
+        let idle = || {
+            d.queued.load(Ordering::Acquire) == 0
+                && d.now().saturating_sub(d.last_write.load(Ordering::Relaxed))
+                    > BURST.as_nanos() as u64
+        };
+        // Only an actor may park in a write; callbacks queue.
+        if smarm_core::in_actor() && idle() {
+            if let Some(mut stream) = d.stream.try_lock() {
+                if d.queued.load(Ordering::Acquire) == 0 {
+                    let written = stream.write_all(&frame);
+                    d.wrote();
+                    return written.map_err(|_| ());
+                }
+            }
+        }
+        d.queued.fetch_add(1, Ordering::AcqRel);
+        self.tx.send(Out::Frame(frame)).map_err(|_| {
+            d.queued.fetch_sub(1, Ordering::AcqRel);
+        })
+    }
+
+    fn try_send(&self, out: Out) {
+        let _ = self.tx.try_send(out);
+    }
 }
 
 /// Frames read through a buffer, so a burst of small messages costs one
