@@ -10,7 +10,10 @@
 //! each size come from a pool of their own ([`pool_for`]). Stacks are
 //! carved from chunks of 64 mapped with one `mmap`
 //! (`MAP_NORESERVE`), so spawning normally costs a pop from the pool's free
-//! list, not a syscall.
+//! list, not a syscall. The pool's lock covers list operations only: a
+//! chunk is mapped and guarded outside it, so a scheduler that grows the
+//! pool never makes another wait (or sleep on the lock) for its system
+//! calls.
 //!
 //! The guard page must not cost a kernel mapping: `vm.max_map_count` (65,530
 //! on a stock kernel) caps the mappings of a process, and an `mprotect`ed

@@ -103,22 +103,18 @@ impl StackPool {
 
     /// Take a stack, mapping a new chunk if the free list is empty.
     pub(crate) fn take(&self) -> Result<Stack, StackError> {
-        let mut state = self.state.lock();
-        if let Some(base) = state.free.pop_back().or_else(|| state.clean.pop()) {
-            return Ok(Stack {
-                base,
-                size: self.size,
-            });
-        }
-        self.grow(&mut state)?;
-        match state.clean.pop() {
-            Some(base) => Ok(Stack {
-                base,
-                size: self.size,
-            }),
-            None => Err(StackError::OutOfMemory {
-                stack_size: self.size,
-            }),
+        loop {
+            {
+                let mut state = self.state.lock();
+                if let Some(base) = state.free.pop_back().or_else(|| state.clean.pop()) {
+                    return Ok(Stack {
+                        base,
+                        size: self.size,
+                    });
+                }
+            }
+            // Another taker may empty the new chunk first: then grow again.
+            self.grow()?;
         }
     }
 
@@ -131,24 +127,28 @@ impl StackPool {
     /// Move up to `n` stacks into `out` under one lock hold (a scheduler's
     /// cache refill), mapping a chunk if the pool is empty.
     pub(crate) fn take_batch(&self, n: usize, out: &mut Vec<Stack>) -> Result<(), StackError> {
-        let mut state = self.state.lock();
-        if state.free.is_empty() && state.clean.is_empty() {
-            self.grow(&mut state)?;
+        loop {
+            let mut state = self.state.lock();
+            if state.free.is_empty() && state.clean.is_empty() {
+                drop(state);
+                self.grow()?;
+                continue;
+            }
+            // Clean stacks first: the cache hands out its last entries
+            // first, and those should be the warm ones.
+            let from_free = n.min(state.free.len());
+            let keep = state.clean.len().saturating_sub(n - from_free);
+            out.extend(state.clean.drain(keep..).map(|base| Stack {
+                base,
+                size: self.size,
+            }));
+            let keep = state.free.len() - from_free;
+            out.extend(state.free.drain(keep..).map(|base| Stack {
+                base,
+                size: self.size,
+            }));
+            return Ok(());
         }
-        // Clean stacks first: the cache hands out its last entries first,
-        // and those should be the warm ones.
-        let from_free = n.min(state.free.len());
-        let keep = state.clean.len().saturating_sub(n - from_free);
-        out.extend(state.clean.drain(keep..).map(|base| Stack {
-            base,
-            size: self.size,
-        }));
-        let keep = state.free.len() - from_free;
-        out.extend(state.free.drain(keep..).map(|base| Stack {
-            base,
-            size: self.size,
-        }));
-        Ok(())
     }
 
     /// Return many stacks under one lock hold (a scheduler's cache spill).
@@ -250,53 +250,63 @@ impl StackPool {
         returned
     }
 
-    fn grow(&self, state: &mut PoolState) -> Result<(), StackError> {
+    /// Add a chunk of stacks to the pool: revive a dormant one, else map a
+    /// new one. The system calls run outside the pool lock: installing a
+    /// chunk's guards builds its page tables (tens of microseconds), and the
+    /// other schedulers' takes and give-backs must not wait for that, nor
+    /// sleep on the lock meanwhile. Two growers at once add two chunks.
+    fn grow(&self) -> Result<(), StackError> {
         let stride = self.size + GUARD_SIZE;
         let len = stride * STACKS_PER_CHUNK;
-        while let Some(chunk) = state.dormant.pop() {
+        loop {
+            let Some(chunk) = self.state.lock().dormant.pop() else {
+                break;
+            };
             // Guards first: no stack of a chunk is handed out without its
             // guard (I1, I4). A chunk whose guards cannot be had is left
             // out (it costs address space only).
             if install_markers(chunk as *mut u8, stride) {
-                push_chunk_stacks(state, chunk as *mut u8, stride);
+                push_chunk_stacks(&mut self.state.lock(), chunk as *mut u8, stride);
                 return Ok(());
             }
         }
-        let cost = match state.guard {
-            Some(GuardKind::Protect) => 2 * STACKS_PER_CHUNK,
-            _ => 1,
-        };
+        // Reserve the chunk's mappings in the budget before making them;
+        // while the guard kind is unknown (the first chunk), reserve the
+        // dearer kind's cost and refund the difference once it is known.
         let budget = self.max_map_count.saturating_sub(MAP_RESERVE);
-        if state.maps_used + cost > budget {
-            return Err(StackError::MapLimit {
-                max_map_count: self.max_map_count,
-            });
-        }
+        let (reserved, known, had_maps) = {
+            let mut state = self.state.lock();
+            let cost = match state.guard {
+                Some(GuardKind::Marker) => 1,
+                _ => 2 * STACKS_PER_CHUNK,
+            };
+            if state.maps_used + cost > budget {
+                return Err(StackError::MapLimit {
+                    max_map_count: self.max_map_count,
+                });
+            }
+            let had_maps = state.maps_used > 0;
+            state.maps_used += cost;
+            (cost, state.guard, had_maps)
+        };
+        let refund = |n: usize| self.state.lock().maps_used -= n;
         let mapped = match crate::mapping::map(len, Commit::Lazily) {
             Ok(mapped) => mapped,
             Err(err) => {
-                return Err(
-                    if err.raw_os_error() == Some(libc::ENOMEM) && state.maps_used > 0 {
-                        StackError::MapLimit {
-                            max_map_count: self.max_map_count,
-                        }
-                    } else {
-                        StackError::OutOfMemory {
-                            stack_size: self.size,
-                        }
-                    },
-                )
+                refund(reserved);
+                return Err(if err.raw_os_error() == Some(libc::ENOMEM) && had_maps {
+                    StackError::MapLimit {
+                        max_map_count: self.max_map_count,
+                    }
+                } else {
+                    StackError::OutOfMemory {
+                        stack_size: self.size,
+                    }
+                });
             }
         };
         let chunk = mapped.as_ptr();
-        let kind = match state.guard {
-            Some(kind) => kind,
-            None => {
-                let kind = probe_guard_kind(chunk);
-                state.guard = Some(kind);
-                kind
-            }
-        };
+        let kind = known.unwrap_or_else(|| probe_guard_kind(chunk));
         let guarded = match kind {
             GuardKind::Marker => install_markers(chunk, stride),
             GuardKind::Protect => (0..STACKS_PER_CHUNK).all(|i| {
@@ -315,18 +325,21 @@ impl StackPool {
             // SAFETY: unmapping the chunk we just mapped; no stack of it
             // has been handed out.
             unsafe { crate::mapping::unmap(mapped, len) };
+            refund(reserved);
             return Err(StackError::MapLimit {
                 max_map_count: self.max_map_count,
             });
         }
-        state.maps_used += if kind == GuardKind::Protect {
-            2 * STACKS_PER_CHUNK
-        } else {
-            1
-        };
         overflow::register_chunk(chunk as usize, len, stride);
+        let mut state = self.state.lock();
+        let cost = match kind {
+            GuardKind::Marker => 1,
+            GuardKind::Protect => 2 * STACKS_PER_CHUNK,
+        };
+        state.maps_used -= reserved - cost;
+        state.guard.get_or_insert(kind);
         state.chunks.insert(chunk as usize);
-        push_chunk_stacks(state, chunk, stride);
+        push_chunk_stacks(&mut state, chunk, stride);
         Ok(())
     }
 
@@ -561,6 +574,61 @@ mod tests {
         assert_eq!(pool.scavenge(later + SCAVENGE_AFTER * 2), 99);
         assert!(tops[..99].iter().all(|&t| !resident(t)), "returned");
         pool.give_back(taken);
+    }
+
+    /// Schedulers that find the pool empty at once each grow it (the
+    /// system calls run outside the lock): every stack goes to one taker
+    /// only, none is lost, and the mapping budget counts exactly the
+    /// chunks made (the reservation for the first chunk, made before the
+    /// guard kind is known, is refunded).
+    #[test]
+    fn takers_racing_on_an_empty_pool_grow_it_without_losing_or_sharing_a_stack() {
+        use super::{GuardKind, STACKS_PER_CHUNK};
+        use std::sync::{Arc, Barrier};
+        const TAKERS: usize = 4;
+        const EACH: usize = 300;
+        let pool = Arc::new(StackPool::new(16 * 1024));
+        let start = Arc::new(Barrier::new(TAKERS));
+        let takers: Vec<_> = (0..TAKERS)
+            .map(|t| {
+                let (pool, start) = (pool.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut mine = Vec::new();
+                    while mine.len() < EACH {
+                        if t % 2 == 0 {
+                            mine.push(pool.take().unwrap());
+                        } else {
+                            pool.take_batch(32.min(EACH - mine.len()), &mut mine)
+                                .unwrap();
+                        }
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let stacks: Vec<_> = takers.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let distinct: std::collections::HashSet<usize> =
+            stacks.iter().map(|s| s.top() as usize).collect();
+        assert_eq!(distinct.len(), stacks.len(), "a stack was handed out twice");
+        {
+            let state = pool.state.lock();
+            let chunks = state.chunks.len();
+            let per_chunk = match state.guard {
+                Some(GuardKind::Marker) => 1,
+                Some(GuardKind::Protect) => 2 * STACKS_PER_CHUNK,
+                None => panic!("the pool grew without learning its guard kind"),
+            };
+            assert_eq!(state.maps_used, chunks * per_chunk, "budget drifted");
+            assert_eq!(
+                chunks * STACKS_PER_CHUNK,
+                stacks.len() + state.free.len() + state.clean.len(),
+                "a stack was lost"
+            );
+        }
+        for s in stacks {
+            pool.give_back(s);
+        }
     }
 
     /// A finished run's trim returns everything beyond the warm set at
