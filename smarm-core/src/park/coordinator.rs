@@ -254,12 +254,18 @@ impl Coordinator {
         self.tk_holder.store(NO_TIMEKEEPER, Ordering::SeqCst);
     }
 
-    /// Insert-side re-arm check: wake the timekeeper if `deadline` is
-    /// earlier than the one it sleeps toward; with no timekeeper, wake an
-    /// idle scheduler to become one (I5). Called after the deadline
-    /// snapshot is stored.
+    /// `timer_inserted_at` for an `Instant` (tests and models).
+    #[cfg(test)]
     pub(crate) fn timer_inserted(&self, deadline: Instant) {
-        if self.deadline_nanos(deadline) < self.tk_armed.load(Ordering::SeqCst) {
+        self.timer_inserted_at(self.deadline_nanos(deadline));
+    }
+
+    /// Insert-side re-arm check for `deadline` (nanos since `origin`):
+    /// wake the timekeeper if it is earlier than the one it sleeps toward;
+    /// with no timekeeper, wake an idle scheduler to become one (I5).
+    /// Called after the deadline snapshot is stored.
+    fn timer_inserted_at(&self, deadline: u64) {
+        if deadline < self.tk_armed.load(Ordering::SeqCst) {
             let holder = self.tk_holder.load(Ordering::SeqCst);
             if holder != NO_TIMEKEEPER {
                 // Direct: the holder must re-peek, whoever else is idle.
@@ -275,8 +281,8 @@ impl Coordinator {
 
     /// A timer is pending and no parked scheduler keeps time for it: a
     /// scheduler about to park must take the role instead (I5). Part of
-    /// the park re-check, so it pairs with [`Coordinator::timer_inserted`]'s
-    /// fenced idle-mask load.
+    /// the park re-check, so it pairs with `timer_inserted_at`'s fenced
+    /// idle-mask load.
     pub(crate) fn timer_unkept(&self) -> bool {
         self.next_deadline.load(Ordering::Relaxed) != NO_DEADLINE
             && self.tk_holder.load(Ordering::SeqCst) == NO_TIMEKEEPER
@@ -290,21 +296,34 @@ impl Coordinator {
 
     // ----- earliest-deadline snapshot (busy-path due-check) -----
 
-    /// Note a newly inserted timer deadline (timers mutex held): lower the
-    /// snapshot if earlier, and run the timekeeper re-arm check.
+    /// `note_deadline_at` for an `Instant` (tests and models).
+    #[cfg(test)]
     pub(crate) fn note_deadline(&self, deadline: Instant) {
-        let n = self.deadline_nanos(deadline);
+        self.note_deadline_at(self.deadline_nanos(deadline));
+    }
+
+    /// Note a newly inserted timer deadline `n` (nanos since `origin`, the
+    /// timer heap's time base; timers mutex held): lower the snapshot if
+    /// earlier, and run the timekeeper re-arm check.
+    pub(crate) fn note_deadline_at(&self, n: u64) {
         if n < self.next_deadline.load(Ordering::Relaxed) {
             self.next_deadline.store(n, Ordering::Release);
         }
-        self.timer_inserted(deadline);
+        self.timer_inserted_at(n);
     }
 
-    /// Re-anchor the snapshot to the heap minimum after a pop or clear
-    /// (timers mutex held). `None` = the heap is empty.
+    /// `refresh_deadline_at` for an `Instant` (tests).
+    #[cfg(test)]
     pub(crate) fn refresh_deadline(&self, next: Option<Instant>) {
-        let n = next.map_or(NO_DEADLINE, |d| self.deadline_nanos(d));
-        self.next_deadline.store(n, Ordering::Release);
+        self.refresh_deadline_at(next.map(|d| self.deadline_nanos(d)));
+    }
+
+    /// Re-anchor the snapshot to the heap minimum `next` (nanos since
+    /// `origin`) after a pop or clear (timers mutex held). `None` = the
+    /// heap is empty.
+    pub(crate) fn refresh_deadline_at(&self, next: Option<u64>) {
+        self.next_deadline
+            .store(next.unwrap_or(NO_DEADLINE), Ordering::Release);
     }
 
     /// Busy-path due-check: one Relaxed load when no timer exists; the clock

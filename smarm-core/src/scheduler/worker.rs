@@ -286,7 +286,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     let tk_deadline = {
         shared
             .timers
-            .earliest_for_timekeeper(|d| shared.coord.try_arm_timer(w.id, d))
+            .earliest_for_timekeeper(&shared.coord, |d| shared.coord.try_arm_timer(w.id, d))
     };
     if shared.reclaim.has_pending() {
         shared.reclaim.reclaim();

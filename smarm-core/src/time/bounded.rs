@@ -56,9 +56,8 @@ pub(crate) fn arm(
     // and clears it. Cached after the release, a timer that fired at once
     // would stay cached, and a later wait reusing it would never be woken
     // (B1).
-    let deadline = coord.instant_at(at);
     let mut heap = timers.lock();
-    let id = heap.insert(coord, deadline, wait.pid, TimerAction::WakeBounded);
+    let id = heap.insert(coord, at, wait.pid, TimerAction::WakeBounded);
     cache(slot, id.seq(), at);
     drop(heap);
 }

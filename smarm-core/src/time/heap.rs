@@ -9,6 +9,11 @@
 //! millisecond, not of every armed timer: 100,000 sleepers cost a bucket
 //! push each, not a sift through a 100,000-entry heap.
 //!
+//! Deadlines are nanoseconds since the coordinator's origin (the clock
+//! the schedulers' due-checks and the timekeeper already use), so filing,
+//! ordering and the deadline snapshot compare integers: a deadline is
+//! converted from an `Instant` once, when it is armed.
+//!
 //! Invariants:
 //! - (H1) Every entry in `heap` is due no later than the end of
 //!   millisecond `horizon`; every entry in a bucket is due within that
@@ -22,7 +27,6 @@ use crate::park::Coordinator;
 use crate::slot::Pid;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
-use std::time::Instant;
 
 /// Identifies an armed message timer, for
 /// [`cancel_timer`](crate::time::cancel_timer).
@@ -49,7 +53,8 @@ pub(crate) enum TimerAction {
 }
 
 pub(crate) struct Entry {
-    pub(crate) deadline: Instant,
+    /// Nanos since the coordinator's origin.
+    pub(crate) deadline: u64,
     pub(crate) seq: u64,
     pub(crate) pid: Pid,
     pub(crate) action: TimerAction,
@@ -89,8 +94,6 @@ pub(crate) struct TimerHeap {
     later_len: usize,
     /// Emptied buckets' vectors, for the next buckets.
     spare: Vec<Vec<Entry>>,
-    /// Millisecond 0 of the buckets.
-    origin: Instant,
     /// The last millisecond whose entries are all in `heap` (H1).
     horizon: u64,
     /// Timers neither fired nor cancelled. An entry not in here is skipped.
@@ -107,7 +110,7 @@ pub(crate) struct TimerHeap {
 /// The entries due within one millisecond after the horizon.
 struct Bucket {
     /// The earliest of their deadlines (H2).
-    earliest: Instant,
+    earliest: u64,
     entries: Vec<Entry>,
 }
 
@@ -122,7 +125,6 @@ impl TimerHeap {
             later: BTreeMap::new(),
             later_len: 0,
             spare: Vec::new(),
-            origin: Instant::now(),
             horizon: 0,
             armed: ArmedSet::default(),
             cached: 0,
@@ -130,15 +132,15 @@ impl TimerHeap {
         }
     }
 
-    /// The millisecond (since `origin`) that `at` falls in.
-    fn millisecond(&self, at: Instant) -> u64 {
-        u64::try_from(at.saturating_duration_since(self.origin).as_millis()).unwrap_or(u64::MAX)
+    /// The millisecond (since the coordinator's origin) that `at` falls in.
+    fn millisecond(at: u64) -> u64 {
+        at / 1_000_000
     }
 
     /// File `entry` by its deadline: into the heap if it is due by the
     /// horizon, else into its millisecond's bucket (H1, H2).
     fn file(&mut self, entry: Entry) {
-        let ms = self.millisecond(entry.deadline);
+        let ms = Self::millisecond(entry.deadline);
         if ms <= self.horizon {
             self.heap.push(Reverse(entry));
             return;
@@ -190,11 +192,12 @@ impl TimerHeap {
         self.later_len = 0;
     }
 
-    /// Arm a timer and note its deadline with the coordinator.
+    /// Arm a timer due at `deadline` (coordinator nanos) and note the
+    /// deadline with the coordinator.
     pub(crate) fn insert(
         &mut self,
         coord: &Coordinator,
-        deadline: Instant,
+        deadline: u64,
         pid: Pid,
         action: TimerAction,
     ) -> TimerId {
@@ -209,7 +212,7 @@ impl TimerHeap {
             pid,
             action,
         });
-        coord.note_deadline(deadline);
+        coord.note_deadline_at(deadline);
         TimerId {
             runtime: self.runtime,
             seq,
@@ -229,7 +232,7 @@ impl TimerHeap {
             // Nothing armed: retire the cancelled entries now so the
             // deadline snapshot is exact.
             self.drain_all();
-            coord.refresh_deadline(None);
+            coord.refresh_deadline_at(None);
         } else if was_armed && self.len() > COMPACT_SLACK + 2 * self.armed.len() {
             self.compact(coord);
         }
@@ -266,7 +269,7 @@ impl TimerHeap {
             }
         });
         self.later_len = self.later.values().map(|b| b.entries.len()).sum();
-        coord.refresh_deadline(self.peek_deadline());
+        coord.refresh_deadline_at(self.peek_deadline());
     }
 
     /// Number of armed timers, actors' cached wait timers excluded.
@@ -283,8 +286,9 @@ impl TimerHeap {
         self.cancel(coord, id);
     }
 
-    /// The earliest deadline, cancelled entries included.
-    pub(crate) fn peek_deadline(&self) -> Option<Instant> {
+    /// The earliest deadline (coordinator nanos), cancelled entries
+    /// included.
+    pub(crate) fn peek_deadline(&self) -> Option<u64> {
         // (H1): the heap's entries are due before every bucket's.
         match self.heap.peek() {
             Some(Reverse(e)) => Some(e.deadline),
@@ -292,10 +296,11 @@ impl TimerHeap {
         }
     }
 
-    /// Pop every armed entry due at `now` into `out`, then re-anchor the
-    /// coordinator's deadline snapshot to the new minimum.
-    pub(crate) fn pop_due(&mut self, coord: &Coordinator, now: Instant, out: &mut Vec<Entry>) {
-        let ms = self.millisecond(now);
+    /// Pop every armed entry due at `now` (coordinator nanos) into `out`,
+    /// then re-anchor the coordinator's deadline snapshot to the new
+    /// minimum.
+    pub(crate) fn pop_due(&mut self, coord: &Coordinator, now: u64, out: &mut Vec<Entry>) {
+        let ms = Self::millisecond(now);
         if ms > self.horizon {
             self.advance(ms);
         }
@@ -315,7 +320,7 @@ impl TimerHeap {
                 self.garbage.push(entry);
             }
         }
-        coord.refresh_deadline(self.peek_deadline());
+        coord.refresh_deadline_at(self.peek_deadline());
     }
 
     /// Retire every timer (the runtime is finishing).
@@ -323,7 +328,7 @@ impl TimerHeap {
         self.drain_all();
         self.armed.clear();
         self.cached = 0;
-        coord.refresh_deadline(None);
+        coord.refresh_deadline_at(None);
     }
 
     /// The entries removed without firing, to be dropped by the caller
@@ -427,10 +432,15 @@ impl ArmedSet {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     fn wake(pid: u32) -> (Pid, TimerAction) {
         (Pid::from_parts(pid, 1), TimerAction::WakeBounded)
+    }
+
+    /// `t` in the heap's time base.
+    fn at(c: &Coordinator, t: Instant) -> u64 {
+        c.deadline_nanos(t)
     }
 
     #[test]
@@ -440,10 +450,10 @@ mod tests {
         let t0 = Instant::now();
         for (i, ms) in [(1u32, 30u64), (2, 10), (3, 20), (4, 10)] {
             let (pid, a) = wake(i);
-            h.insert(&c, t0 + Duration::from_millis(ms), pid, a);
+            h.insert(&c, at(&c, t0 + Duration::from_millis(ms)), pid, a);
         }
         let mut out = Vec::new();
-        h.pop_due(&c, t0 + Duration::from_millis(25), &mut out);
+        h.pop_due(&c, at(&c, t0 + Duration::from_millis(25)), &mut out);
         let order: Vec<u32> = out.iter().map(|e| e.pid.index()).collect();
         assert_eq!(order, [2, 4, 3], "earliest first, ties in insertion order");
         assert_eq!(c.next_deadline(), Some(t0 + Duration::from_millis(30)));
@@ -456,15 +466,15 @@ mod tests {
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
         let (p2, a2) = wake(2);
-        let id = h.insert(&c, t0, p1, a1);
-        h.insert(&c, t0, p2, a2);
+        let id = h.insert(&c, at(&c, t0), p1, a1);
+        h.insert(&c, at(&c, t0), p2, a2);
         assert!(h.cancel(&c, id));
         assert!(
             !h.cancel(&c, id),
             "a second cancel reports the timer was not armed"
         );
         let mut out = Vec::new();
-        h.pop_due(&c, t0, &mut out);
+        h.pop_due(&c, at(&c, t0), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].pid.index(), 2);
         assert_eq!(h.armed(), 0);
@@ -475,7 +485,7 @@ mod tests {
         let c = Coordinator::new(1);
         let mut h = TimerHeap::new(1);
         let (p, a) = wake(1);
-        let id = h.insert(&c, Instant::now() + Duration::from_secs(3600), p, a);
+        let id = h.insert(&c, at(&c, Instant::now() + Duration::from_secs(3600)), p, a);
         assert!(c.next_deadline().is_some());
         assert!(h.cancel(&c, id));
         assert_eq!(c.next_deadline(), None);
@@ -496,9 +506,9 @@ mod tests {
         let mut ids = Vec::new();
         for i in 0..2000u64 {
             let k = (i * 1337) % 2000;
-            let at = t0 + Duration::from_micros(250 * k);
+            let due = at(&c, t0 + Duration::from_micros(250 * k));
             let (pid, a) = wake(k as u32);
-            ids.push((k, h.insert(&c, at, pid, a)));
+            ids.push((k, h.insert(&c, due, pid, a)));
         }
         let cancelled: std::collections::HashSet<u64> = ids
             .iter()
@@ -513,7 +523,7 @@ mod tests {
         let mut fired = Vec::new();
         let mut out = Vec::new();
         for step in 0..=530u64 {
-            let now = t0 + Duration::from_micros(950 * step);
+            let now = at(&c, t0 + Duration::from_micros(950 * step));
             h.pop_due(&c, now, &mut out);
             for e in out.drain(..) {
                 assert!(e.deadline <= now, "fired before its deadline");
@@ -541,7 +551,7 @@ mod tests {
         let ids: Vec<_> = (0..1000u32)
             .map(|i| {
                 let (pid, a) = wake(i);
-                h.insert(&c, t0 + Duration::from_micros(100 * u64::from(i)), pid, a)
+                h.insert(&c, at(&c, t0 + Duration::from_micros(100 * u64::from(i))), pid, a)
             })
             .collect();
         for id in &ids[..999] {
@@ -553,10 +563,10 @@ mod tests {
             h.len()
         );
         let last = t0 + Duration::from_micros(100 * 999);
-        assert_eq!(h.peek_deadline(), Some(last));
+        assert_eq!(h.peek_deadline(), Some(at(&c, last)));
         assert_eq!(c.next_deadline(), Some(last));
         let mut out = Vec::new();
-        h.pop_due(&c, last, &mut out);
+        h.pop_due(&c, at(&c, last), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].pid.index(), 999);
     }
@@ -569,12 +579,12 @@ mod tests {
         let mut h = TimerHeap::new(1);
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
-        let old = h.insert(&c, t0, p1, a1);
+        let old = h.insert(&c, at(&c, t0), p1, a1);
         let mut out = Vec::new();
-        h.pop_due(&c, t0, &mut out);
+        h.pop_due(&c, at(&c, t0), &mut out);
         assert_eq!(out.len(), 1);
         let (p2, a2) = wake(2);
-        let new = h.insert(&c, t0, p2, a2);
+        let new = h.insert(&c, at(&c, t0), p2, a2);
         assert_eq!(
             old.seq() & 0xffff_ffff,
             new.seq() & 0xffff_ffff,
@@ -582,7 +592,7 @@ mod tests {
         );
         assert!(!h.cancel(&c, old), "the fired timer's id names nothing");
         out.clear();
-        h.pop_due(&c, t0, &mut out);
+        h.pop_due(&c, at(&c, t0), &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].pid.index(), 2);
         assert!(!h.cancel(&c, new), "fired: no longer armed");

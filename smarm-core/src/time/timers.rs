@@ -33,7 +33,8 @@ impl Timers {
         owner: Pid,
         action: TimerAction,
     ) -> TimerId {
-        self.heap.lock().insert(coord, deadline, owner, action)
+        let at = coord.deadline_nanos(deadline);
+        self.heap.lock().insert(coord, at, owner, action)
     }
 
     /// Cancel timer `id`: `true` if it was still armed.
@@ -66,6 +67,7 @@ impl Timers {
         try_only: bool,
         due: &mut Vec<Entry>,
     ) {
+        let now = coord.deadline_nanos(now);
         let garbage = {
             let mut heap = if try_only {
                 match self.heap.try_lock() {
@@ -90,10 +92,13 @@ impl Timers {
     /// timekeeper role for it (checked under the lock, park (I4)).
     pub(crate) fn earliest_for_timekeeper(
         &self,
+        coord: &Coordinator,
         claim: impl FnOnce(Instant) -> bool,
     ) -> Option<Instant> {
         let heap = self.heap.lock();
-        heap.peek_deadline().filter(|d| claim(*d))
+        heap.peek_deadline()
+            .map(|at| coord.instant_at(at))
+            .filter(|d| claim(*d))
     }
 
     /// Arm the cached wait timer of the actor in `slot` for `wait`, due at
