@@ -114,6 +114,14 @@ struct Bucket {
     entries: Vec<Entry>,
 }
 
+impl Bucket {
+    /// File `entry`, keeping `earliest` the minimum (H2).
+    fn add(&mut self, entry: Entry) {
+        self.earliest = self.earliest.min(entry.deadline);
+        self.entries.push(entry);
+    }
+}
+
 /// Spare bucket vectors kept for reuse.
 const SPARE_BUCKETS: usize = 64;
 
@@ -146,12 +154,16 @@ impl TimerHeap {
             return;
         }
         self.later_len += 1;
-        match self.later.entry(ms) {
-            std::collections::btree_map::Entry::Occupied(mut bucket) => {
-                let bucket = bucket.get_mut();
-                bucket.earliest = bucket.earliest.min(entry.deadline);
-                bucket.entries.push(entry);
+        // Timers armed together usually share the latest bucket: reach it
+        // down the tree's right edge, without a key search.
+        if let Some(mut last) = self.later.last_entry() {
+            if *last.key() == ms {
+                last.get_mut().add(entry);
+                return;
             }
+        }
+        match self.later.entry(ms) {
+            std::collections::btree_map::Entry::Occupied(mut bucket) => bucket.get_mut().add(entry),
             std::collections::btree_map::Entry::Vacant(slot) => {
                 let mut entries = self.spare.pop().unwrap_or_default();
                 let earliest = entry.deadline;
@@ -551,7 +563,12 @@ mod tests {
         let ids: Vec<_> = (0..1000u32)
             .map(|i| {
                 let (pid, a) = wake(i);
-                h.insert(&c, at(&c, t0 + Duration::from_micros(100 * u64::from(i))), pid, a)
+                h.insert(
+                    &c,
+                    at(&c, t0 + Duration::from_micros(100 * u64::from(i))),
+                    pid,
+                    a,
+                )
             })
             .collect();
         for id in &ids[..999] {
