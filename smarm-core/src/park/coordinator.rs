@@ -83,6 +83,14 @@ impl Coordinator {
             .filter(|at| *at < NO_DEADLINE - 1)
     }
 
+    /// [`deadline_after`](Self::deadline_after), saturating where that
+    /// is `None` as [`deadline_nanos`](Self::deadline_nanos) does: a
+    /// deadline beyond any clock is `NO_DEADLINE - 1` (never due).
+    #[inline]
+    pub(crate) fn deadline_after_saturating(&self, timeout: std::time::Duration) -> u64 {
+        self.deadline_after(timeout).unwrap_or(NO_DEADLINE - 1)
+    }
+
     /// A deadline in nanos since `origin` as an `Instant` (saturating at
     /// a century out: later than any timer can matter).
     pub(crate) fn instant_at(&self, nanos: u64) -> Instant {

@@ -2,6 +2,7 @@
 //! cancellation.
 
 use super::TimerId;
+use crate::park::Coordinator;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
 use std::time::{Duration, Instant};
@@ -23,12 +24,24 @@ use std::time::{Duration, Instant};
 ///
 /// Outside an actor.
 pub fn sleep(duration: Duration) {
-    let deadline = deadline_after(duration);
     if duration.is_zero() {
         crate::yield_now();
         return;
     }
-    scheduler::bounded_wait("sleep", &mut Sleep, Some(Deadline::At(deadline)), false);
+    let coord =
+        scheduler::with_current_actor("sleep", |_, shared| &shared.coord as *const Coordinator);
+    // SAFETY: a runtime, its coordinator with it, outlives every actor it
+    // runs, and this is one of them.
+    let coord = unsafe { &*coord };
+    // On the coordinator's clock, the deadline goes to the timer heap as
+    // it is: no `Instant` arithmetic on the way in or on the wake's check.
+    let at = coord.deadline_after_saturating(duration);
+    scheduler::bounded_wait(
+        "sleep",
+        &mut Sleep,
+        Some(Deadline::Nanos { at, coord }),
+        false,
+    );
 }
 
 /// A sleep waits for nothing but its deadline; a wake before it (a stop, an
