@@ -33,6 +33,17 @@ enum GuardKind {
     Protect,
 }
 
+impl GuardKind {
+    /// The mappings a chunk guarded this way costs in the
+    /// `vm.max_map_count` budget.
+    fn maps_per_chunk(self) -> usize {
+        match self {
+            GuardKind::Marker => 1,
+            GuardKind::Protect => 2 * STACKS_PER_CHUNK,
+        }
+    }
+}
+
 struct PoolState {
     /// Free stacks whose pages may be resident, oldest first (`take` pops
     /// the newest: the warmest cache).
@@ -276,10 +287,7 @@ impl StackPool {
         let budget = self.max_map_count.saturating_sub(MAP_RESERVE);
         let (reserved, known, had_maps) = {
             let mut state = self.state.lock();
-            let cost = match state.guard {
-                Some(GuardKind::Marker) => 1,
-                _ => 2 * STACKS_PER_CHUNK,
-            };
+            let cost = state.guard.unwrap_or(GuardKind::Protect).maps_per_chunk();
             if state.maps_used + cost > budget {
                 return Err(StackError::MapLimit {
                     max_map_count: self.max_map_count,
@@ -332,11 +340,7 @@ impl StackPool {
         }
         overflow::register_chunk(chunk as usize, len, stride);
         let mut state = self.state.lock();
-        let cost = match kind {
-            GuardKind::Marker => 1,
-            GuardKind::Protect => 2 * STACKS_PER_CHUNK,
-        };
-        state.maps_used -= reserved - cost;
+        state.maps_used -= reserved - kind.maps_per_chunk();
         state.guard.get_or_insert(kind);
         state.chunks.insert(chunk as usize);
         push_chunk_stacks(&mut state, chunk, stride);
@@ -583,7 +587,7 @@ mod tests {
     /// guard kind is known, is refunded).
     #[test]
     fn takers_racing_on_an_empty_pool_grow_it_without_losing_or_sharing_a_stack() {
-        use super::{GuardKind, STACKS_PER_CHUNK};
+        use super::STACKS_PER_CHUNK;
         use std::sync::{Arc, Barrier};
         const TAKERS: usize = 4;
         const EACH: usize = 300;
@@ -614,11 +618,10 @@ mod tests {
         {
             let state = pool.state.lock();
             let chunks = state.chunks.len();
-            let per_chunk = match state.guard {
-                Some(GuardKind::Marker) => 1,
-                Some(GuardKind::Protect) => 2 * STACKS_PER_CHUNK,
-                None => panic!("the pool grew without learning its guard kind"),
-            };
+            let per_chunk = state
+                .guard
+                .expect("the pool grew without learning its guard kind")
+                .maps_per_chunk();
             assert_eq!(state.maps_used, chunks * per_chunk, "budget drifted");
             assert_eq!(
                 chunks * STACKS_PER_CHUNK,
