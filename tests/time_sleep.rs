@@ -99,6 +99,92 @@ fn send_after_to_delivers_late_and_cancel_prevents_it() {
     }
 }
 
+/// A timer lives in the shard of the scheduler that armed it; when that
+/// scheduler's thread is stuck (here in `std::thread::sleep`, beside a
+/// sibling kept busy by a yielding actor), another scheduler fires it: the
+/// message arrives while the armer is still blocked, not after.
+#[test]
+fn a_timer_armed_on_a_blocked_scheduler_is_fired_by_another() {
+    for threads in [2, 4] {
+        run_with(threads, move || {
+            let (tx, rx) = smarm::channel::<()>();
+            let blocked = Arc::new(AtomicUsize::new(1));
+            let spinning = Arc::new(AtomicUsize::new(1));
+            let spin = spinning.clone();
+            let spinner = smarm::spawn(move || {
+                while spin.load(Ordering::SeqCst) == 1 {
+                    smarm::yield_now();
+                }
+            });
+            let b = blocked.clone();
+            let blocker = smarm::spawn(move || {
+                // Armed in this scheduler's shard; no safepoint before the
+                // block, so the actor cannot have moved in between.
+                smarm::time::send_after_to(Duration::from_millis(10), &tx, ());
+                std::thread::sleep(Duration::from_millis(600));
+                b.store(0, Ordering::SeqCst);
+            });
+            let got = rx.recv_timeout(Duration::from_secs(10));
+            let still_blocked = blocked.load(Ordering::SeqCst) == 1;
+            // Release the spinner before asserting: a failed assertion must
+            // not leave an actor spinning under the runtime.
+            spinning.store(0, Ordering::SeqCst);
+            blocker.join().unwrap();
+            spinner.join().unwrap();
+            assert_eq!(got, Ok(()), "the timer never fired (threads={threads})");
+            assert!(
+                still_blocked,
+                "the timer waited for its blocked scheduler (threads={threads})"
+            );
+        });
+    }
+}
+
+/// A timer armed on one scheduler is cancelled from wherever the canceller
+/// runs: its id names its shard. Every cancel of a pending timer succeeds
+/// once and its message never arrives.
+#[test]
+fn timers_are_cancelled_from_any_scheduler() {
+    for threads in THREADS {
+        run_with(threads, move || {
+            let (tx, rx) = smarm::channel::<u32>();
+            let (ids_tx, ids_rx) = smarm::channel::<smarm::time::TimerId>();
+            let armers: Vec<_> = (0..100)
+                .map(|i| {
+                    let (tx, ids_tx) = (tx.clone(), ids_tx.clone());
+                    smarm::spawn(move || {
+                        smarm::yield_now(); // spread over the schedulers
+                        let id = smarm::time::send_after_to(Duration::from_millis(200), &tx, i);
+                        ids_tx.send(id).unwrap();
+                    })
+                })
+                .collect();
+            drop(ids_tx);
+            let canceller = smarm::spawn(move || {
+                let mut cancelled = 0;
+                while let Ok(id) = ids_rx.recv() {
+                    assert!(
+                        smarm::time::cancel_timer(id),
+                        "a pending timer was not found"
+                    );
+                    assert!(!smarm::time::cancel_timer(id), "cancel is once");
+                    cancelled += 1;
+                }
+                cancelled
+            });
+            for a in armers {
+                a.join().unwrap();
+            }
+            assert_eq!(canceller.join().unwrap(), 100);
+            assert_eq!(
+                rx.recv_timeout(Duration::from_millis(400)),
+                Err(smarm::RecvTimeoutError::Timeout),
+                "a cancelled timer's message arrived (threads={threads})"
+            );
+        });
+    }
+}
+
 #[test]
 fn send_after_to_a_dead_receiver_is_dropped_at_fire_time() {
     run_with(2, || {

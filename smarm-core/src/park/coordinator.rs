@@ -35,29 +35,52 @@ pub(crate) struct Coordinator {
     tk_holder: AtomicU64,
     /// The holder's armed deadline in nanos since `origin`, or `NO_DEADLINE`.
     tk_armed: AtomicU64,
-    /// Earliest known timer deadline (nanos since `origin`) or `NO_DEADLINE`,
-    /// whether or not anyone is parked: the busy-path due-check reads it.
-    next_deadline: AtomicU64,
+    /// Per timer shard: its earliest deadline (nanos since `origin`) or
+    /// `NO_DEADLINE`, whether or not anyone is parked. Written only under
+    /// that shard's lock (I4); the busy-path due-check and the timekeeper
+    /// read them all.
+    shard_deadlines: Box<[ShardDeadline]>,
     origin: Instant,
     /// The monotonic clock at (or just before) `origin`, in nanoseconds:
     /// what [`Coordinator::now_nanos`] counts from.
     origin_raw: u64,
 }
 
+/// One timer shard's earliest deadline, on a line of its own: its owner
+/// writes it at every earlier insert and every pop, and every scheduler
+/// reads it at its due-check.
+#[repr(align(128))]
+struct ShardDeadline(AtomicU64);
+
 impl Coordinator {
-    /// A coordinator for `schedulers` schedulers (1..=64: the mask is a u64).
+    /// A coordinator for `schedulers` schedulers (1..=64: the mask is a u64)
+    /// and one timer shard.
+    #[cfg(test)]
     pub(crate) fn new(schedulers: usize) -> Self {
+        Self::with_timer_shards(schedulers, 1)
+    }
+
+    /// A coordinator for `schedulers` schedulers (1..=64: the mask is a u64)
+    /// whose timers are kept in `shards` shards (1..=64), each under a lock
+    /// of its own.
+    pub(crate) fn with_timer_shards(schedulers: usize, shards: usize) -> Self {
         assert!(
             (1..=64).contains(&schedulers),
             "smarm: scheduler count must be 1..=64 (the idle mask is one u64); got {schedulers}"
         );
+        assert!(
+            (1..=64).contains(&shards),
+            "smarm: timer shard count must be 1..=64; got {shards}"
+        );
         Coordinator {
+            shard_deadlines: (0..shards)
+                .map(|_| ShardDeadline(AtomicU64::new(NO_DEADLINE)))
+                .collect(),
             parkers: (0..schedulers).map(|_| Parker::new()).collect(),
             idle: AtomicU64::new(0),
             polling: AtomicU64::new(0),
             tk_holder: AtomicU64::new(NO_TIMEKEEPER),
             tk_armed: AtomicU64::new(NO_DEADLINE),
-            next_deadline: AtomicU64::new(NO_DEADLINE),
             // Raw clock first: `now_nanos` then runs ahead of nanos derived
             // from an `Instant` by at most the gap, so deadlines computed
             // with it fire late by that gap at worst, never early.
@@ -228,12 +251,41 @@ impl Coordinator {
         self.idle.fetch_or(0, Ordering::AcqRel)
     }
 
-    // ----- timekeeper (I4: callers hold the timers mutex) -----
+    // ----- timekeeper (I4) -----
+
+    /// Take the timekeeper role for scheduler `id` if nobody holds it and a
+    /// timer is pending: the deadline to park toward, or `None` (park with
+    /// no deadline). Lock-free: after publishing its armed deadline the
+    /// holder re-reads every shard's deadline, and an insert publishes its
+    /// shard's deadline before it reads the armed one (`note_deadline_at`),
+    /// so of the two, one sees the other (I4): an earlier insert is armed
+    /// here, or wakes the holder to re-peek.
+    pub(crate) fn keep_time(&self, id: usize) -> Option<Instant> {
+        let earliest = self.earliest_deadline();
+        if earliest == NO_DEADLINE || !self.try_arm_timer_at(id, earliest) {
+            return None;
+        }
+        let mut armed = earliest;
+        loop {
+            // Pairs with the fence in `note_deadline_at` (I4).
+            fence(Ordering::SeqCst);
+            let now = self.earliest_deadline();
+            if now >= armed {
+                return Some(self.instant_at(armed));
+            }
+            armed = now;
+            self.tk_armed.store(armed, Ordering::SeqCst);
+        }
+    }
 
     /// Try to take the timekeeper role for scheduler `id`, with `deadline`
-    /// the heap minimum peeked under the same timers-mutex hold. `false` =
-    /// someone else holds it (park with no deadline).
+    /// the earliest pending timer. `false` = someone else holds it.
+    #[cfg(test)]
     pub(crate) fn try_arm_timer(&self, id: usize, deadline: Instant) -> bool {
+        self.try_arm_timer_at(id, self.deadline_nanos(deadline))
+    }
+
+    fn try_arm_timer_at(&self, id: usize, deadline: u64) -> bool {
         debug_assert!(id < self.parkers.len(), "try_arm_timer: id out of range");
         if self
             .tk_holder
@@ -244,8 +296,7 @@ impl Coordinator {
         }
         // Holder before deadline: an insert-check that sees the holder with
         // NO_DEADLINE still in place compares `new < MAX` and over-wakes.
-        self.tk_armed
-            .store(self.deadline_nanos(deadline), Ordering::SeqCst);
+        self.tk_armed.store(deadline, Ordering::SeqCst);
         true
     }
 
@@ -271,7 +322,7 @@ impl Coordinator {
     /// Insert-side re-arm check for `deadline` (nanos since `origin`):
     /// wake the timekeeper if it is earlier than the one it sleeps toward;
     /// with no timekeeper, wake an idle scheduler to become one (I5).
-    /// Called after the deadline snapshot is stored.
+    /// Called after the shard's deadline is stored.
     fn timer_inserted_at(&self, deadline: u64) {
         if deadline < self.tk_armed.load(Ordering::SeqCst) {
             let holder = self.tk_holder.load(Ordering::SeqCst);
@@ -292,7 +343,7 @@ impl Coordinator {
     /// the park re-check, so it pairs with `timer_inserted_at`'s fenced
     /// idle-mask load.
     pub(crate) fn timer_unkept(&self) -> bool {
-        self.next_deadline.load(Ordering::Relaxed) != NO_DEADLINE
+        self.earliest_deadline() != NO_DEADLINE
             && self.tk_holder.load(Ordering::SeqCst) == NO_TIMEKEEPER
     }
 
@@ -302,49 +353,92 @@ impl Coordinator {
         self.tk_armed.load(Ordering::Relaxed)
     }
 
-    // ----- earliest-deadline snapshot (busy-path due-check) -----
+    // ----- the shards' deadlines (busy-path due-check) -----
 
-    /// `note_deadline_at` for an `Instant` (tests and models).
-    #[cfg(test)]
-    pub(crate) fn note_deadline(&self, deadline: Instant) {
-        self.note_deadline_at(self.deadline_nanos(deadline));
+    /// How many timer shards there are.
+    pub(crate) fn timer_shards(&self) -> usize {
+        self.shard_deadlines.len()
     }
 
-    /// Note a newly inserted timer deadline `n` (nanos since `origin`, the
-    /// timer heap's time base; timers mutex held): lower the snapshot if
-    /// earlier, and run the timekeeper re-arm check.
-    pub(crate) fn note_deadline_at(&self, n: u64) {
-        if n < self.next_deadline.load(Ordering::Relaxed) {
-            self.next_deadline.store(n, Ordering::Release);
+    /// The timer shard of scheduler `id` (a spare's is a regular one's).
+    pub(crate) fn shard_of(&self, id: usize) -> usize {
+        id % self.shard_deadlines.len()
+    }
+
+    /// `note_deadline_at` on shard 0, for an `Instant` (tests and models).
+    #[cfg(test)]
+    pub(crate) fn note_deadline(&self, deadline: Instant) {
+        self.note_deadline_at(0, self.deadline_nanos(deadline));
+    }
+
+    /// Note a deadline `n` (nanos since `origin`, the timer heap's time
+    /// base) newly inserted into `shard` (its lock held): lower the shard's
+    /// deadline if earlier, and run the timekeeper re-arm check. An insert
+    /// no earlier than a timer already pending in its shard needs no
+    /// check: the timekeeper, if any, is armed no later than that timer
+    /// (I4), and with none, the insert of that timer made sure one would
+    /// come (I5).
+    pub(crate) fn note_deadline_at(&self, shard: usize, n: u64) {
+        let word = &self.shard_deadlines[shard].0;
+        if n >= word.load(Ordering::Relaxed) {
+            return;
         }
+        word.store(n, Ordering::SeqCst);
+        // The store-buffer pair with `keep_time`'s publish, fence, re-read
+        // (I4): of the two fences, the later one's side sees the other's
+        // store.
+        fence(Ordering::SeqCst);
         self.timer_inserted_at(n);
     }
 
-    /// `refresh_deadline_at` for an `Instant` (tests).
+    /// `refresh_deadline_at` on shard 0, for an `Instant` (tests).
     #[cfg(test)]
     pub(crate) fn refresh_deadline(&self, next: Option<Instant>) {
-        self.refresh_deadline_at(next.map(|d| self.deadline_nanos(d)));
+        self.refresh_deadline_at(0, next.map(|d| self.deadline_nanos(d)));
     }
 
-    /// Re-anchor the snapshot to the heap minimum `next` (nanos since
-    /// `origin`) after a pop or clear (timers mutex held). `None` = the
-    /// heap is empty.
-    pub(crate) fn refresh_deadline_at(&self, next: Option<u64>) {
-        self.next_deadline
-            .store(next.unwrap_or(NO_DEADLINE), Ordering::Release);
+    /// Re-anchor `shard`'s deadline to its heap minimum `next` (nanos
+    /// since `origin`) after a pop or clear (its lock held). `None` = the
+    /// shard is empty.
+    pub(crate) fn refresh_deadline_at(&self, shard: usize, next: Option<u64>) {
+        self.shard_deadlines[shard]
+            .0
+            .store(next.unwrap_or(NO_DEADLINE), Ordering::SeqCst);
     }
 
-    /// Busy-path due-check: one Relaxed load when no timer exists; the clock
-    /// is read only when one does.
+    /// `shard`'s earliest deadline (nanos since `origin`), or `NO_DEADLINE`.
+    #[inline]
+    pub(crate) fn shard_deadline(&self, shard: usize) -> u64 {
+        self.shard_deadlines[shard].0.load(Ordering::Relaxed)
+    }
+
+    /// The earliest deadline of all shards (nanos since `origin`), or
+    /// `NO_DEADLINE`.
+    fn earliest_deadline(&self) -> u64 {
+        self.shard_deadlines
+            .iter()
+            .map(|d| d.0.load(Ordering::SeqCst))
+            .min()
+            .unwrap_or(NO_DEADLINE)
+    }
+
+    /// Busy-path due-check: a Relaxed load per shard when no timer exists;
+    /// the clock is read only when one does.
+    #[inline]
     pub(crate) fn deadline_due(&self) -> bool {
-        let n = self.next_deadline.load(Ordering::Relaxed);
+        let n = self
+            .shard_deadlines
+            .iter()
+            .map(|d| d.0.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NO_DEADLINE);
         n != NO_DEADLINE && self.now_nanos() >= n
     }
 
-    /// The snapshot as an `Instant` (`None` = no timer pending).
+    /// The earliest deadline as an `Instant` (`None` = no timer pending).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        let n = self.next_deadline.load(Ordering::Acquire);
+        let n = self.earliest_deadline();
         if n == NO_DEADLINE {
             None
         } else {

@@ -159,6 +159,87 @@ fn unkept_timer_is_taken_up() {
     });
 }
 
+/// Sharded timekeeping (I4): an earlier deadline inserted into one shard
+/// while a scheduler claims the role for another shard's timer is armed by
+/// the claim's re-read, or the insert sees the armed deadline and wakes the
+/// holder. The claim takes no lock: the two sides are a Dekker pair
+/// (publish the shard's deadline, then read the armed one; publish the
+/// armed deadline, then re-read the shards). Sleeping toward the stale far
+/// deadline deadlocks the model.
+#[test]
+fn sharded_insert_races_the_timekeeper_claim() {
+    loom::model(|| {
+        let c = Arc::new(Coordinator::with_timer_shards(1, 2));
+        let far = c.deadline_nanos(Instant::now() + Duration::from_secs(60));
+        let near = far - 1_000_000_000;
+        c.note_deadline_at(1, far); // shard 1: a timer pending far away
+        let keeper = {
+            let c = c.clone();
+            thread::spawn(move || {
+                let armed = c
+                    .keep_time(0)
+                    .map(|d| c.deadline_nanos(d))
+                    .expect("a timer is pending: the role must be taken");
+                if armed != near {
+                    let r = c.park(0, Some(c.instant_at(armed)), || false);
+                    assert_eq!(r, ParkResult::Woken, "re-arm wake lost");
+                }
+                c.disarm_timer(0);
+            })
+        };
+        // Shard 0's owner (its lock is uncontended here) inserts earlier.
+        c.note_deadline_at(0, near);
+        keeper.join().unwrap();
+    });
+}
+
+/// An unkept timer in another shard is taken up (I5): a timer inserted
+/// into shard 1 while the only scheduler goes idle either wakes it, or its
+/// claim or park re-check sees the timer. A lost wake parks it forever.
+#[test]
+fn unkept_timer_in_another_shard_is_taken_up() {
+    loom::model(|| {
+        let c = Arc::new(Coordinator::with_timer_shards(1, 2));
+        let due = c.deadline_nanos(Instant::now() + Duration::from_secs(1));
+        let idle = {
+            let c = c.clone();
+            thread::spawn(move || loop {
+                if c.keep_time(0).is_some() {
+                    return; // it keeps time now
+                }
+                let _ = c.park(0, None, || c.timer_unkept());
+            })
+        };
+        c.note_deadline_at(1, due);
+        idle.join().unwrap();
+    });
+}
+
+/// A later insert into a shard with an earlier timer pending runs no
+/// timekeeper check (`note_deadline_at`); the earlier timer's insert made
+/// sure someone keeps time, so an idle scheduler still takes the role for
+/// it and nothing is stranded (I5).
+#[test]
+fn a_later_insert_behind_a_pending_timer_strands_nothing() {
+    loom::model(|| {
+        let c = Arc::new(Coordinator::with_timer_shards(1, 1));
+        let first = c.deadline_nanos(Instant::now() + Duration::from_secs(1));
+        let idle = {
+            let c = c.clone();
+            thread::spawn(move || loop {
+                if let Some(d) = c.keep_time(0) {
+                    assert_eq!(c.deadline_nanos(d), first, "armed past the earliest timer");
+                    return;
+                }
+                let _ = c.park(0, None, || c.timer_unkept());
+            })
+        };
+        c.note_deadline_at(0, first);
+        c.note_deadline_at(0, first + 1_000);
+        idle.join().unwrap();
+    });
+}
+
 /// Termination: the verdict flips `done` and `wake_all`s; no consumer
 /// parks forever past it.
 #[test]

@@ -24,12 +24,13 @@
 //!   one more sibling, so one producer wake fans out to as many schedulers
 //!   as there is work.
 //! - **Timekeeper**: at most one parked scheduler holds the earliest timer
-//!   deadline and parks with that timeout; the rest park with none. An
-//!   expiry wakes one scheduler, never a herd. An insert of an earlier
-//!   deadline wakes the holder to re-peek; an insert with no holder wakes
-//!   one idle scheduler to take the role.
-//! - **Busy-path due-check**: an earliest-deadline snapshot read with one
-//!   Relaxed load per scheduler loop, so timers fire even when no scheduler
+//!   deadline (of every timer shard) and parks with that timeout; the rest
+//!   park with none. An expiry wakes one scheduler, never a herd. An insert
+//!   of an earlier deadline wakes the holder to re-peek; an insert with no
+//!   holder wakes one idle scheduler to take the role.
+//! - **Busy-path due-check**: each timer shard's earliest deadline, one
+//!   word per shard on a line of its own, read with a Relaxed load per
+//!   shard every few scheduler loops, so timers fire even when no scheduler
 //!   ever parks (and so no timekeeper exists).
 //! - **Terminal wake**: [`Coordinator::wake_all`] permits every parker.
 //!
@@ -43,10 +44,17 @@
 //!   scheduler's re-check (it does not block). No lost wake.
 //! - (I3) `wake_one` wakes at most one scheduler per call: the CAS that
 //!   clears a bit owns the wake.
-//! - (I4) The timekeeper role and the deadline snapshot are written only
-//!   under the caller's timer serialization (the timers mutex), so an
-//!   insert of an earlier deadline either is seen by the arming scheduler's
-//!   peek or sees the armed deadline and wakes its holder.
+//! - (I4) A shard's deadline word is written only under that shard's
+//!   lock, and is its heap's minimum (lowered by an insert, re-anchored by
+//!   a pop). The role is claimed without a lock: the claimer publishes the
+//!   holder and its armed deadline, then re-reads every shard's word and
+//!   re-arms for anything earlier; an insert that lowers its shard's word
+//!   publishes it, then reads the armed deadline and wakes the holder if
+//!   it is later. Both sides are SeqCst, a store-buffer pair: an earlier
+//!   insert is seen by the claimer's re-read or sees the armed deadline.
+//!   So the holder is armed no later than every shard's earliest timer,
+//!   and an insert no earlier than a timer already pending in its shard
+//!   needs no check at all.
 //! - (I5) A pending timer always has a scheduler that will fire it: a
 //!   parked timekeeper, or a busy scheduler's due-check, or (when an insert
 //!   finds no timekeeper) an idle scheduler woken to become one. A

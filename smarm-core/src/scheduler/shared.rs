@@ -18,6 +18,12 @@ use crate::time::timers::Timers;
 use std::sync::Arc as StdArc;
 use std::time::Instant;
 
+/// How late a timer shard's deadline must be before a busy scheduler
+/// fires it for the scheduler that owns it (`fire_due_timers`): a quarter
+/// of the default timeslice, so a timer waits at most that long behind an
+/// owner busy with one long run or blocked in a system call.
+const FOREIGN_GRACE_NANOS: u64 = 250_000;
+
 /// What the actor layer does when an actor has finished: record its
 /// outcome, tell its joiner, monitors and links, recycle its slot. Run by
 /// the scheduler during finalisation, with the actor's catch result.
@@ -168,8 +174,8 @@ impl Shared {
                 .collect(),
             present: AtomicU64::new(low_bits(regular)),
             injector: RunQueue::new(),
-            coord: Coordinator::new(threads),
-            timers: Timers::new(id),
+            coord: Coordinator::with_timer_shards(threads, regular),
+            timers: Timers::new(id, regular),
             stacks,
             live: LiveCount::new(threads),
             io_outstanding: AtomicU32::new(0),
@@ -403,14 +409,27 @@ impl Shared {
         owner: Pid,
         f: Box<dyn FnOnce() + Send>,
     ) -> TimerId {
-        self.timers
-            .insert(&self.coord, deadline, owner, TimerAction::Send(f))
+        self.timers.insert(
+            &self.coord,
+            self.local_timer_shard(),
+            deadline,
+            owner,
+            TimerAction::Send(f),
+        )
+    }
+
+    /// The timer shard of this thread's scheduler (shard 0 off-scheduler).
+    fn local_timer_shard(&self) -> usize {
+        self.local_scheduler_id()
+            .map_or(0, |id| self.coord.shard_of(id))
     }
 
     /// Arm the running actor's bounded-wait timer for `wait`, due at `at`
-    /// (coordinator nanos; time bounded (B1)).
-    pub(crate) fn arm_wait_timer(&self, slot: &Slot, wait: WaitId, at: u64) {
-        self.timers.arm_wait(&self.coord, slot, wait, at);
+    /// (coordinator nanos; time bounded (B1)), in the timer shard of the
+    /// scheduler `scheduler` it runs on.
+    pub(crate) fn arm_wait_timer(&self, scheduler: usize, slot: &Slot, wait: WaitId, at: u64) {
+        self.timers
+            .arm_wait(&self.coord, self.coord.shard_of(scheduler), slot, wait, at);
     }
 
     /// Drop `value` once no scheduler can still be reading it (the
@@ -605,13 +624,27 @@ impl Shared {
 
     // ----- timers -----
 
-    /// Pop and dispatch every due timer; `try_only` (the busy path) skips
-    /// if another scheduler holds the timers lock: the snapshot stays due,
-    /// so the check fires again next loop.
+    /// Pop and dispatch every due timer. `try_only` (the busy path) skips
+    /// a shard whose lock another scheduler holds (its deadline stays due,
+    /// so the check fires again next loop), and leaves another scheduler's
+    /// shard to that scheduler until it is `FOREIGN_GRACE` late: its owner
+    /// is usually a few pops from its own check, and firing there keeps
+    /// the shard's lines and the woken actors on its core (time (I4)).
     pub(crate) fn fire_due_timers(&self, try_only: bool) {
         let mut due: Vec<Entry> = Vec::new();
-        self.timers
-            .take_due(&self.coord, Instant::now(), try_only, &mut due);
+        // From an `Instant`, as the deadlines of message timers are: the
+        // raw clock runs a hair ahead of those (coordinator `origin`), and
+        // no timer fires early (time (I2)).
+        let now = self.coord.deadline_nanos(Instant::now());
+        let own = self.local_timer_shard();
+        for shard in 0..self.coord.timer_shards() {
+            let at = self.coord.shard_deadline(shard);
+            if at > now || (try_only && shard != own && now - at < FOREIGN_GRACE_NANOS) {
+                continue;
+            }
+            self.timers
+                .take_due(&self.coord, shard, now, try_only, &mut due);
+        }
         for entry in due {
             trace_event!(self, TimerFire, entry.pid.to_bits(), 0);
             match entry.action {

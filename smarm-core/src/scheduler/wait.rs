@@ -239,13 +239,13 @@ impl Wait {
     /// later than it (bounded (B1)).
     pub(crate) fn set_deadline(&mut self, deadline: Deadline<'_>) {
         let id = self.id;
-        let _ = with_worker(|_, shared| {
+        let _ = with_worker(|w, shared| {
             let at = match deadline {
                 Deadline::At(at) => shared.coord.deadline_nanos(at),
                 Deadline::Nanos { at, .. } => at,
             };
             if let Some(slot) = shared.slots.get(id.pid.index()) {
-                shared.arm_wait_timer(slot, id, at);
+                shared.arm_wait_timer(w.id, slot, id, at);
             }
         });
         self.bounded = true;

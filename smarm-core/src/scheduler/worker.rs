@@ -282,12 +282,8 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         return Idle::Done;
     }
     // Timekeeper: at most one idle scheduler parks toward the earliest
-    // deadline; peek and arm under the timers lock (park (I4)).
-    let tk_deadline = {
-        shared
-            .timers
-            .earliest_for_timekeeper(&shared.coord, |d| shared.coord.try_arm_timer(w.id, d))
-    };
+    // deadline of every timer shard (park (I4)).
+    let tk_deadline = shared.coord.keep_time(w.id);
     if shared.reclaim.has_pending() {
         shared.reclaim.reclaim();
     }

@@ -4,8 +4,8 @@
 //!
 //! A bounded wait usually ends long before its deadline (a call's reply
 //! arrives in microseconds; its timeout is seconds away), so arming a heap
-//! timer and cancelling it on every wait is mostly wasted work under the
-//! runtime-wide timers lock. Instead the actor marks its slot as being in a
+//! timer and cancelling it on every wait is mostly wasted work under a
+//! timers lock. Instead the actor marks its slot as being in a
 //! bounded wait (`bounded_epoch`), and makes sure a timer of its own is
 //! pending no later than the deadline: the one it armed for an earlier wait
 //! if that one is due soon enough, else a new one. When a cached timer
@@ -32,6 +32,7 @@
 //!   a cached timer only while its actor is in a bounded wait.
 
 use super::heap::{TimerAction, TimerHeap};
+use super::timers::Timers;
 use crate::loom::{fence, Ordering};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
@@ -108,13 +109,14 @@ pub(crate) fn fire(slots: &SlotTable, pid: Pid, seq: u64) -> Option<WaitId> {
     fired(slot, seq).map(|epoch| WaitId { pid, epoch })
 }
 
-/// The actor of `slot` finished: cancel its cached timer (B3).
-pub(crate) fn finish(slot: &Slot, timers: &RawMutex<TimerHeap>, coord: &Coordinator) {
+/// The actor of `slot` finished: cancel its cached timer (B3), in the
+/// shard that armed it (its `seq` says which).
+pub(crate) fn finish(slot: &Slot, timers: &Timers, coord: &Coordinator) {
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     let seq = slot.wait_timer_seq.swap(0, Ordering::SeqCst);
-    if seq != 0 {
+    if let Some(shard) = seq.checked_sub(1).and_then(|seq| timers.shard_for_seq(seq)) {
         let garbage = {
-            let mut heap = timers.lock();
+            let mut heap = shard.heap().lock();
             heap.cancel_cached(coord, seq - 1);
             heap.take_garbage()
         };

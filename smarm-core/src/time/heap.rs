@@ -80,12 +80,14 @@ impl Ord for Entry {
 /// Cancelled entries the heap may hold beyond twice the armed ones.
 const COMPACT_SLACK: usize = 64;
 
-/// All timers of a runtime. Lives under the runtime's Timers-class lock,
-/// which is also the serialization the coordinator's timekeeper protocol
-/// requires (park (I4)).
+/// One shard of a runtime's timers (see `timers.rs`). Lives under its
+/// shard's Timers-class lock, which is also what the coordinator's
+/// per-shard deadline word is written under (park (I4)).
 pub(crate) struct TimerHeap {
     /// The owning runtime's id, stamped into every `TimerId`.
     runtime: u64,
+    /// This heap's shard, stamped into every `seq` (`ArmedSet::arm`).
+    shard: usize,
     /// The entries due by the end of millisecond `horizon` (H1).
     heap: BinaryHeap<Reverse<Entry>>,
     /// The entries due after it, a bucket per millisecond (H1, H2).
@@ -126,9 +128,12 @@ impl Bucket {
 const SPARE_BUCKETS: usize = 64;
 
 impl TimerHeap {
-    pub(crate) fn new(runtime: u64) -> Self {
+    /// Shard `shard` (below [`MAX_SHARDS`]) of runtime `runtime`'s timers.
+    pub(crate) fn new(runtime: u64, shard: usize) -> Self {
+        debug_assert!(shard < MAX_SHARDS, "TimerHeap::new: shard out of range");
         TimerHeap {
             runtime,
+            shard,
             heap: BinaryHeap::new(),
             later: BTreeMap::new(),
             later_len: 0,
@@ -217,14 +222,14 @@ impl TimerHeap {
         if cached {
             self.cached += 1;
         }
-        let seq = self.armed.arm(cached);
+        let seq = self.armed.arm(cached, self.shard);
         self.file(Entry {
             deadline,
             seq,
             pid,
             action,
         });
-        coord.note_deadline_at(deadline);
+        coord.note_deadline_at(self.shard, deadline);
         TimerId {
             runtime: self.runtime,
             seq,
@@ -233,7 +238,7 @@ impl TimerHeap {
 
     /// Disarm a timer. `true` if it was still armed (it will not fire).
     pub(crate) fn cancel(&mut self, coord: &Coordinator, id: TimerId) -> bool {
-        let removed = (id.runtime == self.runtime)
+        let removed = (id.runtime == self.runtime && shard_of_seq(id.seq) == self.shard)
             .then(|| self.armed.disarm(id.seq))
             .flatten();
         if removed == Some(true) {
@@ -244,7 +249,7 @@ impl TimerHeap {
             // Nothing armed: retire the cancelled entries now so the
             // deadline snapshot is exact.
             self.drain_all();
-            coord.refresh_deadline_at(None);
+            coord.refresh_deadline_at(self.shard, None);
         } else if was_armed && self.len() > COMPACT_SLACK + 2 * self.armed.len() {
             self.compact(coord);
         }
@@ -281,7 +286,7 @@ impl TimerHeap {
             }
         });
         self.later_len = self.later.values().map(|b| b.entries.len()).sum();
-        coord.refresh_deadline_at(self.peek_deadline());
+        coord.refresh_deadline_at(self.shard, self.peek_deadline());
     }
 
     /// Number of armed timers, actors' cached wait timers excluded.
@@ -332,7 +337,7 @@ impl TimerHeap {
                 self.garbage.push(entry);
             }
         }
-        coord.refresh_deadline_at(self.peek_deadline());
+        coord.refresh_deadline_at(self.shard, self.peek_deadline());
     }
 
     /// Retire every timer (the runtime is finishing).
@@ -340,7 +345,7 @@ impl TimerHeap {
         self.drain_all();
         self.armed.clear();
         self.cached = 0;
-        coord.refresh_deadline_at(None);
+        coord.refresh_deadline_at(self.shard, None);
     }
 
     /// The entries removed without firing, to be dropped by the caller
@@ -353,10 +358,13 @@ impl TimerHeap {
 
 /// The armed timers: a record per timer slot, reused through a free
 /// list, so arming and disarming touch a recently used record instead of
-/// a hash table's random one. A timer's `seq` is its record's index below
-/// its generation (31 bits, so `seq + 1` never overflows): a disarm bumps
-/// the generation, which retires every `TimerId` and entry of the old one
-/// (short of 2^31 reuses of one record while a stale entry waits).
+/// a hash table's random one. A timer's `seq` is its record's index (low
+/// 32 bits), its generation (25 bits above) and its heap's shard (6 bits
+/// above those; bit 63 stays clear, so `seq + 1` never overflows): a
+/// disarm bumps the generation, which retires every `TimerId` and entry
+/// of the old one (short of 2^25 reuses of one record while a stale entry
+/// waits, which compaction rules out: a stale entry is dropped once
+/// cancelled entries outnumber the armed ones by `COMPACT_SLACK`).
 #[derive(Default)]
 struct ArmedSet {
     records: Vec<Record>,
@@ -372,11 +380,25 @@ struct Record {
     cached: bool,
 }
 
-const GENERATION_MASK: u32 = (1 << 31) - 1;
+const GENERATION_MASK: u32 = (1 << 25) - 1;
+/// Where a `seq`'s shard starts.
+const SHARD_SHIFT: u32 = 57;
+/// Shards a runtime's timers may have (6 bits of a `seq`).
+pub(crate) const MAX_SHARDS: usize = 64;
+
+/// The shard of the heap that armed timer `seq`.
+pub(crate) fn shard_of_seq(seq: u64) -> usize {
+    (seq >> SHARD_SHIFT) as usize & (MAX_SHARDS - 1)
+}
+
+/// The generation bits of `seq`.
+fn generation_of(seq: u64) -> u64 {
+    (seq >> 32) & u64::from(GENERATION_MASK)
+}
 
 impl ArmedSet {
-    /// Arm a new timer; its `seq`.
-    fn arm(&mut self, cached: bool) -> u64 {
+    /// Arm a new timer in shard `shard`'s set; its `seq`.
+    fn arm(&mut self, cached: bool, shard: usize) -> u64 {
         let index = match self.free.pop() {
             Some(index) => index,
             None => {
@@ -394,19 +416,19 @@ impl ArmedSet {
         record.armed = true;
         record.cached = cached;
         self.len += 1;
-        u64::from(record.generation) << 32 | u64::from(index)
+        (shard as u64) << SHARD_SHIFT | u64::from(record.generation) << 32 | u64::from(index)
     }
 
     /// The record of `seq`, if `seq` is armed.
     fn armed_record(&mut self, seq: u64) -> Option<&mut Record> {
         let record = self.records.get_mut((seq & u64::from(u32::MAX)) as usize)?;
-        (record.armed && u64::from(record.generation) == seq >> 32).then_some(record)
+        (record.armed && u64::from(record.generation) == generation_of(seq)).then_some(record)
     }
 
     fn is_armed(&self, seq: u64) -> bool {
         self.records
             .get((seq & u64::from(u32::MAX)) as usize)
-            .is_some_and(|r| r.armed && u64::from(r.generation) == seq >> 32)
+            .is_some_and(|r| r.armed && u64::from(r.generation) == generation_of(seq))
     }
 
     /// Disarm `seq`: whether it was a cached timer, if it was armed.
@@ -458,7 +480,7 @@ mod tests {
     #[test]
     fn pops_in_deadline_then_insertion_order() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::new(1);
+        let mut h = TimerHeap::new(1, 0);
         let t0 = Instant::now();
         for (i, ms) in [(1u32, 30u64), (2, 10), (3, 20), (4, 10)] {
             let (pid, a) = wake(i);
@@ -474,7 +496,7 @@ mod tests {
     #[test]
     fn cancelled_timer_never_fires_and_cancel_is_once() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::new(1);
+        let mut h = TimerHeap::new(1, 0);
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
         let (p2, a2) = wake(2);
@@ -495,7 +517,7 @@ mod tests {
     #[test]
     fn cancelling_the_last_armed_timer_clears_the_snapshot() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::new(1);
+        let mut h = TimerHeap::new(1, 0);
         let (p, a) = wake(1);
         let id = h.insert(&c, at(&c, Instant::now() + Duration::from_secs(3600)), p, a);
         assert!(c.next_deadline().is_some());
@@ -511,7 +533,7 @@ mod tests {
     #[test]
     fn timers_across_buckets_fire_in_order_once_and_never_early() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::new(1);
+        let mut h = TimerHeap::new(1, 0);
         let t0 = Instant::now();
         // A fixed shuffle of 0..2000 (multiplication by a unit mod 2000),
         // deadlines in 0.25 ms steps: 4 per millisecond bucket.
@@ -558,7 +580,7 @@ mod tests {
     #[test]
     fn compaction_reaches_the_buckets_and_keeps_the_snapshot_exact() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::new(1);
+        let mut h = TimerHeap::new(1, 0);
         let t0 = Instant::now() + Duration::from_secs(1);
         let ids: Vec<_> = (0..1000u32)
             .map(|i| {
@@ -593,7 +615,7 @@ mod tests {
     #[test]
     fn a_stale_timer_id_never_cancels_the_timer_that_reuses_its_record() {
         let c = Coordinator::new(1);
-        let mut h = TimerHeap::new(1);
+        let mut h = TimerHeap::new(1, 0);
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
         let old = h.insert(&c, at(&c, t0), p1, a1);
@@ -613,5 +635,37 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].pid.index(), 2);
         assert!(!h.cancel(&c, new), "fired: no longer armed");
+    }
+
+    /// A timer's id names the shard that armed it, through generations of
+    /// its record, and another shard's heap never cancels it (a cancel is
+    /// routed by that name: timers.rs).
+    #[test]
+    fn a_timer_id_names_its_shard_and_only_that_shard_cancels_it() {
+        let c = Coordinator::with_timer_shards(1, MAX_SHARDS);
+        let t0 = Instant::now() + Duration::from_secs(1);
+        let mut other = TimerHeap::new(1, 5);
+        let mut last = TimerHeap::new(1, MAX_SHARDS - 1);
+        for round in 0..3 {
+            let (p, a) = wake(round);
+            let id = last.insert(&c, at(&c, t0), p, a);
+            assert_eq!(shard_of_seq(id.seq()), MAX_SHARDS - 1);
+            assert!(!other.cancel(&c, id), "cancelled by another shard's heap");
+            assert!(last.cancel(&c, id), "its own shard's heap cancels it");
+            assert!(id.seq() < u64::MAX >> 1, "seq + 1 must never overflow");
+        }
+        let (p, a) = wake(9);
+        let id = other.insert(&c, at(&c, t0), p, a);
+        assert_eq!(shard_of_seq(id.seq()), 5);
+        assert_eq!(
+            c.shard_deadline(5),
+            at(&c, t0),
+            "the shard's own deadline word"
+        );
+        assert_eq!(
+            c.shard_deadline(MAX_SHARDS - 1),
+            u64::MAX,
+            "cancelled: empty"
+        );
     }
 }
