@@ -627,9 +627,10 @@ impl Shared {
     /// Pop and dispatch every due timer. `try_only` (the busy path) skips
     /// a shard whose lock another scheduler holds (its deadline stays due,
     /// so the check fires again next loop), and leaves another scheduler's
-    /// shard to that scheduler until it is `FOREIGN_GRACE` late: its owner
-    /// is usually a few pops from its own check, and firing there keeps
-    /// the shard's lines and the woken actors on its core (time (I4)).
+    /// shard to that scheduler until it is `FOREIGN_GRACE_NANOS` late: its
+    /// owner is usually a few pops from its own check, and firing there
+    /// keeps the shard's lines and the woken actors on its core (time
+    /// (I4)).
     pub(crate) fn fire_due_timers(&self, try_only: bool) {
         let mut due: Vec<Entry> = Vec::new();
         // From an `Instant`, as the deadlines of message timers are: the
