@@ -20,10 +20,13 @@
 //!   when the registry is dropped with its runtime.
 //! - (F5) A name's value points at its holder's inbox: a writer that
 //!   replaces or clears an inbox refreshes the values of every name bound
-//!   to its owner in the same hold of the lock (names (N2)).
+//!   to its owner in the same hold of the lock, and only then hands the
+//!   replaced inbox to `defer_drop` (names (N2)). Retired first, the inbox
+//!   could be freed while a still-published value points at it: a reader
+//!   that passed a quiescent point after the retire, then read that value,
+//!   would follow it into freed memory.
 
 use super::names::{NameTable, NameValue};
-use smarm_core::runtime;
 use smarm_core::{Pid, Sender};
 use std::any::{Any, TypeId};
 use std::ptr::null_mut;
@@ -184,10 +187,11 @@ impl ReadSide {
     // ----- writers: the tables lock is held (F1) -----
 
     /// Publish (or, with `None`, clear) the inbox of slot `index`; returns
-    /// the owner of the inbox it replaced, whose names the caller must
-    /// refresh under the same hold of the lock (F5).
-    #[must_use = "the replaced inbox's owner's names must be refreshed (F5)"]
-    pub(super) fn set_inbox(&self, index: u32, inbox: Option<Inbox>) -> Option<Pid> {
+    /// the inbox it replaced, unpublished but not yet retired: the caller
+    /// refreshes its owner's names under the same hold of the lock, then
+    /// retires it (F5).
+    #[must_use = "the replaced inbox's owner's names must be refreshed, then the inbox retired (F5)"]
+    pub(super) fn set_inbox(&self, index: u32, inbox: Option<Inbox>) -> Option<Box<Padded<Inbox>>> {
         let (hi, lo) = (index as usize / CHUNK, index as usize % CHUNK);
         let Some(top) = self.inboxes.get(hi) else {
             unreachable!("slot index {index} beyond MAX_ACTORS_LIMIT");
@@ -207,11 +211,9 @@ impl ReadSide {
             return None;
         }
         // SAFETY: `old` came from `Box::into_raw` and is no longer
-        // reachable through the table.
-        let old = unsafe { Box::from_raw(old) };
-        let owner = old.pid;
-        runtime::defer_drop(old);
-        Some(owner)
+        // reachable through the inbox table (name values may still point
+        // at it: the caller retires it once they do not, F5).
+        Some(unsafe { Box::from_raw(old) })
     }
 }
 

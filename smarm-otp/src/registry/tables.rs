@@ -119,11 +119,16 @@ impl Locked<'_> {
     /// Publish (or clear) the inbox of `index`, keeping the names of the
     /// replaced inbox's owner and of `pid` in step (read side (F5)).
     fn set_inbox(&self, index: u32, pid: Option<Pid>, inbox: Option<Inbox>) {
-        if let Some(owner) = self.read_side.set_inbox(index, inbox) {
-            self.refresh_names_of(owner);
+        let replaced = self.read_side.set_inbox(index, inbox);
+        if let Some(old) = &replaced {
+            self.refresh_names_of(old.0.pid);
         }
         if let Some(pid) = pid {
             self.refresh_names_of(pid);
+        }
+        // Only now does no published value point at it (F5).
+        if let Some(old) = replaced {
+            retire(old);
         }
     }
 
