@@ -4,7 +4,7 @@
 
 use super::names::NameValue;
 use super::read_side::{Inbox, Padded, Published, ReadSide};
-use smarm_core::hash::BuildWordHasher;
+use smarm_core::hash::{hash_bytes as name_hash, BuildWordHasher};
 use smarm_core::signal;
 use smarm_core::{Pid, Sender};
 use std::any::TypeId;
@@ -128,8 +128,25 @@ impl Locked<'_> {
         }
         // Only now does no published value point at it (F5).
         if let Some(old) = replaced {
+            debug_assert!(
+                !self.a_name_points_at(old.0.pid, &old.0),
+                "registry: retiring an inbox a published name still points at (read side (F5))"
+            );
             retire(old);
         }
+    }
+
+    /// Whether the published value of a name `pid` holds points at
+    /// `inbox`: read side (F5) forbids retiring `inbox` while one does.
+    fn a_name_points_at(&self, pid: Pid, inbox: &Inbox) -> bool {
+        self.tables.names_of.get(&pid).is_some_and(|names| {
+            names.iter().any(|name| {
+                self.read_side
+                    .name(name, name_hash(name.as_bytes()))
+                    .and_then(NameValue::inbox)
+                    .is_some_and(|i| std::ptr::eq(i, inbox))
+            })
+        })
     }
 
     /// The live inbox of `pid`, pruning the slot's inbox if its owner is
