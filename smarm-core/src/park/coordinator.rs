@@ -1,5 +1,6 @@
 //! `Coordinator`: the idle mask, the wake protocol, the timekeeper role and
-//! the earliest-deadline snapshot (see the module docs for the proofs).
+//! one earliest-deadline word per timer shard (see the module docs for the
+//! proofs).
 
 use super::parker::Parker;
 use crate::loom::{fence, AtomicU64, Ordering};

@@ -11,7 +11,7 @@
 //!
 //! Deadlines are nanoseconds since the coordinator's origin (the clock
 //! the schedulers' due-checks and the timekeeper already use), so filing,
-//! ordering and the deadline snapshot compare integers: a deadline is
+//! ordering and the shard's deadline word compare integers: a deadline is
 //! converted from an `Instant` once, when it is armed.
 //!
 //! Invariants:
@@ -247,7 +247,7 @@ impl TimerHeap {
         let was_armed = removed.is_some();
         if was_armed && self.armed.is_empty() {
             // Nothing armed: retire the cancelled entries now so the
-            // deadline snapshot is exact.
+            // shard's deadline word is exact.
             self.drain_all();
             coord.refresh_deadline_at(self.shard, None);
         } else if was_armed && self.len() > COMPACT_SLACK + 2 * self.armed.len() {
@@ -314,7 +314,7 @@ impl TimerHeap {
     }
 
     /// Pop every armed entry due at `now` (coordinator nanos) into `out`,
-    /// then re-anchor the coordinator's deadline snapshot to the new
+    /// then re-anchor the shard's deadline word in the coordinator to the new
     /// minimum.
     pub(crate) fn pop_due(&mut self, coord: &Coordinator, now: u64, out: &mut Vec<Entry>) {
         let ms = Self::millisecond(now);
@@ -529,7 +529,7 @@ mod tests {
     /// Timers spread over many milliseconds, armed out of order, some
     /// cancelled: pops at rising times give every armed one exactly once,
     /// in `(deadline, seq)` order and never before its deadline, and the
-    /// deadline snapshot is always the earliest armed-or-cancelled entry.
+    /// shard's deadline word is always the earliest armed-or-cancelled entry.
     #[test]
     fn timers_across_buckets_fire_in_order_once_and_never_early() {
         let c = Coordinator::new(1);
