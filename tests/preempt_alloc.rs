@@ -23,10 +23,20 @@ fn allocate(i: u64) -> u64 {
 
 #[test]
 fn allocating_and_check_spinners_do_not_starve_a_sleeper_on_one_thread() {
+    // A preemption that never comes leaves the sleeper parked for good:
+    // fail with a message rather than hang.
+    let _guard =
+        support::HangGuard::new(Duration::from_secs(120), "the spinners starved the sleeper");
     let out = Arc::new(Mutex::new(None));
     let o = out.clone();
-    runtime::init(Config::exact(1)).run(move || {
+    // No spares: the monitor would otherwise start a second thread when a
+    // loaded machine stalls this one, and that thread could serve the
+    // sleeper while a spinner holds the first.
+    runtime::init(Config::exact(1).spare_threads(0)).run(move || {
         let stop = Arc::new(AtomicBool::new(false));
+        // Released however the root ends, so a failed step cannot leave
+        // the spinners (which only stop when told) running for ever.
+        let _release = SetOnDrop(stop.clone());
         let s = stop.clone();
         let allocating = smarm::spawn(move || {
             let mut x = 0u64;
@@ -53,24 +63,32 @@ fn allocating_and_check_spinners_do_not_starve_a_sleeper_on_one_thread() {
         *o.lock().unwrap() = Some((worst, me, a, c));
     });
     let (worst, sleeper, allocating, checking) = out.lock().unwrap().take().unwrap();
-    // One thread: the sleeper runs only when a spinner is switched out, so
-    // each of its 50 wakes took a preemption, and both spinners are
-    // timesliced. (With 1 ms slices a wake waits about two slices on a
-    // quiet machine; the bound is far above that, for a loaded one.)
+    // One thread: a spinner never parks, so it leaves the thread only when
+    // its slice is spent at a safepoint (counted as an overrun); the
+    // sleeper got its 50 wakes, so whichever spinner ran was switched out.
+    // Both run: each is queued ahead of the one preempted before it. (On a
+    // quiet machine each overruns about 25 times; under load a stalled
+    // thread can find several heartbeats due at once, so only one each is
+    // certain.)
     assert!(
-        allocating + checking >= 49,
-        "the spinners overran {allocating} + {checking} times for 50 wakes of the sleeper"
+        allocating >= 1,
+        "the allocating spinner was never preempted ({allocating} overruns)"
     );
     assert!(
-        allocating > 10,
-        "the allocating spinner overran {allocating} times"
-    );
-    assert!(
-        checking > 10,
-        "the check!() spinner overran {checking} times"
+        checking >= 1,
+        "the check!() spinner was never preempted ({checking} overruns)"
     );
     assert!(worst < Duration::from_secs(1), "sleeper was {worst:?} late");
     assert_eq!(sleeper, 0, "the sleeper never ran past a slice");
+}
+
+/// Sets its flag when dropped: on a normal return and on a panic.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A global allocator must not unwind, so an allocation cannot observe a
@@ -78,21 +96,18 @@ fn allocating_and_check_spinners_do_not_starve_a_sleeper_on_one_thread() {
 /// all) at its next blocking call.
 #[test]
 fn a_stop_reaches_an_allocating_spinner_at_its_next_blocking_call() {
-    struct Flag(Arc<AtomicBool>);
-    impl Drop for Flag {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
     let dropped = Arc::new(AtomicBool::new(false));
     let after = Arc::new(AtomicBool::new(false));
     let (d, a) = (dropped.clone(), after.clone());
     runtime::init(Config::exact(1)).run(move || {
         let spins = Arc::new(AtomicU64::new(0));
         let done_spinning = Arc::new(AtomicBool::new(false));
+        // However the root ends: a failed step must not leave the spinner,
+        // which ignores the stop while it only allocates, spinning for ever.
+        let _release = SetOnDrop(done_spinning.clone());
         let (s, ds) = (spins.clone(), done_spinning.clone());
         let h = smarm::spawn(move || {
-            let _flag = Flag(d);
+            let _flag = SetOnDrop(d);
             while !ds.load(Ordering::Relaxed) {
                 s.fetch_add(allocate(1), Ordering::Relaxed);
             }
@@ -102,7 +117,12 @@ fn a_stop_reaches_an_allocating_spinner_at_its_next_blocking_call() {
         smarm::sleep(Duration::from_millis(5));
         smarm::request_stop(h.pid());
         let seen = spins.load(Ordering::Relaxed);
-        smarm::sleep(Duration::from_millis(10));
+        // The spinner runs whenever the root sleeps, but a loaded machine
+        // may stall the thread past one short sleep: look until it moved.
+        let give_up = std::time::Instant::now() + Duration::from_secs(10);
+        while spins.load(Ordering::Relaxed) == seen && std::time::Instant::now() < give_up {
+            smarm::sleep(Duration::from_millis(1));
+        }
         assert!(smarm::is_alive(h.pid()), "allocations do not unwind");
         assert!(spins.load(Ordering::Relaxed) > seen, "still spinning");
         done_spinning.store(true, Ordering::Relaxed);
