@@ -9,10 +9,37 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// A TCP port nothing listens on right now (the kernel's pick, released).
+/// A TCP port nothing listens on right now, for a private EPMD.
+///
+/// Not the kernel's pick for port 0: that port is free again once this
+/// returns, and the next socket bound to port 0 (a node's distribution
+/// listener, an Erlang VM's) may be handed it before the EPMD binds it.
+/// So the port comes from below the kernel's ephemeral range, where no
+/// port-0 bind lands, on a walk that starts at a place set by the process
+/// id and moves one port on for every call, so tests running at once in this
+/// process or another do not pick the same one.
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    const BASE: u32 = 10_000;
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    assert!(
+        low > BASE + 1_000,
+        "free_port: the ephemeral port range starts at {low}, leaving no room below it"
+    );
+    let span = low - BASE;
+    let start = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        let port = BASE + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = u16::try_from(port).unwrap();
+        if std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("free_port: no free port in {BASE}..{low}");
 }
 
 /// `erl` must be on the PATH: these tests check interoperation with a
