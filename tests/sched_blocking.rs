@@ -280,3 +280,38 @@ fn an_actor_woken_just_before_its_scheduler_blocks_runs_elsewhere() {
         );
     }
 }
+
+/// A blocker holds the regular scheduler and a sleeper holds the first
+/// spare, so a second spare starts and parks. The blocker returns first
+/// and its scheduler parks; then the sleeper arms a timer. The insert's
+/// wake goes to the highest idle scheduler, the second spare, which finds
+/// it may leave; the first spare leaves once the sleeper parks. Unless a
+/// leaving spare passes the insert's call on, the regular scheduler stays
+/// parked with no timekeeper and the run never ends.
+fn a_timer_armed_as_the_spares_leave() {
+    let until = Instant::now() + Duration::from_millis(100);
+    // Spawned first: it waits in the local queue, which a spare takes.
+    let sleeper = smarm::spawn(move || {
+        std::thread::sleep(
+            (until + Duration::from_micros(300)).saturating_duration_since(Instant::now()),
+        );
+        smarm::sleep(Duration::from_millis(2));
+    });
+    // Spawned last: it runs first, here, and blocks this scheduler.
+    let blocker = smarm::spawn(move || {
+        std::thread::sleep(until.saturating_duration_since(Instant::now()));
+    });
+    blocker.join().unwrap();
+    sleeper.join().unwrap();
+}
+
+#[test]
+fn a_timer_armed_while_spares_leave_still_fires() {
+    for _ in 0..20 {
+        within(
+            Duration::from_secs(10),
+            1,
+            a_timer_armed_as_the_spares_leave,
+        );
+    }
+}

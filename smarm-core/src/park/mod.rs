@@ -61,7 +61,9 @@
 //!   scheduler whose park re-check sees a timer with no timekeeper does not
 //!   block: it loops and takes the role. So a busy scheduler that blocks
 //!   its thread (a system call, a std lock) cannot strand the timers while
-//!   another scheduler idles.
+//!   another scheduler idles. A scheduler that stops without parking again
+//!   (a spare leaving) may be the one an insert woke to keep time: if a
+//!   timer is then unkept, it wakes another idle scheduler in its place.
 //! - (I6) A polling park is a park: the same idle bit, re-check and permit,
 //!   so (I1)-(I3) hold for it unchanged; it also ends when the poll finds
 //!   work. `wake_one` picks the polling scheduler only when no other is

@@ -276,9 +276,14 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         }
         gap = (gap * 2).min(LOOK_GAP_LAST);
     }
-    // A spare leaves once it is not needed (sysmon (M3)).
+    // A spare leaves once it is not needed (sysmon (M3)). The wake that
+    // brought it here may have been an insert's call for a timekeeper
+    // (park (I5)), which it will never become: pass that call on.
     let spare = shared.is_spare(w.id);
     if spare && shared.spare_may_leave(w.id) {
+        if shared.coord.timer_unkept() {
+            shared.coord.wake_one_if_idle();
+        }
         return Idle::Done;
     }
     // Timekeeper: at most one idle scheduler parks toward the earliest
