@@ -75,6 +75,13 @@ pub mod net {
     };
 }
 
+/// Futures awaited from actors: [`block_on`](future::block_on) parks only
+/// the actor while a future is pending; with the `tokio` feature, a tokio
+/// runtime beside the schedulers makes tokio-based crates work there.
+pub mod future {
+    pub use smarm_core::future::*;
+}
+
 /// Time: `sleep`, message timers.
 pub mod time {
     pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};

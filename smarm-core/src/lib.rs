@@ -20,7 +20,7 @@
 //! 2 park trace::ring
 //! 3 time::heap time::bounded time::timers
 //! 4 scheduler
-//! 5 channel sync::mutex
+//! 5 channel sync::mutex future
 //! 6 actor signal stop report
 //! 7 io time
 //! 8 introspect trace
@@ -38,7 +38,8 @@
 //!   system monitor that keeps a blocked scheduler's work moving, and the
 //!   one wait protocol every blocking call goes through.
 //! - 5, the primitives built on that protocol: channels, call replies and
-//!   select, the actor-aware `Mutex`.
+//!   select, the actor-aware `Mutex`, awaiting a future (`block_on`, the
+//!   tokio runtime beside smarm).
 //! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends
 //!   (monitors, links, exit trapping), through channels or the watcher's
 //!   own function; the crash report of an actor that panicked.
@@ -71,6 +72,7 @@ pub mod channel; //       channels and select
 mod clock; //             the timeslice and trace clock (cycle counter)
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
+pub mod future; //        block_on: futures awaited by actors; the tokio runtime beside
 pub mod hash; //          the hash for smarm's own keys (names, timer ids)
 mod heap; //              per-actor heap accounts and limits
 pub mod introspect; //    snapshot, actor_info, tree

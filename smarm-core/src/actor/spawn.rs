@@ -91,7 +91,9 @@ pub fn require_actor(what: &str) {
 /// memory. Not a stop safepoint: `spawn` never unwinds.
 pub(crate) fn spawn_backpressure() {
     let backlog = scheduler::with_worker(|w, shared| shared.local_backlog(w.id));
-    if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) {
+    // Not where the actor cannot switch (a `NoPreempt` guard, a future's
+    // poll): it spawns on, and the children run once it blocks.
+    if backlog.is_some_and(|n| n >= SPAWN_BACKLOG) && scheduler::preempt::preemption_enabled() {
         scheduler::yield_without_stop();
     }
 }

@@ -28,8 +28,9 @@
 //!   fd that may never become ready. They are stopped (a
 //!   cooperative unwind: destructors run), so a forgotten server cannot
 //!   hang `run`. An actor that is sleeping or waiting on a timeout is not
-//!   swept: it will wake. One waiting on an fd is: an fd may never become
-//!   ready.
+//!   swept: it will wake; nor is one awaiting a future (`block_on`),
+//!   whose waker may come from any thread (future (F6)). One waiting on an
+//!   fd is: an fd may never become ready.
 //!
 //! # Memory ordering
 //!

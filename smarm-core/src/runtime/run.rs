@@ -79,6 +79,66 @@ impl Runtime {
         self.shared.config()
     }
 
+    /// Use `handle`'s tokio runtime beside this runtime (feature `tokio`):
+    /// every scheduler thread runs inside its context, so tokio calls in
+    /// actors (a `tokio::time::sleep`, a `tokio::net` socket, a
+    /// `tokio::spawn`) use it, and [`block_on`](crate::future::block_on)
+    /// awaits them. Hand in a multi-thread runtime (a current-thread one
+    /// runs its tasks only while its owner blocks on it); its owner shuts
+    /// it down. Without this, smarm starts one of its own when it first
+    /// runs.
+    ///
+    /// ```
+    /// let tokio = tokio::runtime::Runtime::new().unwrap();
+    /// let rt = smarm::runtime::Runtime::new(smarm::runtime::Config::default())
+    ///     .unwrap()
+    ///     .with_tokio(tokio.handle().clone())
+    ///     .unwrap();
+    /// rt.run(|| {
+    ///     smarm::future::block_on(tokio::time::sleep(std::time::Duration::from_millis(1)));
+    /// });
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`TokioError::AlreadySet`](crate::future::TokioError) if this
+    /// runtime already has a tokio runtime.
+    #[cfg(feature = "tokio")]
+    pub fn with_tokio(
+        self,
+        handle: tokio::runtime::Handle,
+    ) -> Result<Runtime, crate::future::TokioError> {
+        self.tokio_slot().set_handle(handle)?;
+        Ok(self)
+    }
+
+    /// Start the tokio runtime smarm makes itself (when this runtime first
+    /// runs) with `threads` worker threads (feature `tokio`; default
+    /// [`DEFAULT_TOKIO_THREADS`](crate::future::DEFAULT_TOKIO_THREADS)).
+    ///
+    /// # Errors
+    ///
+    /// [`TokioError::AlreadySet`](crate::future::TokioError) if this
+    /// runtime already has a tokio runtime.
+    ///
+    /// # Panics
+    ///
+    /// If `threads` is 0.
+    #[cfg(feature = "tokio")]
+    pub fn with_tokio_threads(self, threads: usize) -> Result<Runtime, crate::future::TokioError> {
+        assert!(
+            threads > 0,
+            "smarm: Runtime::with_tokio_threads(0): tokio needs at least one worker thread"
+        );
+        self.tokio_slot().set_threads(threads)?;
+        Ok(self)
+    }
+
+    #[cfg(feature = "tokio")]
+    fn tokio_slot(&self) -> &crate::future::TokioSlot {
+        self.shared.locals.get_or_default()
+    }
+
     /// Run `f` as the root actor on this runtime's schedulers and return
     /// its value when every actor has finished (see the module docs for the
     /// verdict and the root-exit sweep). A panic in `f` is re-raised here.
@@ -114,6 +174,8 @@ impl Runtime {
         if !shared.begin_run() {
             panic!("smarm: Runtime::run called while this runtime is already running");
         }
+        #[cfg(feature = "tokio")]
+        crate::future::prepare_tokio(shared);
         let root = match spawn_in(shared, crate::slot::table::entry(f), SpawnOpts::default()) {
             Ok(handle) => handle,
             Err(e) => {

@@ -120,6 +120,7 @@ mod shared;
 mod spans;
 mod switch;
 pub(crate) mod sysmon;
+mod thread_context;
 pub(crate) mod wait;
 mod worker;
 
@@ -137,6 +138,9 @@ pub(crate) use run_queue::RunQueue;
 pub(crate) use shared::{Counters, Shared, Verdict};
 pub(crate) use switch::{check_stop, yield_now, yield_without_stop, Intent, StopSignal};
 use switch::{park, switch_out, unwind_stop};
+#[cfg(feature = "tokio")]
+pub(crate) use thread_context::Enter;
+pub(crate) use thread_context::ThreadContext;
 pub use wait::WaitingOn;
 pub(crate) use wait::{bounded_wait, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 pub(crate) use worker::run_worker;

@@ -129,6 +129,8 @@ pub(crate) struct Shared {
     io_outstanding: AtomicU32,
     /// Actors parked on fd readiness (fed by the IO driver).
     io_fd_waiters: AtomicU32,
+    /// Actors awaiting a future (`block_on`; future (F6)).
+    futures_awaited: AtomicU32,
     /// Who polls the IO driver's readiness, and when.
     pub(crate) netpoll: NetPoll,
     /// The root actor's pid bits for the current run.
@@ -180,6 +182,7 @@ impl Shared {
             live: LiveCount::new(threads),
             io_outstanding: AtomicU32::new(0),
             io_fd_waiters: AtomicU32::new(0),
+            futures_awaited: AtomicU32::new(0),
             netpoll: NetPoll::new(),
             root: AtomicU64::new(0),
             root_exited: AtomicBool::new(false),
@@ -473,6 +476,17 @@ impl Shared {
         self.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// An actor began awaiting a future: the root-exit sweep waits for it
+    /// (future (F6)) until [`future_await_ended`](Self::future_await_ended).
+    pub(crate) fn future_await_began(&self) {
+        self.futures_awaited.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An await ended (the future finished, or the actor unwound).
+    pub(crate) fn future_await_ended(&self) {
+        self.futures_awaited.fetch_sub(1, Ordering::AcqRel);
+    }
+
     /// Start a run: `false` if one is already in progress.
     pub(crate) fn begin_run(&self) -> bool {
         if self.running.swap(true, Ordering::AcqRel) {
@@ -706,7 +720,7 @@ impl Shared {
     }
 
     /// Root exited, nothing queued anywhere, no timer armed, no blocking
-    /// call in flight, and every other scheduler idle: every remaining
+    /// call or awaited future in flight, and every other scheduler idle: every remaining
     /// actor is parked with no waker but, at most, an fd that may never
     /// become ready (runtime (I3)).
     fn sweep_due(&self, id: usize) -> bool {
@@ -721,6 +735,7 @@ impl Shared {
                 .iter()
                 .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
             && self.io_outstanding.load(Ordering::Acquire) == 0
+            && self.futures_awaited.load(Ordering::Acquire) == 0
             && self.timers.armed() == 0
             && !crate::time::bounded::any_waiting(&self.slots)
     }

@@ -54,7 +54,9 @@ fn switch_out_observing(
     assert!(
         preempt::preemption_enabled(),
         "smarm: a blocking call while a NoPreempt guard is open on this thread: \
-         drop the guard (and any runtime lock) before blocking"
+         drop the guard (and any runtime lock) before blocking; inside a future polled by \
+         smarm::future::block_on, await an async operation instead (recv_async, call_async, \
+         tokio::time::sleep) or call it outside the future"
     );
     let (slot_sp, to_sp, (sections, held_locks)) = match with_worker(|w, shared| {
         let pid = w.current.get()?;

@@ -48,9 +48,11 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What a parked actor waits for, as introspection reports it.
+/// What a parked actor waits for, as introspection reports it. New kinds
+/// of wait may be added: match with a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum WaitingOn {
     /// A message on a channel (`recv`, `recv_timeout`).
     Message = 1,
@@ -72,6 +74,8 @@ pub enum WaitingOn {
     Room,
     /// Anything, holding no stack (`smarm::hibernate`).
     Hibernating,
+    /// A future's waker (`smarm::future::block_on`).
+    Future,
 }
 
 impl WaitingOn {
@@ -95,6 +99,7 @@ impl WaitingOn {
             BlockingJob,
             Room,
             Hibernating,
+            Future,
         ]
         .into_iter()
         .find(|w| w.to_u8() == v)

@@ -48,6 +48,13 @@ const RECLAIM_TICK: u32 = 64;
 /// Run scheduler `id` of `shared` on this thread until the verdict says
 /// the runtime is done.
 pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
+    // Inside the context the layers above installed (the tokio context):
+    // every actor this thread runs finds it.
+    let context = shared.locals.get_or_default::<super::ThreadContext>();
+    context.run(&mut || run_loop(shared, id));
+}
+
+fn run_loop(shared: &Arc<Shared>, id: usize) {
     let _altstack = crate::stack::ensure_altstack();
     // Actors' spans go to the subscriber that was the default where the
     // runtime was started.

@@ -89,6 +89,8 @@ pub(crate) fn waiting_on(w: WaitingOn) -> &'static str {
         WaitingOn::BlockingJob => "blocking_job",
         WaitingOn::Room => "room",
         WaitingOn::Hibernating => "hibernating",
+        WaitingOn::Future => "future",
+        _ => "other",
     }
 }
 
