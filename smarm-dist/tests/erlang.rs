@@ -3,6 +3,10 @@
 //! none), and messages go both ways, by name and by pid, with every kind
 //! of term surviving the round trip. A wrong cookie gets no connection on
 //! either side; a killed Erlang node is reported down.
+//!
+//! Ignored without `erl`, which they need and must not pass without:
+//! `cargo test -p smarm-dist --test erlang -- --ignored` (as `.ci/run`
+//! does, after installing Debian's erlang-base when it is missing).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;
@@ -42,6 +46,7 @@ fn elements(t: &Term) -> &[Term] {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn erlang_sends_by_name_and_smarm_answers_by_pid() {
     require_erl();
     let epmd = free_port();
@@ -110,6 +115,7 @@ fn samples(me: &Pid) -> Vec<Term> {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn smarm_sends_by_name_and_every_term_kind_round_trips() {
     require_erl();
     let epmd = free_port();
@@ -207,6 +213,7 @@ const ERLANG_LITERALS: &str = "[reset, {add,-5}, {swap,1,2}, {move,3,4}, 'EXIT',
      18446744073709551615, [1,-2,3], {true,1.5}, #{<<\"a\">> => 1}]";
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn derived_terms_equal_erlang_literals_both_ways() {
     require_erl();
     let epmd = free_port();
@@ -264,6 +271,7 @@ fn derived_terms_equal_erlang_literals_both_ways() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn a_wrong_cookie_gets_no_connection_on_either_side() {
     require_erl();
     let epmd = free_port();
@@ -312,6 +320,7 @@ fn a_wrong_cookie_gets_no_connection_on_either_side() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn a_killed_erlang_node_is_reported_down() {
     require_erl();
     let epmd = free_port();
@@ -351,6 +360,7 @@ fn a_killed_erlang_node_is_reported_down() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn erlang_gen_server_calls_and_casts_are_answered_by_a_smarm_mailbox() {
     require_erl();
     let epmd = free_port();
@@ -482,6 +492,7 @@ impl GenServer for Counter {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn erlang_calls_casts_and_messages_reach_a_served_smarm_gen_server() {
     require_erl();
     let epmd = free_port();
@@ -543,6 +554,7 @@ fn erlang_calls_casts_and_messages_reach_a_served_smarm_gen_server() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn smarm_calls_erlang_and_monitors_work_both_ways() {
     require_erl();
     let epmd = free_port();
@@ -648,6 +660,7 @@ fn smarm_calls_erlang_and_monitors_work_both_ways() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
     require_erl();
     let epmd = free_port();
@@ -746,6 +759,7 @@ fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn unlink_and_exit_signals_from_smarm_reach_erlang() {
     require_erl();
     let epmd = free_port();
@@ -814,6 +828,7 @@ fn unlink_and_exit_signals_from_smarm_reach_erlang() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn a_supervisor_restarts_a_child_whose_erlang_partner_dies() {
     use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
     require_erl();
@@ -874,6 +889,7 @@ fn a_supervisor_restarts_a_child_whose_erlang_partner_dies() {
 }
 
 #[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
 fn a_long_named_smarm_node_talks_with_a_long_named_erlang_node() {
     require_erl();
     let epmd = free_port();
