@@ -50,10 +50,15 @@ pub use smarm_core::{
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),
-/// [`Config`](runtime::Config), [`Runtime`](runtime::Runtime).
+/// [`Config`](runtime::Config), [`Runtime`](runtime::Runtime); a runtime
+/// started beside other code ([`Runtime::start`](runtime::Runtime::start),
+/// [`Running`](runtime::Running)) and reached from outside it
+/// ([`RuntimeHandle`](runtime::RuntimeHandle)).
 pub mod runtime {
     pub use smarm_core::config::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
-    pub use smarm_core::runtime::{init, run, Config, ConfigError, Runtime};
+    pub use smarm_core::runtime::{
+        current, init, run, Config, ConfigError, Running, RunningFuture, Runtime, RuntimeHandle,
+    };
 }
 
 /// IO that parks only the actor: the blocking pool

@@ -95,7 +95,7 @@ pub mod trace; //         runtime trace events, Chrome Trace export
 pub use actor::{
     exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all, require_actor,
     self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable, Builder, ExitReason,
-    JoinError, JoinHandle, JoinTimeoutError, Pid, SpawnError,
+    JoinError, JoinFuture, JoinHandle, JoinTimeoutError, Pid, SpawnError,
 };
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, BoundedReceiver, Receiver,

@@ -62,6 +62,13 @@ pub enum SpawnError {
          if it is installed, memory for the account table ran out)"
     )]
     NoHeapAccount,
+    /// A spawn from outside the runtime (`RuntimeHandle::spawn`) found it
+    /// not running, or its root already finished.
+    #[error(
+        "smarm: cannot spawn through a RuntimeHandle: the runtime is not running or its root has \
+         finished; spawn while the run's root is alive (Runtime::start), or from an actor"
+    )]
+    NotRunning,
 }
 
 impl From<crate::slot::SlotError> for SpawnError {

@@ -85,8 +85,10 @@ pub(crate) fn exit_hook(
     if let Some((reason, signals)) = notify {
         crate::signal::notify_exit(shared, pid, reason, *signals);
     }
-    if let Some(joiner) = joiner {
-        shared.wake(joiner);
+    match joiner {
+        Some(crate::slot::Joiner::Wait(wait)) => shared.wake(wait),
+        Some(crate::slot::Joiner::Task(waker)) => waker.wake(),
+        None => {}
     }
     if recycle {
         slot.word.recycle();

@@ -4,8 +4,8 @@ use super::{JoinError, Outcome, Pid};
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
-use crate::slot::Slot;
 use crate::slot::WaitId;
+use crate::slot::{Joiner, Slot};
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -107,7 +107,7 @@ impl<T> JoinHandle<T> {
                 let mut cold = self.slot().cold.lock();
                 let register = cold.outcome.is_none();
                 if register {
-                    cold.joiner = Some(wait.id());
+                    cold.joiner = Some(Joiner::Wait(wait.id()));
                 }
                 register
             };
@@ -233,6 +233,89 @@ impl<T> JoinHandle<T> {
     }
 }
 
+/// Awaiting a `JoinHandle` from async code: the same outcome as
+/// [`join`](JoinHandle::join), on any executor and from any thread (a
+/// tokio task, a plain thread's `block_on`); the future is `Send`.
+///
+/// ```
+/// let handle = std::sync::Arc::new(std::sync::Mutex::new(None));
+/// let h = handle.clone();
+/// smarm::run(move || {
+///     *h.lock().unwrap() = Some(smarm::spawn(|| 6 * 7));
+/// });
+/// let finished = handle.lock().unwrap().take().unwrap();
+/// assert_eq!(smarm::future::block_on(finished).unwrap(), 42);
+/// ```
+impl<T: 'static> std::future::IntoFuture for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+    type IntoFuture = JoinFuture<T>;
+
+    fn into_future(self) -> JoinFuture<T> {
+        JoinFuture {
+            handle: self,
+            registered: false,
+        }
+    }
+}
+
+/// The future of an awaited [`JoinHandle`]. Dropped before the actor
+/// finished, it leaves no waker behind and detaches the actor, as dropping
+/// the handle does.
+#[must_use = "a join future does nothing until awaited"]
+pub struct JoinFuture<T> {
+    handle: JoinHandle<T>,
+    registered: bool,
+}
+
+impl<T: 'static> std::future::Future for JoinFuture<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        if let Some(outcome) = self.handle.take_if_finished() {
+            self.registered = false;
+            return std::task::Poll::Ready(to_result(outcome));
+        }
+        {
+            let mut cold = self.handle.slot().cold.lock();
+            if cold.outcome.is_none() {
+                cold.joiner = Some(Joiner::Task(Box::new(cx.waker().clone())));
+                drop(cold);
+                self.registered = true;
+                return std::task::Poll::Pending;
+            }
+        }
+        // Finished between the two looks: take it now.
+        match self.handle.take_if_finished() {
+            Some(outcome) => std::task::Poll::Ready(to_result(outcome)),
+            None => unreachable!("an outcome is only taken by its one handle"),
+        }
+    }
+}
+
+impl<T> Drop for JoinFuture<T> {
+    fn drop(&mut self) {
+        if self.registered && !self.handle.released {
+            let mut cold = self.handle.slot().cold.lock();
+            if matches!(cold.joiner, Some(Joiner::Task(_))) {
+                let waker = cold.joiner.take();
+                drop(cold);
+                drop(waker);
+            }
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for JoinFuture<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinFuture")
+            .field("pid", &self.handle.pid)
+            .finish()
+    }
+}
+
 /// The bounded wait of [`JoinHandle::join_timeout`]: `Some(outcome)` once
 /// the actor has finished, `None` at the deadline.
 struct TimedJoin<'a, T> {
@@ -256,7 +339,7 @@ impl<T> BoundedWaiter for TimedJoin<'_, T> {
         if cold.outcome.is_some() {
             return Registered::Ready;
         }
-        cold.joiner = Some(wait.id());
+        cold.joiner = Some(Joiner::Wait(wait.id()));
         Registered::Yes
     }
 
@@ -265,7 +348,7 @@ impl<T> BoundedWaiter for TimedJoin<'_, T> {
     /// A timed-out join leaves no joiner behind for the exit to wake.
     fn unregister(&mut self, wait: WaitId) {
         let mut cold = self.handle.slot().cold.lock();
-        if cold.joiner == Some(wait) {
+        if matches!(cold.joiner, Some(Joiner::Wait(w)) if w == wait) {
             cold.joiner = None;
         }
     }

@@ -46,7 +46,7 @@ pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
 pub use hibernate::{hibernate, Hibernation};
-pub use join::{JoinHandle, JoinTimeoutError};
+pub use join::{JoinFuture, JoinHandle, JoinTimeoutError};
 pub use outcome::JoinError;
 #[cfg(feature = "tracing")]
 pub use span::in_span;

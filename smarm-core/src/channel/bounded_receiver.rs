@@ -185,7 +185,7 @@ impl<T> BoundedReceiver<T> {
                     Some(wait) => wait,
                     None => {
                         // A plain thread: park it until a send unparks it.
-                        g.thread = Some(std::thread::current());
+                        g.waker = Some(super::mpsc::thread_waker());
                         drop(g);
                         std::thread::park();
                         continue;

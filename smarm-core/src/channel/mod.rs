@@ -104,8 +104,8 @@ mod room;
 pub(crate) mod select;
 
 pub use bounded_receiver::{bounded, BoundedReceiver};
-pub use mpsc::{channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
+pub use mpsc::{channel, Receiver, RecvAsync, RecvError, RecvTimeoutError, SendError, Sender};
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
 pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};
-pub use room::{SendTimeoutError, TrySendError};
+pub use room::{SendAsync, SendTimeoutError, TrySendError};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};

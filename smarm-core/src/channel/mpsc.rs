@@ -19,8 +19,27 @@ use crate::sync::{LockClass, RawMutex};
 use std::cell::{RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use thiserror::Error;
+
+/// A waker that unparks the calling thread: how a plain thread's receive
+/// registers (made once per thread).
+pub(super) fn thread_waker() -> Waker {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    std::thread_local! {
+        static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    }
+    WAKER.with(Waker::clone)
+}
 
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
 /// is unbounded and open until every `Sender` is dropped.
@@ -49,7 +68,7 @@ pub(super) fn new_chan<T>(cap: usize) -> Arc<Chan<T>> {
                 queue: Queue::default(),
                 room: (cap != UNBOUNDED).then(|| Box::new(Room::new(cap))),
                 parked: None,
-                thread: None,
+                waker: None,
                 runtime: None,
                 senders: 1,
                 receiver_alive: true,
@@ -101,12 +120,15 @@ pub(crate) struct Inner<T> {
     pub(super) room: Option<Box<Room<T>>>,
     /// The registered receiver's wait (I2).
     pub(super) parked: Option<WaitId>,
-    /// A receiver on a plain thread (not an actor), parked in
-    /// `std::thread::park` until a send or the last sender's drop.
-    pub(super) thread: Option<std::thread::Thread>,
+    /// A receiver that is not an actor: a plain thread parked in
+    /// `std::thread::park` (a waker that unparks it), or an async
+    /// receive's task; woken by a send or the last sender's drop.
+    pub(super) waker: Option<Waker>,
     /// The runtime of the last actor that registered here.
     runtime: Option<Arc<Shared>>,
-    pub(super) senders: usize,
+    /// Live senders. 32 bits: the channel stays in its allocation class
+    /// (the size test below), and a clone past `u32::MAX` panics.
+    pub(super) senders: u32,
     pub(super) receiver_alive: bool,
 }
 
@@ -142,17 +164,18 @@ impl<T> Inner<T> {
     fn wake_receiver(&mut self) {
         if let (Some(wait), Some(rt)) = (self.parked.take(), &self.runtime) {
             rt.wake(wait);
-        } else if self.thread.is_some() {
-            self.wake_thread();
+        } else if self.waker.is_some() {
+            self.wake_waker();
         }
     }
 
-    /// Unpark the receiver's thread (out of line: the actor path is hot).
+    /// Wake a receiver that is not an actor (out of line: the actor path
+    /// is hot).
     #[cold]
     #[inline(never)]
-    fn wake_thread(&mut self) {
-        if let Some(thread) = self.thread.take() {
-            thread.unpark();
+    fn wake_waker(&mut self) {
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
         }
     }
 
@@ -167,7 +190,7 @@ impl<T> Inner<T> {
             self.runtime = Some(shared.to_arc());
         }
         self.parked = Some(wait);
-        self.thread = None; // a receiver that moved from a thread to an actor
+        self.waker = None; // a receiver that moved from a thread to an actor
     }
 }
 
@@ -231,7 +254,15 @@ pub enum RecvTimeoutError {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        self.inner.lock().senders += 1;
+        let mut g = self.inner.lock();
+        g.senders = match g.senders.checked_add(1) {
+            Some(n) => n,
+            None => {
+                drop(g);
+                panic!("smarm: Sender::clone: more than u32::MAX senders of one channel")
+            }
+        };
+        drop(g);
         Sender {
             inner: self.inner.clone(),
         }
@@ -266,7 +297,7 @@ impl<T> Chan<T> {
             let mut g = self.lock();
             g.receiver_alive = false;
             g.parked = None;
-            g.thread = None;
+            g.waker = None;
             if let Some(room) = &g.room {
                 room.wake_all();
             }
@@ -409,6 +440,24 @@ impl<T> Sender<T> {
         Ok(())
     }
 
+    /// Queue `value` from async code: at once if there is room (always, on
+    /// an unbounded channel), else once the receiver makes room on a full
+    /// [`bounded`](super::bounded) channel, without blocking the thread.
+    /// Fails only when the [`Receiver`] is gone, returning the message.
+    /// The future is `Send`, works on any executor, and takes its message
+    /// back out of the channel if dropped while waiting.
+    ///
+    /// ```
+    /// let (tx, rx) = smarm::channel::bounded::<u32>(1);
+    /// smarm::future::block_on(tx.send_async(1)).unwrap();
+    /// let receiver = std::thread::spawn(move || (rx.recv(), rx.recv()));
+    /// smarm::future::block_on(tx.send_async(2)).unwrap(); // waits for room
+    /// assert_eq!(receiver.join().unwrap(), (Ok(1), Ok(2)));
+    /// ```
+    pub fn send_async(&self, value: T) -> room::SendAsync<'_, T> {
+        room::SendAsync::new(&self.inner, value)
+    }
+
     /// Queue `value` even if a [`bounded`](super::bounded) channel is full: for messages
     /// that must neither wait nor be dropped, as Erlang never drops an exit
     /// signal or a timer's message. smarm uses it for exit and down notices,
@@ -509,7 +558,7 @@ impl<T> Receiver<T> {
                         // Inline (here and in recv_match): moving the guards
                         // into a helper costs the actor path ~9
                         // instructions per receive.
-                        g.thread = Some(std::thread::current());
+                        g.waker = Some(thread_waker());
                         drop(g);
                         drop(taken);
                         std::thread::park();
@@ -519,6 +568,53 @@ impl<T> Receiver<T> {
             };
             wait.park();
         }
+    }
+
+    /// Receive from async code: a future of the next message, or of
+    /// [`RecvError`] once every sender is gone and nothing is queued. It is
+    /// `Send`, works on any executor (a tokio task, `block_on`), and is
+    /// woken by the send, from whatever thread sends. A `Receiver` is also
+    /// a [`Stream`](futures_core::Stream) of its messages.
+    ///
+    /// ```
+    /// let (tx, mut rx) = smarm::channel::<u32>();
+    /// std::thread::spawn(move || {
+    ///     tx.send(1).unwrap();
+    ///     tx.send(2).unwrap();
+    /// });
+    /// let sum = smarm::future::block_on(async move {
+    ///     let mut sum = 0;
+    ///     while let Ok(n) = rx.recv_async().await {
+    ///         sum += n;
+    ///     }
+    ///     sum
+    /// });
+    /// assert_eq!(sum, 3);
+    /// ```
+    pub fn recv_async(&mut self) -> RecvAsync<'_, T> {
+        RecvAsync {
+            rx: self,
+            registered: false,
+        }
+    }
+
+    /// Poll for the next message: `Ready(Ok)` with one, `Ready(Err)` once
+    /// the channel is closed and empty, else `Pending` with `cx`'s waker
+    /// registered for the next send (I2).
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Result<T, RecvError>> {
+        let mut taken = self.taken();
+        let mut g = match take_one(&mut taken, &self.inner) {
+            Taken::Message(v) => return Poll::Ready(Ok(self.count(v))),
+            Taken::Empty(g) => g,
+        };
+        if g.senders == 0 {
+            return Poll::Ready(Err(RecvError));
+        }
+        g.parked = None; // a receiver that moved from an actor to a task
+        if !g.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            g.waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
     }
 
     /// Take a message if one is queued, without waiting: `Ok(None)` when
@@ -590,7 +686,7 @@ impl<T> Receiver<T> {
                     Some(wait) => wait,
                     None => {
                         // A plain thread: park it until a send unparks it.
-                        g.thread = Some(std::thread::current());
+                        g.waker = Some(thread_waker());
                         drop(g);
                         drop(taken);
                         std::thread::park();
@@ -792,15 +888,63 @@ fn recv_timeout_on_thread<T>(
             }
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
             if left.is_some_and(|l| l.is_zero()) {
-                g.thread = None;
+                g.waker = None;
                 return Err(RecvTimeoutError::Timeout);
             }
-            g.thread = Some(std::thread::current());
+            g.waker = Some(thread_waker());
         }
         match deadline {
             Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
             None => std::thread::park(),
         }
+    }
+}
+
+/// The future of [`Receiver::recv_async`]. Dropped before its message
+/// came, it leaves no waker registered.
+#[must_use = "a receive future does nothing until awaited"]
+pub struct RecvAsync<'a, T> {
+    rx: &'a mut Receiver<T>,
+    registered: bool,
+}
+
+impl<T> std::future::Future for RecvAsync<'_, T> {
+    type Output = Result<T, RecvError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let polled = self.rx.poll_recv(cx);
+        self.registered = polled.is_pending();
+        polled
+    }
+}
+
+impl<T> Drop for RecvAsync<'_, T> {
+    fn drop(&mut self) {
+        if self.registered {
+            // The one receiver's registration (I1): this future's.
+            let waker = self.rx.inner.lock().waker.take();
+            drop(waker);
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for RecvAsync<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecvAsync")
+    }
+}
+
+// A receiver's messages are never pinned (no pin projection): it may move
+// while a stream of it is polled.
+impl<T> Unpin for Receiver<T> {}
+
+/// The messages of a channel as a stream, ending when every sender is gone
+/// and nothing is queued.
+impl<T> futures_core::Stream for Receiver<T> {
+    type Item = T;
+
+    fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.get_mut().poll_recv(cx).map(Result::ok)
     }
 }
 

@@ -87,6 +87,8 @@ struct Blocked<T> {
 pub(crate) enum SendWaker {
     Actor(WakeToken),
     Thread(std::thread::Thread),
+    /// A [`SendAsync`] future's task.
+    Task(std::task::Waker),
 }
 
 impl SendWaker {
@@ -95,6 +97,7 @@ impl SendWaker {
         match self {
             SendWaker::Actor(token) => token.wake(),
             SendWaker::Thread(thread) => thread.unpark(),
+            SendWaker::Task(waker) => waker.wake_by_ref(),
         }
     }
 }
@@ -376,5 +379,94 @@ fn send_on_thread<T>(chan: &Chan<T>, value: T, deadline: Option<Instant>) -> Out
                 Some(msg) => Err(SendTimeoutError::Timeout(msg)),
             };
         }
+    }
+}
+
+/// The future of [`Sender::send_async`](super::Sender::send_async): the
+/// message is queued at once if there is room, else it waits in the
+/// channel's blocked list (B2) until the receiver makes room, as a parked
+/// sender's does. Dropped while waiting, it takes its message back.
+#[must_use = "a send future does nothing until awaited"]
+pub struct SendAsync<'a, T> {
+    chan: &'a Chan<T>,
+    state: Holding<T>,
+}
+
+impl<'a, T> SendAsync<'a, T> {
+    pub(super) fn new(chan: &'a Chan<T>, value: T) -> Self {
+        SendAsync {
+            chan,
+            state: Holding::Message(value),
+        }
+    }
+}
+
+// The message is only moved, never pinned: the future may move freely.
+impl<T> Unpin for SendAsync<'_, T> {}
+
+impl<T> std::future::Future for SendAsync<'_, T> {
+    type Output = Result<(), super::SendError<T>>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let mut g = this.chan.lock();
+        match std::mem::replace(&mut this.state, Holding::Finished) {
+            Holding::Message(msg) => {
+                if !g.receiver_alive {
+                    return Poll::Ready(Err(super::SendError(msg)));
+                }
+                if !g.is_full() {
+                    g.push(msg);
+                    return Poll::Ready(Ok(()));
+                }
+                let waker = SendWaker::Task(cx.waker().clone());
+                match g.room.as_mut() {
+                    Some(room) => this.state = Holding::Blocked(room.block(msg, waker)),
+                    None => {
+                        g.push(msg); // never full: unreachable, but never lose it
+                        return Poll::Ready(Ok(()));
+                    }
+                }
+                Poll::Pending
+            }
+            Holding::Blocked(ticket) => {
+                if !g.is_blocked(ticket) {
+                    return Poll::Ready(Ok(())); // the receiver moved it in
+                }
+                if !g.receiver_alive {
+                    return Poll::Ready(
+                        g.unblock(ticket)
+                            .map_or(Ok(()), |m| Err(super::SendError(m))),
+                    );
+                }
+                if let Some(room) = g.room.as_mut() {
+                    room.set_waker(ticket, SendWaker::Task(cx.waker().clone()));
+                }
+                this.state = Holding::Blocked(ticket);
+                Poll::Pending
+            }
+            Holding::Finished => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl<T> Drop for SendAsync<'_, T> {
+    fn drop(&mut self) {
+        if let Holding::Blocked(ticket) = self.state {
+            // Given up (dropped unfinished): take the message back, and
+            // drop it outside the lock.
+            let msg = self.chan.lock().unblock(ticket);
+            drop(msg);
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for SendAsync<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SendAsync")
     }
 }

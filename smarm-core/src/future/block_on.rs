@@ -5,7 +5,7 @@ use super::cell::Armed;
 use super::waker::Held;
 use crate::scheduler::{self, Deadline, Wait, WaitingOn};
 use crate::sync::no_preempt::NoPreempt;
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,7 +21,8 @@ pub struct Elapsed {
     pub timeout: Duration,
 }
 
-/// Run `future` to completion and return its output, parking only the
+/// Run `future` (anything [`IntoFuture`], a [`JoinHandle`](crate::JoinHandle)
+/// too) to completion and return its output, parking only the
 /// calling actor while it is pending: the actor's stack holds the future,
 /// its waker (callable from any thread: a tokio thread, another actor, a
 /// plain thread) makes the actor runnable again, and the other actors on
@@ -80,8 +81,12 @@ pub struct Elapsed {
 /// operation instead). While the future is polled, the actor is not
 /// preempted, so a `poll` may use thread-locals; see the module docs for
 /// what must not be held across a `block_on`.
-pub fn block_on<F: Future + Send>(future: F) -> F::Output {
-    match run(future, None) {
+pub fn block_on<F>(future: F) -> F::Output
+where
+    F: IntoFuture,
+    F::IntoFuture: Send,
+{
+    match run(future.into_future(), None) {
         Some(output) => output,
         None => unreachable!("a wait with no deadline does not time out"),
     }
@@ -106,12 +111,13 @@ pub fn block_on<F: Future + Send>(future: F) -> F::Output {
 /// # Panics
 ///
 /// As [`block_on`].
-pub fn block_on_timeout<F: Future + Send>(
-    timeout: Duration,
-    future: F,
-) -> Result<F::Output, Elapsed> {
+pub fn block_on_timeout<F>(timeout: Duration, future: F) -> Result<F::Output, Elapsed>
+where
+    F: IntoFuture,
+    F::IntoFuture: Send,
+{
     let deadline = Instant::now().checked_add(timeout);
-    run(future, Some(deadline)).ok_or(Elapsed { timeout })
+    run(future.into_future(), Some(deadline)).ok_or(Elapsed { timeout })
 }
 
 /// The await, in an actor or on a plain thread. `deadline`: `None` for no
@@ -153,10 +159,7 @@ fn in_an_actor<F: Future + Send>(future: F, deadline: Option<Instant>) -> Option
     let mut cx = Context::from_waker(&waker);
     loop {
         cell.begin_poll();
-        let polled = {
-            let _no_preempt = NoPreempt::new(); // a poll may hold thread-locals
-            future.as_mut().poll(&mut cx)
-        };
+        let polled = poll_once(future.as_mut(), &mut cx);
         if let Poll::Ready(output) = polled {
             return Some(output);
         }
@@ -176,6 +179,17 @@ fn in_an_actor<F: Future + Send>(future: F, deadline: Option<Instant>) -> Option
             }
         }
     }
+}
+
+/// One poll, with preemption off (a poll may hold thread-locals). Never
+/// inlined: thread-local addresses the future's code computes (tokio's
+/// context, say) are computed afresh at every poll, on the thread the
+/// actor is on now, not reused from a poll before a park that moved it
+/// (scheduler (I2)).
+#[inline(never)]
+fn poll_once<F: Future>(future: std::pin::Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    let _no_preempt = NoPreempt::new();
+    future.poll(cx)
 }
 
 /// The waker of a plain thread's `block_on`.

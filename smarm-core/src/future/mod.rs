@@ -91,6 +91,8 @@
 
 mod block_on;
 mod cell;
+mod reply;
+mod timer;
 #[cfg(feature = "tokio")]
 mod tokio;
 mod waker;
@@ -103,3 +105,6 @@ pub(crate) use self::tokio::{prepare as prepare_tokio, TokioSlot};
 #[cfg(feature = "tokio")]
 pub use self::tokio::{TokioError, DEFAULT_TOKIO_THREADS};
 pub use block_on::{block_on, block_on_timeout, Elapsed};
+pub use reply::{async_reply, AsyncReply, AsyncReplySender};
+#[doc(hidden)] // for smarm-otp's call timeouts
+pub use timer::{sleep_until, SleepUntil};

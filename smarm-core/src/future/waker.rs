@@ -53,11 +53,7 @@ impl Held {
     /// A record for `pid` of `runtime` (the running actor). Must not
     /// switch: it reads this thread's cache.
     pub(super) fn take(pid: Pid, runtime: &Shared) -> Held {
-        let cached = FREE
-            .try_with(|free| free.0.iter().find_map(Cell::take))
-            .ok()
-            .flatten();
-        let rec = match cached {
+        let rec = match take_cached() {
             Some(rec) => rec,
             None => NonNull::from(Box::leak(Box::new(Record {
                 refs: AtomicUsize::new(1),
@@ -105,20 +101,36 @@ impl Drop for Held {
             // Held alone: no waker exists, and none can be made (F5).
             let rec = self.0;
             drop_runtime(rec);
-            let kept = FREE.try_with(|free| match free.0.iter().find(|c| c.get().is_none()) {
-                Some(c) => {
-                    c.set(Some(rec));
-                    true
-                }
-                None => false,
-            });
-            if kept != Ok(true) {
+            if !cache(rec) {
                 free_record(rec);
             }
         } else {
             release(self.0);
         }
     }
+}
+
+/// A record from this thread's cache. Never inlined: the await that takes
+/// it may end on another thread, and an address of the thread-local
+/// computed here must not be reused there (scheduler (I2)).
+#[inline(never)]
+fn take_cached() -> Option<NonNull<Record>> {
+    FREE.try_with(|free| free.0.iter().find_map(Cell::take))
+        .ok()
+        .flatten()
+}
+
+/// Keep a record held alone in this thread's cache; `false` if it is full
+/// (or the thread is exiting). Never inlined, as `take_cached`.
+#[inline(never)]
+fn cache(rec: NonNull<Record>) -> bool {
+    FREE.try_with(|free| match free.0.iter().find(|c| c.get().is_none()) {
+        Some(c) => {
+            c.set(Some(rec));
+            true
+        }
+        None => false,
+    }) == Ok(true)
 }
 
 /// Give up the runtime count of a record held alone.

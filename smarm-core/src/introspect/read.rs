@@ -165,10 +165,11 @@ fn read(
             sig.is_some_and(|s| s.trap.is_some()),
             sig.map_or(0, |s| s.monitors.len() as u32),
             sig.map_or(0, |s| s.links.len() as u32),
-            u32::from(
-                cold.joiner
-                    .is_some_and(|j| is_waiting(shared, j.pid, j.epoch)),
-            ),
+            u32::from(match &cold.joiner {
+                Some(crate::slot::Joiner::Wait(j)) => is_waiting(shared, j.pid, j.epoch),
+                Some(crate::slot::Joiner::Task(_)) => true,
+                None => false,
+            }),
             sig.and_then(|s| s.label.clone()),
         )
     };

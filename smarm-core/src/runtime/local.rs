@@ -54,6 +54,12 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(
 #[derive(Clone, Copy)]
 pub struct RuntimeRef<'a>(&'a scheduler::Shared);
 
+impl<'a> RuntimeRef<'a> {
+    pub(super) fn new(shared: &'a scheduler::Shared) -> Self {
+        RuntimeRef(shared)
+    }
+}
+
 impl RuntimeRef<'_> {
     /// [`is_alive`](crate::is_alive), on this runtime.
     #[inline]

@@ -39,9 +39,11 @@
 //! lengths and counters after the coordination layer's SeqCst fence (park
 //! (I2)).
 
+mod handle;
 mod local;
 mod run;
 
 pub use crate::config::{Config, ConfigError};
+pub use handle::{current, Running, RunningFuture, RuntimeHandle};
 pub use local::{defer_drop, with_runtime_local, RuntimeRef};
 pub use run::{init, run, Runtime};

@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// rt.run(|| println!("a runtime can run again"));
 /// ```
 pub struct Runtime {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -150,12 +150,25 @@ impl Runtime {
     /// if the root was stopped ([`request_stop`](crate::request_stop))
     /// before returning a value other than `()`.
     pub fn run<R: Send + 'static>(&self, f: impl FnOnce() -> R + Send + 'static) -> R {
+        self.run_then(f, || {})
+    }
+
+    /// [`run`](Self::run), calling `started` once the root is spawned (and
+    /// the run is in progress), before any scheduler runs.
+    pub(super) fn run_then<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+        started: impl FnOnce(),
+    ) -> R {
         let value = Arc::new(std::sync::Mutex::new(None));
         let slot = value.clone();
-        self.run_root(move || {
-            let v = f();
-            *crate::sync::lock_std(&slot) = Some(v);
-        });
+        self.run_root(
+            move || {
+                let v = f();
+                *crate::sync::lock_std(&slot) = Some(v);
+            },
+            started,
+        );
         let taken = crate::sync::lock_std(&value).take();
         match taken {
             Some(v) => v,
@@ -163,7 +176,7 @@ impl Runtime {
         }
     }
 
-    fn run_root<F: FnOnce() + Send + 'static>(&self, f: F) {
+    fn run_root<F: FnOnce() + Send + 'static>(&self, f: F, started: impl FnOnce()) {
         if !crate::scheduler::current_worker().is_null() {
             panic!(
                 "smarm: Runtime::run called from inside an actor; spawn an actor instead of \
@@ -184,6 +197,7 @@ impl Runtime {
             }
         };
         shared.set_root(Some(root.pid()));
+        started();
         #[cfg(feature = "tracing")]
         shared.capture_dispatch();
         let threads: Vec<_> = (1..shared.config().threads)

@@ -487,6 +487,22 @@ impl Shared {
         self.futures_awaited.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// Run `spawn` for a spawner that is no actor of this runtime (a
+    /// `RuntimeHandle` on another thread), only while a run is in progress
+    /// and its root is alive; `None` otherwise. The window is counted as
+    /// work in flight, so no scheduler can decide the run is over between
+    /// the check and the spawn's own live count (runtime (I2)); one that
+    /// looked meanwhile is woken to look again.
+    pub(crate) fn spawn_from_outside<R>(&self, spawn: impl FnOnce() -> R) -> Option<R> {
+        self.io_outstanding.fetch_add(1, Ordering::AcqRel);
+        let alive =
+            self.running.load(Ordering::Acquire) && !self.root_exited.load(Ordering::Acquire);
+        let spawned = alive.then(spawn);
+        self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
+        self.coord.wake_all();
+        spawned
+    }
+
     /// Start a run: `false` if one is already in progress.
     pub(crate) fn begin_run(&self) -> bool {
         if self.running.swap(true, Ordering::AcqRel) {

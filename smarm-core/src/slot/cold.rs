@@ -3,12 +3,20 @@
 use super::{Outcome, WaitId};
 use std::any::Any;
 
+/// Who waits in `join` for a slot's actor: an actor's wait, or a task
+/// awaiting the `JoinHandle` as a future (its waker boxed: the cold data
+/// stays within its line).
+pub(crate) enum Joiner {
+    Wait(WaitId),
+    Task(Box<std::task::Waker>),
+}
+
 /// What a slot keeps about its actor beyond the state word. A vacant
 /// slot's cold data is already set up for its next tenant (no joiner, no
 /// outcome, a handle alive), so spawning does not take this lock.
 pub(crate) struct Cold {
-    /// The wait of the actor blocked in `join`.
-    pub(crate) joiner: Option<WaitId>,
+    /// Who is blocked in `join`.
+    pub(crate) joiner: Option<Joiner>,
     /// How it finished, until the `JoinHandle` takes it.
     pub(crate) outcome: Option<Outcome>,
     /// Whether a `JoinHandle` for this incarnation still exists (slot (I4)).

@@ -72,7 +72,7 @@ pub(crate) mod word;
 #[cfg(all(test, loom))]
 mod loom_models;
 
-pub(crate) use cold::Cold;
+pub(crate) use cold::{Cold, Joiner};
 pub(crate) use exit::Outcome;
 pub use exit::{DownReason, ExitReason};
 pub use pid::{Addressable, Pid};

@@ -24,7 +24,11 @@
 //!   unused fails the call.
 
 use smarm_core::channel::{await_reply_as, ReplyError, ReplySender};
-use std::time::Duration;
+use smarm_core::future::{async_reply, AsyncReplySender};
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// How long [`GenServerRef::call`](crate::gen_server::GenServerRef::call) and the
@@ -60,6 +64,8 @@ pub struct Reply<T> {
 enum ReplyTo<T> {
     /// A caller waiting in `call` (C1).
     Caller(ReplySender<T>),
+    /// A caller awaiting `call_async` (C1).
+    Task(AsyncReplySender<T>),
     /// A caller elsewhere: `forward`'s function.
     Forward(Box<dyn FnOnce(T) -> bool + Send>),
 }
@@ -70,6 +76,7 @@ impl<T: Send> Reply<T> {
     pub fn reply(self, value: T) -> bool {
         match self.to {
             ReplyTo::Caller(tx) => tx.send(value).is_ok(),
+            ReplyTo::Task(tx) => tx.send(value).is_ok(),
             ReplyTo::Forward(f) => f(value),
         }
     }
@@ -79,6 +86,7 @@ impl<T: Send> Reply<T> {
     pub fn is_waited_on(&self) -> bool {
         match &self.to {
             ReplyTo::Caller(tx) => tx.is_waited_on(),
+            ReplyTo::Task(tx) => tx.is_waited_on(),
             ReplyTo::Forward(_) => true,
         }
     }
@@ -185,4 +193,77 @@ pub fn call_as<Req, R: Send>(
         Err(ReplyError::Timeout) => Err(CallError::Timeout(timeout)),
         Err(ReplyError::Closed) => Err(CallError::ServerDown),
     }
+}
+
+/// [`call`] from async code: build the request around a fresh [`Reply`],
+/// hand it to `deliver` (a future that sends it, and gives the request
+/// back if the server's mailbox is closed), and await the answer, all
+/// within `timeout`. The same outcomes as `call`: the reply,
+/// [`CallError::Timeout`] (a late reply is discarded, C1), or
+/// [`CallError::ServerDown`] when the server is or goes down first. It
+/// waits on any executor, with no actor: inside a tokio context its
+/// timeout is a tokio timer, elsewhere smarm's timer thread.
+///
+/// ```
+/// use smarm::gen_server::{call_async, Reply};
+/// use std::time::Duration;
+///
+/// let (tx, rx) = smarm::channel::<(u32, Reply<u32>)>();
+/// let server = std::thread::spawn(move || {
+///     while let Ok((n, reply)) = rx.recv() {
+///         reply.reply(n * 2);
+///     }
+/// });
+/// let doubled = smarm::future::block_on(call_async(
+///     |reply| (21, reply),
+///     |req| std::future::ready(tx.send(req).map_err(|e| e.0)),
+///     Duration::from_secs(5),
+/// ));
+/// assert_eq!(doubled, Ok(42));
+/// drop(tx);
+/// server.join().unwrap();
+/// ```
+pub async fn call_async<Req, R, D>(
+    request: impl FnOnce(Reply<R>) -> Req,
+    deliver: impl FnOnce(Req) -> D,
+    timeout: Duration,
+) -> Result<R, CallError>
+where
+    R: Send,
+    D: Future<Output = Result<(), Req>>,
+{
+    let mut deadline = pin!(Instant::now()
+        .checked_add(timeout)
+        .map(smarm_core::future::sleep_until));
+    let mut timed_out = std::future::poll_fn(|cx| match deadline.as_mut().as_pin_mut() {
+        Some(sleep) => sleep.poll(cx),
+        None => Poll::Pending, // too far away to represent: never
+    });
+    let (tx, rx) = async_reply();
+    let mut delivering = pin!(deliver(request(Reply {
+        to: ReplyTo::Task(tx),
+    })));
+    let mut rx = pin!(rx);
+    let mut delivered = false;
+    std::future::poll_fn(|cx| {
+        if !delivered {
+            match delivering.as_mut().poll(cx) {
+                Poll::Ready(Ok(())) => delivered = true,
+                Poll::Ready(Err(_)) => return Poll::Ready(Err(CallError::ServerDown)),
+                Poll::Pending => {}
+            }
+        }
+        if delivered {
+            match rx.as_mut().poll(cx) {
+                Poll::Ready(Ok(value)) => return Poll::Ready(Ok(value)),
+                Poll::Ready(Err(_)) => return Poll::Ready(Err(CallError::ServerDown)),
+                Poll::Pending => {}
+            }
+        }
+        match std::pin::Pin::new(&mut timed_out).poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(CallError::Timeout(timeout))),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }

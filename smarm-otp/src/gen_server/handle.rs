@@ -1,7 +1,7 @@
 //! Addressing a server: [`GenServerRef`] (by pid, holding its mailbox's
 //! sender) and [`ServerName`] (through the registry, resolved on each use).
 
-use super::call::{call_as, CallError, Reply, DEFAULT_CALL_TIMEOUT};
+use super::call::{call_as, call_async, CallError, Reply, DEFAULT_CALL_TIMEOUT};
 use super::server::{Envelope, Msg};
 use super::{GenServer, StartError};
 use crate::registry::{self, Name};
@@ -202,6 +202,70 @@ impl<G: GenServer> GenServerRef<G> {
     /// Outside an actor.
     pub fn call_timeout(&self, request: G::Call, timeout: Duration) -> Result<G::Reply, CallError> {
         self.call_as("GenServerRef::call_timeout", request, timeout)
+    }
+
+    /// [`call`](GenServerRef::call) from async code: a future of the
+    /// server's reply, for a tokio task, an axum handler or any executor
+    /// (no actor needed, and it never blocks its thread). The same
+    /// [`DEFAULT_CALL_TIMEOUT`], the same [`CallError`]s, and a late reply
+    /// is discarded as `call`'s is. The request is sent when the future is
+    /// first polled; on a full bounded mailbox the future waits for room
+    /// within the timeout. The future is `Send`.
+    ///
+    /// ```
+    /// use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
+    ///
+    /// struct Counter(u64);
+    /// impl GenServer for Counter {
+    ///     type Args = ();
+    ///     type Call = u64;
+    ///     type Reply = u64;
+    ///     type Cast = ();
+    ///     type Info = ();
+    ///     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+    ///         Ok(Counter(0))
+    ///     }
+    ///     fn handle_call(&mut self, by: u64, reply: Reply<u64>, _: &mut Ctx<Self>) -> Flow {
+    ///         self.0 += by;
+    ///         reply.reply(self.0);
+    ///         Flow::Continue
+    ///     }
+    /// }
+    ///
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let (stop_tx, stop_rx) = smarm::channel::<()>();
+    /// let runtime = std::thread::spawn(move || smarm::run(move || {
+    ///     let server = gen_server::start::<Counter>(()).unwrap();
+    ///     tx.send(server.clone()).unwrap();
+    ///     stop_rx.recv().ok();
+    /// }));
+    /// let server = rx.recv().unwrap();
+    /// // A plain thread awaits the server's answers: no actor involved.
+    /// assert_eq!(smarm::future::block_on(server.call_async(2)), Ok(2));
+    /// assert_eq!(smarm::future::block_on(server.call_async(3)), Ok(5));
+    /// drop(stop_tx);
+    /// runtime.join().unwrap();
+    /// ```
+    pub fn call_async(
+        &self,
+        request: G::Call,
+    ) -> impl std::future::Future<Output = Result<G::Reply, CallError>> + Send + '_ {
+        self.call_async_timeout(request, DEFAULT_CALL_TIMEOUT)
+    }
+
+    /// [`call_async`](GenServerRef::call_async) with a timeout of your
+    /// choosing.
+    pub fn call_async_timeout(
+        &self,
+        request: G::Call,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<G::Reply, CallError>> + Send + '_ {
+        let inbox = &self.inbox;
+        call_async(
+            |reply| Envelope(Msg::Call(request, reply)),
+            move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
+            timeout,
+        )
     }
 
     /// A call, naming `what` (the public call made through it) in the
@@ -425,6 +489,18 @@ impl<G: GenServer> GenServerRef<G> {
 /// Outside an actor.
 pub fn whereis_server<G: GenServer>(name: ServerName<G>) -> Option<GenServerRef<G>> {
     let (pid, inbox) = registry::resolve_sender(name)?;
+    Some(GenServerRef::new(pid, inbox))
+}
+
+/// [`whereis_server`] from outside the runtime (a tokio task, an axum
+/// handler, a plain thread): the server holding `name` in `rt` now, so a
+/// caller reaches a supervised server across its restarts by looking it
+/// up per request, then [`call_async`](GenServerRef::call_async).
+pub fn whereis_server_in<G: GenServer>(
+    rt: &smarm_core::runtime::RuntimeHandle,
+    name: ServerName<G>,
+) -> Option<GenServerRef<G>> {
+    let (pid, inbox) = registry::resolve_in(rt, name)?;
     Some(GenServerRef::new(pid, inbox))
 }
 

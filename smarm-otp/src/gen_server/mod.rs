@@ -80,9 +80,12 @@ mod handle;
 mod server;
 
 pub use crate::gen::{
-    call, call_as, CallError, InitError, Reply, StartError, StopReason, DEFAULT_CALL_TIMEOUT,
+    call, call_as, call_async, CallError, InitError, Reply, StartError, StopReason,
+    DEFAULT_CALL_TIMEOUT,
 };
 pub use behaviour::{Flow, GenServer};
 pub use builder::{start, start_link, start_named, Builder};
-pub use handle::{whereis_server, CastError, GenServerRef, Request, ServerName, TryCastError};
+pub use handle::{
+    whereis_server, whereis_server_in, CastError, GenServerRef, Request, ServerName, TryCastError,
+};
 pub use server::{Ctx, Envelope};

@@ -61,6 +61,22 @@ pub(super) fn with_tables<R>(f: impl FnOnce(&mut Locked<'_>) -> R) -> R {
     })
 }
 
+/// Run `f` on `rt`'s registry tables, locked, from any thread: for
+/// callers outside the runtime, which take the lock (never the lock-free
+/// side: its values are kept alive for scheduler threads only). Reads
+/// only: a dead binding is pruned by the next locked use inside the
+/// runtime. Under the lock, a published inbox is alive (it is retired
+/// under the lock, and freed only after).
+pub(super) fn with_tables_of<R>(
+    rt: &smarm_core::runtime::RuntimeHandle,
+    f: impl FnOnce(&Tables, &ReadSide) -> R,
+) -> R {
+    rt.with_local::<Registry, R>(|reg, _| {
+        let tables = reg.tables.lock().unwrap_or_else(|e| e.into_inner());
+        f(&tables, &reg.read_side)
+    })
+}
+
 /// Run `f` on the current runtime's lock-free read side (I3): `f` must
 /// not block (it cannot switch: what it reads stays alive until it ends).
 pub(super) fn with_read_side<R>(f: impl FnOnce(&ReadSide, runtime::RuntimeRef<'_>) -> R) -> R {
@@ -174,6 +190,29 @@ pub fn unregister(name: &str) -> Option<Pid> {
 /// The live actor holding `name`, if any.
 pub fn whereis(name: &str) -> Option<Pid> {
     with_tables(|t| t.holder(name))
+}
+
+/// [`whereis`] from outside the runtime (a tokio task, a plain thread):
+/// the live actor holding `name` in `rt`.
+///
+/// ```
+/// let rt = smarm::runtime::init(smarm::runtime::Config::exact(2));
+/// let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+/// let (stop_tx, stop_rx) = smarm::channel::<()>();
+/// let running = rt.start(move || {
+///     smarm::registry::register(smarm::registry::Name::<()>::new("db"), stop_tx).unwrap();
+///     ready_tx.send(smarm::self_pid()).unwrap();
+///     stop_rx.recv().ok(); // until unregistered senders are gone
+/// });
+/// let root = ready_rx.recv().unwrap();
+/// assert_eq!(smarm::registry::whereis_in(&rt.handle(), "db"), Some(root));
+/// assert_eq!(smarm::registry::whereis_in(&rt.handle(), "cache"), None);
+/// smarm::registry::send_in(&rt.handle(), smarm::registry::Name::<()>::new("db"), ()).unwrap();
+/// running.join();
+/// ```
+pub fn whereis_in(rt: &smarm_core::runtime::RuntimeHandle, name: &str) -> Option<Pid> {
+    let pid = with_tables_of(rt, |t, _| t.by_name.get(name).map(|b| b.pid))?;
+    rt.is_alive(pid).then_some(pid)
 }
 
 /// [`whereis`], typed: the holder as a `Pid<A>` if it has published a

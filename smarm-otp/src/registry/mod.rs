@@ -71,11 +71,11 @@ mod tables;
 
 pub use crate::key::{AtomTableFull, ATOM_LIMIT};
 pub(crate) use binding::ensure_introspection_hook;
-pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis};
+pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis, whereis_in};
 pub use error::{RegisterError, SendError};
 pub use name::Name;
 pub(crate) use send::resolve_sender;
-pub use send::{send, send_after, send_after_named, send_dyn, send_to};
+pub use send::{resolve_in, send, send_after, send_after_named, send_dyn, send_in, send_to};
 
-use binding::{forget, with_read_side, with_tables};
+use binding::{forget, with_read_side, with_tables, with_tables_of};
 use read_side::ReadSide;

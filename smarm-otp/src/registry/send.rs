@@ -1,6 +1,6 @@
 //! Sending by name and by pid, at once or after a delay.
 
-use super::{with_read_side, with_tables, Name, ReadSide, SendError};
+use super::{with_read_side, with_tables, with_tables_of, Name, ReadSide, SendError};
 use smarm_core::channel::Sender;
 use smarm_core::time;
 use smarm_core::time::TimerId;
@@ -53,6 +53,40 @@ pub fn send_dyn<M: Send + 'static>(pid: Pid, msg: M) -> Result<(), SendError<M>>
         }
         deliver(read_side, pid, msg)
     })
+}
+
+/// [`send`] from outside the runtime (a tokio task, a plain thread): to
+/// whichever live actor of `rt` holds `name` now. The lookup takes the
+/// registry lock; the send happens after it, and on a full bounded
+/// mailbox blocks the calling thread until there is room (from async code
+/// use [`resolve_in`] and `Sender::send_async`).
+pub fn send_in<M: Send + 'static>(
+    rt: &smarm_core::runtime::RuntimeHandle,
+    name: Name<M>,
+    msg: M,
+) -> Result<(), SendError<M>> {
+    match resolve_in(rt, name) {
+        Some((_, tx)) => tx.send(msg).map_err(|e| SendError::Closed(e.0)),
+        None => Err(SendError::Unresolved(msg)),
+    }
+}
+
+/// The live holder of `name` in `rt` and a clone of its sender for `M`,
+/// from outside the runtime.
+pub fn resolve_in<M: Send + 'static>(
+    rt: &smarm_core::runtime::RuntimeHandle,
+    name: Name<M>,
+) -> Option<(Pid, Sender<M>)> {
+    let (pid, tx) = with_tables_of(rt, |t, read_side| {
+        let pid = t.by_name.get(name.as_str())?.pid;
+        let tx = read_side
+            .inbox(pid.index())
+            .filter(|i| i.pid == pid)?
+            .sender::<M>()?
+            .clone();
+        Some((pid, tx))
+    })?;
+    rt.is_alive(pid).then_some((pid, tx))
 }
 
 /// The live holder of `name` and a clone of its sender for `M`: how
