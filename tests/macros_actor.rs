@@ -197,3 +197,49 @@ fn a_derived_actor_runs_as_a_gen_server() {
         assert!(t0.elapsed() < Duration::from_secs(1));
     });
 }
+
+#[test]
+fn the_derived_calls_have_async_forms_for_code_outside_the_runtime() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = smarm::channel::<()>();
+    let runtime = std::thread::spawn(move || {
+        support::run_with(2, move || {
+            let server =
+                smarm::gen_server::start::<actor::Served<Counter, CounterState>>(CounterState(1))
+                    .unwrap();
+            let counter: smarm::Pid<Counter> = actor::start(CounterState(40)).unwrap();
+            // Inside an actor, the async forms work by pid and by name too
+            // (awaited with block_on).
+            assert_eq!(smarm::future::block_on(counter.swap_async(41)), Ok(40));
+            assert_eq!(smarm::future::block_on(COUNTER.get_async()), Ok(41));
+            tx.send(server.clone()).unwrap();
+            let _ = stop_rx.recv();
+            smarm::request_stop(counter);
+            server.shutdown().unwrap();
+        })
+    });
+    let server = rx.recv().unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    tokio.block_on(async {
+        server.add(2).unwrap();
+        assert_eq!(server.get_async().await, Ok(3));
+        let tasks: Vec<_> = (0..100)
+            .map(|_| {
+                let server = server.clone();
+                tokio::spawn(
+                    async move { server.swap_timeout_async(7, Duration::from_secs(5)).await },
+                )
+            })
+            .collect();
+        for t in tasks {
+            assert!(t.await.unwrap().is_ok());
+        }
+        assert_eq!(server.get_async().await, Ok(7));
+    });
+    drop(stop_tx);
+    runtime.join().unwrap();
+}

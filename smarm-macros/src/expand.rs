@@ -97,9 +97,20 @@ fn method(enum_ident: &syn::Ident, v: &Variant) -> TokenStream {
         }
         Some(reply_ty) => {
             let timeout = format_ident!("{}_timeout", method);
+            let method_async = format_ident!("{}_async", method);
+            let timeout_async = format_ident!("{}_timeout_async", method);
             let reply_field = v.reply_field.clone();
             let msg = build(Some(quote!(#reply_field)));
             let params2 = v.args.iter().map(|(n, t)| quote!(#n: #t));
+            let params3 = v.args.iter().map(|(n, t)| quote!(#n: #t));
+            let params4 = v.args.iter().map(|(n, t)| quote!(#n: #t));
+            let doc_a = format!(
+                "[`{method}`](Self::{method}) from async code: a `Send` future of the reply \
+                 (5 s at most), on any executor."
+            );
+            let doc_ta = format!(
+                "[`{timeout}`](Self::{timeout}) from async code, waiting at most `timeout`."
+            );
             let doc =
                 format!("Call [`{enum_ident}::{variant}`] and wait for the reply (5 s at most).");
             let doc_t = format!("Call [`{enum_ident}::{variant}`], waiting at most `timeout`.");
@@ -117,6 +128,28 @@ fn method(enum_ident: &syn::Ident, v: &Variant) -> TokenStream {
                         #what,
                         |#reply_field| #msg,
                         |__msg| self.deliver(__msg).map_err(::smarm::registry::SendError::into_inner),
+                        __timeout,
+                    )
+                }
+
+                #[doc = #doc_a]
+                fn #method_async(&self, #(#params3),*) -> impl ::core::future::Future<Output = ::core::result::Result<#reply_ty, ::smarm::CallError>> + ::core::marker::Send + '_
+                where
+                    Self: ::core::marker::Sync,
+                {
+                    self.#timeout_async(#(#names,)* ::smarm::gen_server::DEFAULT_CALL_TIMEOUT)
+                }
+
+                #[doc = #doc_ta]
+                fn #timeout_async(&self, #(#params4,)* __timeout: ::std::time::Duration) -> impl ::core::future::Future<Output = ::core::result::Result<#reply_ty, ::smarm::CallError>> + ::core::marker::Send + '_
+                where
+                    Self: ::core::marker::Sync,
+                {
+                    ::smarm::gen_server::call_async(
+                        move |#reply_field| #msg,
+                        move |__msg| async move {
+                            self.deliver_async(__msg).await.map_err(::smarm::registry::SendError::into_inner)
+                        },
                         __timeout,
                     )
                 }

@@ -33,6 +33,10 @@
 //!     fn get_timeout(&self, timeout: Duration) -> Result<u64, CallError>;
 //!     fn swap(&self, arg0: u64) -> Result<u64, CallError>;
 //!     fn swap_timeout(&self, arg0: u64, timeout: Duration) -> Result<u64, CallError>;
+//!     // every call also from async code (Send futures, any executor):
+//!     fn get_async(&self) -> impl Future<Output = Result<u64, CallError>> + Send + '_;
+//!     fn get_timeout_async(&self, timeout: Duration) -> impl Future<Output = ...> + Send + '_;
+//!     // ... swap_async, swap_timeout_async
 //! }
 //! impl<T: smarm::actor::Deliver<Counter>> CounterApi for T {}
 //!

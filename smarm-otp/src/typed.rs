@@ -148,11 +148,50 @@ fn serve<M: Actor>(
     ended.finish();
 }
 
-/// How the derived client methods deliver: to a pid, or to a name.
+/// How the derived client methods deliver: to a pid, to a name, to a
+/// server, or on a channel.
 #[doc(hidden)]
 pub trait Deliver<M: Actor> {
     /// Send `msg`; `Err(msg)` back if it was not delivered.
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>>;
+
+    /// Send `msg` from async code (the `_async` calls): by default at the
+    /// first poll, as [`deliver`](Self::deliver) does; a channel or server
+    /// waits for room on a full bounded mailbox without blocking.
+    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
+    fn deliver_async(
+        &self,
+        msg: M,
+    ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
+    where
+        Self: Sync,
+    {
+        async move { self.deliver(msg) }
+    }
+}
+
+/// A typed actor's channel (from [`registry::resolve_in`], say) delivers
+/// too: the derived methods work on it from outside the runtime.
+impl<M: Actor> Deliver<M> for smarm_core::channel::Sender<M> {
+    fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
+        self.send(msg)
+            .map_err(|e| crate::registry::SendError::Closed(e.0))
+    }
+
+    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
+    fn deliver_async(
+        &self,
+        msg: M,
+    ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
+    where
+        Self: Sync,
+    {
+        async move {
+            self.send_async(msg)
+                .await
+                .map_err(|e| crate::registry::SendError::Closed(e.0))
+        }
+    }
 }
 
 impl<M: Actor> Deliver<M> for Pid<M> {
@@ -239,5 +278,20 @@ impl<M: Actor, H: Handler<M>> Deliver<M> for GenServerRef<Served<M, H>> {
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
         self.cast(msg)
             .map_err(|e| crate::registry::SendError::Dead(e.0))
+    }
+
+    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
+    fn deliver_async(
+        &self,
+        msg: M,
+    ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
+    where
+        Self: Sync,
+    {
+        async move {
+            self.cast_async(msg)
+                .await
+                .map_err(|e| crate::registry::SendError::Dead(e.0))
+        }
     }
 }

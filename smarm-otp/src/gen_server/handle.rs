@@ -300,6 +300,25 @@ impl<G: GenServer> GenServerRef<G> {
         }
     }
 
+    /// [`cast`](Self::cast) from async code: on a full bounded mailbox the
+    /// future waits for room without blocking its thread. The future is
+    /// `Send` and runs on any executor.
+    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
+    pub fn cast_async(
+        &self,
+        msg: G::Cast,
+    ) -> impl std::future::Future<Output = Result<(), CastError<G::Cast>>> + Send + '_ {
+        async move {
+            match self.inbox.send_async(Envelope(Msg::Cast(msg))).await {
+                Ok(()) => Ok(()),
+                Err(e) => match e.0 .0 {
+                    Msg::Cast(msg) => Err(CastError(msg)),
+                    _ => unreachable!("a failed send hands back the message sent"),
+                },
+            }
+        }
+    }
+
     /// Put a call to the server without waiting for its answer: the
     /// answer goes to `reply` (typically [`Reply::forward`]) when the
     /// server gives it, as Erlang's `gen_server:send_request/2`. A bounded
