@@ -457,3 +457,45 @@ fn block_on_on_a_plain_thread_blocks_that_thread() {
     let r = block_on_timeout(Duration::from_millis(10), std::future::pending::<()>());
     assert!(r.is_err());
 }
+
+#[test]
+fn select_waits_on_a_future_beside_a_channel() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (tx, rx) = smarm::channel::<u32>();
+            let shared = Shared::new();
+            let arm = smarm::future::FutureArm::new(needing(&shared, 1));
+            // A message first: the channel arm wins, the future stays.
+            tx.send(1).unwrap();
+            assert_eq!(smarm::select(&[&rx, &arm]), 0);
+            assert_eq!(rx.try_recv().unwrap(), Some(1));
+            assert_eq!(arm.take(), None, "not completed yet");
+            // Then the future, woken from a plain thread while the actor is
+            // parked in select.
+            let s = shared.clone();
+            let waking = std::thread::spawn(move || {
+                while !s.fire() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            });
+            assert_eq!(smarm::select(&[&rx, &arm]), 1);
+            assert_eq!(arm.take(), Some(1));
+            waking.join().unwrap();
+            // Many rounds of a wake racing the registration.
+            for _ in 0..500 {
+                let shared = Shared::new();
+                let arm = smarm::future::FutureArm::new(needing(&shared, 1));
+                let s = shared.clone();
+                let w = std::thread::spawn(move || {
+                    while !s.fire() {
+                        std::hint::spin_loop();
+                    }
+                });
+                assert_eq!(smarm::select(&[&rx, &arm]), 1);
+                assert_eq!(arm.take(), Some(1));
+                w.join().unwrap();
+            }
+            drop(tx);
+        });
+    }
+}

@@ -187,7 +187,10 @@ fn in_an_actor<F: Future + Send>(future: F, deadline: Option<Instant>) -> Option
 /// actor is on now, not reused from a poll before a park that moved it
 /// (scheduler (I2)).
 #[inline(never)]
-fn poll_once<F: Future>(future: std::pin::Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+pub(super) fn poll_once<F: Future>(
+    future: std::pin::Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
     let _no_preempt = NoPreempt::new();
     future.poll(cx)
 }

@@ -89,6 +89,7 @@
 //! `waker.rs` implements a `RawWaker` over a manually counted record; each
 //! function names the count that keeps the record alive.
 
+mod arm;
 mod block_on;
 mod cell;
 mod reply;
@@ -104,6 +105,7 @@ mod loom_models;
 pub(crate) use self::tokio::{prepare as prepare_tokio, TokioSlot};
 #[cfg(feature = "tokio")]
 pub use self::tokio::{TokioError, DEFAULT_TOKIO_THREADS};
+pub use arm::FutureArm;
 pub use block_on::{block_on, block_on_timeout, Elapsed};
 pub use reply::{async_reply, AsyncReply, AsyncReplySender};
 #[doc(hidden)] // for smarm-otp's call timeouts
