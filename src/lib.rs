@@ -238,6 +238,9 @@ pub mod guide {
     pub struct Service;
     #[doc = include_str!("../guide/src/observing.md")]
     pub struct Observing;
+    #[cfg(feature = "tokio")]
+    #[doc = include_str!("../guide/src/async.md")]
+    pub struct Async;
     #[cfg(feature = "tracing")]
     #[doc = include_str!("../guide/src/observing-tracing.md")]
     pub struct ObservingTracing;
