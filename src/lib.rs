@@ -66,7 +66,7 @@ pub mod runtime {
 /// ([`wait_readable`](io::wait_readable), [`FdArm`](io::FdArm), ...).
 pub mod io {
     pub use smarm_core::io::{
-        block_on_io, read, wait_readable, wait_readable_timeout, wait_writable,
+        block_on_io, block_on_io_scoped, read, wait_readable, wait_readable_timeout, wait_writable,
         wait_writable_timeout, write, FdArm, OsSignals, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS,
     };
 }

@@ -6,6 +6,7 @@ mod support;
 use smarm::io::{block_on_io, wait_readable, wait_readable_timeout, FdArm};
 use std::io::ErrorKind;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{run_with, CountDrop, THREADS};
 
@@ -304,5 +305,84 @@ fn readiness_is_delivered_while_every_scheduler_is_busy() {
             0,
             "{threads} scheduler(s): the byte reached the reader only once the spinners gave up"
         );
+    }
+}
+
+/// A connection owned by the actor, borrowed by each pool job: no
+/// `'static` bound, no moving it out and back.
+#[test]
+fn block_on_io_scoped_borrows_a_connection_from_the_actors_stack() {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut lines = BufReader::new(conn.try_clone().unwrap());
+        let mut conn = conn;
+        let mut line = String::new();
+        while lines.read_line(&mut line).unwrap() > 0 {
+            conn.write_all(line.to_uppercase().as_bytes()).unwrap();
+            line.clear();
+        }
+    });
+    {
+        run_with(2, move || {
+            let conn = std::net::TcpStream::connect(addr).unwrap();
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut conn = conn;
+            let mut answers = Vec::new();
+            for word in ["select", "from", "where"] {
+                let answer = smarm::io::block_on_io_scoped(|| {
+                    conn.write_all(format!("{word}\n").as_bytes()).unwrap();
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    line
+                });
+                answers.push(answer);
+            }
+            assert_eq!(answers, ["SELECT\n", "FROM\n", "WHERE\n"]);
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                smarm::io::block_on_io_scoped(|| panic!("in the scoped job"))
+            }));
+            assert!(r.is_err(), "the panic comes back to the caller");
+        });
+    }
+    server.join().unwrap();
+}
+
+/// A stop request while a scoped job runs takes effect only once the job
+/// is done with what it borrowed.
+#[test]
+fn a_stop_waits_for_the_scoped_job_that_borrows_from_the_stack() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (started_tx, started_rx) = std::sync::mpsc::channel();
+            let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let returned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (f, r) = (finished.clone(), returned.clone());
+            let worker = smarm::spawn(move || {
+                let mut borrowed = [0u8; 16];
+                smarm::io::block_on_io_scoped(|| {
+                    started_tx.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(100));
+                    borrowed[0] = 1; // the stack frame must still be there
+                    f.store(true, std::sync::atomic::Ordering::SeqCst);
+                });
+                r.store(true, std::sync::atomic::Ordering::SeqCst);
+                borrowed[0]
+            });
+            started_rx.recv().unwrap();
+            smarm::request_stop(worker.pid());
+            let outcome = worker.join();
+            assert!(
+                finished.load(std::sync::atomic::Ordering::SeqCst),
+                "the job ran to its end"
+            );
+            assert!(
+                !returned.load(std::sync::atomic::Ordering::SeqCst),
+                "then the stop took effect"
+            );
+            assert!(outcome.is_err(), "a stopped actor has no value");
+        });
     }
 }

@@ -267,3 +267,43 @@ fn a_plain_threads_panic_still_reaches_the_hook_installed_before() {
         "{stderr}"
     );
 }
+
+#[test]
+fn every_scheduler_blocked_with_no_spare_left_is_reported_once_naming_the_actors() {
+    let _ = reports(); // the collecting handler is installed
+    let blocked: Vec<smarm::Pid> = smarm::runtime::init(
+        smarm::runtime::Config::exact(1)
+            .spare_threads(1)
+            .blocked_after(Some(Duration::from_millis(10))),
+    )
+    .run(|| {
+        // Two actors blocking their threads at once: the regular scheduler
+        // and the one spare. Nothing is left to start.
+        let sleepers: Vec<_> = (0..2)
+            .map(|_| smarm::spawn(|| std::thread::sleep(Duration::from_millis(400))))
+            .collect();
+        let pids = sleepers.iter().map(|s| s.pid()).collect();
+        for s in sleepers {
+            s.join().unwrap();
+        }
+        pids
+    });
+    let seen = reports().lock().unwrap();
+    let exhausted: Vec<_> = seen
+        .iter()
+        .filter_map(|r| match r {
+            Report::SparesExhausted(r) => Some(r),
+            _ => None,
+        })
+        .filter(|r| r.blocked.iter().any(|(pid, _)| blocked.contains(pid)))
+        .collect();
+    assert_eq!(exhausted.len(), 1, "reported once per run");
+    let mut named: Vec<_> = exhausted[0].blocked.iter().map(|(pid, _)| *pid).collect();
+    named.sort_by_key(|p| p.index());
+    let mut expected = blocked.clone();
+    expected.sort_by_key(|p| p.index());
+    assert_eq!(named, expected, "names every blocked actor");
+    let text = exhausted[0].to_string();
+    assert!(text.contains("SCHEDULERS BLOCKED REPORT"), "{text}");
+    assert!(text.contains(&blocked[0].to_string()), "{text}");
+}

@@ -8,8 +8,10 @@ pub const MAX_THREADS: usize = 64;
 /// the slot table is segmented in 4,096-slot pages.
 pub const MAX_ACTORS_LIMIT: usize = 1 << 26;
 /// Spare scheduler threads a runtime may start by default (see
-/// [`Config::spare_threads`]).
-pub const DEFAULT_SPARE_THREADS: usize = 2;
+/// [`Config::spare_threads`]): as many as the scheduler cap leaves room
+/// for, so a runtime whose schedulers are all blocked in sync calls keeps
+/// serving up to that many at once.
+pub const DEFAULT_SPARE_THREADS: usize = MAX_THREADS;
 /// Smallest stack an actor may be given (the entry frames and a panic need
 /// room of their own).
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
@@ -118,8 +120,10 @@ impl Config {
     }
 
     /// Most spare scheduler threads the system monitor may start, one at a
-    /// time, while every scheduler is blocked (default 2; 0 turns them
-    /// off). A spare runs actors like any scheduler (timers that fall due,
+    /// time, while every scheduler is blocked (default: up to the cap of 64
+    /// schedulers in all; 0 turns them off). Reaching the cap is reported
+    /// once per run ([`Report::SparesExhausted`](crate::report::Report)),
+    /// naming the blocked actors. A spare runs actors like any scheduler (timers that fall due,
     /// IO wakes, the work the blocked schedulers left) and stops once it
     /// finds nothing to do while some scheduler is no longer blocked. With
     /// them, even a one-scheduler runtime whose thread is stuck in a

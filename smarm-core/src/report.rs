@@ -133,6 +133,38 @@ impl SupervisorReport {
     }
 }
 
+/// Every scheduler of a runtime, spares included, is blocked inside one
+/// actor's run (a sync call, a std lock) and no more spares can start:
+/// the runtime serves nothing until one returns. Reported once per run.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SparesExhaustedReport {
+    /// Regular schedulers and spares running, all blocked.
+    pub schedulers: usize,
+    /// The blocked actors, and how long each had been running when seen.
+    pub blocked: Vec<(Pid, std::time::Duration)>,
+}
+
+impl fmt::Display for SparesExhaustedReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "=SCHEDULERS BLOCKED REPORT==== all {} schedulers are blocked and no spare is left \
+             (threads plus spares are capped at {}): the runtime serves nothing until one returns",
+            self.schedulers,
+            crate::config::MAX_THREADS
+        )?;
+        write!(
+            f,
+            "    blocked in (move blocking calls to smarm::io::block_on_io or async IO):"
+        )?;
+        for (pid, for_) in &self.blocked {
+            write!(f, "\n      {pid} for {for_:?}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One report.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -141,6 +173,8 @@ pub enum Report {
     Crash(CrashReport),
     /// A supervisor acted on a child's end.
     Supervisor(SupervisorReport),
+    /// Every scheduler is blocked and the spares are used up.
+    SparesExhausted(SparesExhaustedReport),
 }
 
 impl fmt::Display for CrashReport {
@@ -201,6 +235,7 @@ impl fmt::Display for Report {
         match self {
             Report::Crash(r) => r.fmt(f),
             Report::Supervisor(r) => r.fmt(f),
+            Report::SparesExhausted(r) => r.fmt(f),
         }
     }
 }
@@ -274,6 +309,12 @@ fn to_tracing(report: &Report) {
             c.pid,
             c.reason,
             c.message
+        ),
+        Report::SparesExhausted(r) => tracing::error!(
+            target: "smarm::report",
+            schedulers = r.schedulers,
+            blocked = ?r.blocked,
+            "every scheduler is blocked and no spare is left"
         ),
         Report::Supervisor(s) => {
             let child_pid = tracing::field::display(s.child_pid);

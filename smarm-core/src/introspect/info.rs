@@ -90,7 +90,8 @@ pub struct RuntimeSnapshot {
     pub format_version: u16,
     /// One entry per actor, in slot order.
     pub actors: Vec<ActorInfo>,
-    /// One entry per scheduler thread.
+    /// One entry per regular scheduler, then one per spare that has run
+    /// (is running, or was started before), in id order.
     pub schedulers: Vec<SchedulerStats>,
 }
 

@@ -27,6 +27,11 @@ pub fn snapshot() -> RuntimeSnapshot {
         let schedulers = shared
             .scheduler_counters()
             .enumerate()
+            // The regular schedulers, and the spares that have run: a
+            // runtime provides for dozens it may never start.
+            .filter(|(id, (_, b, _))| {
+                !shared.is_spare(*id) || shared.is_present(*id) || b.starts() > 0
+            })
             .map(|(id, (c, b, run_queue))| {
                 let blocked = b.blocked();
                 let now = shared.coord.now_nanos();

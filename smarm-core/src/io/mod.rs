@@ -71,7 +71,7 @@ mod epoll;
 pub mod net;
 mod os_signal;
 
-pub use blocking::{block_on_io, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS};
+pub use blocking::{block_on_io, block_on_io_scoped, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS};
 pub use epoll::{
     read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write, FdArm,
 };

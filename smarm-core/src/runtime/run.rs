@@ -222,9 +222,19 @@ impl Runtime {
             std::thread::Builder::new()
                 .name("smarm-sysmon".to_string())
                 .spawn(move || {
-                    crate::scheduler::sysmon::monitor(&shared, after, || {
-                        done.load(std::sync::atomic::Ordering::Acquire)
-                    })
+                    crate::scheduler::sysmon::monitor(
+                        &shared,
+                        after,
+                        || done.load(std::sync::atomic::Ordering::Acquire),
+                        |schedulers, blocked| {
+                            crate::report::emit(crate::report::Report::SparesExhausted(
+                                crate::report::SparesExhaustedReport {
+                                    schedulers,
+                                    blocked,
+                                },
+                            ))
+                        },
+                    )
                 })
         });
         let monitor = match monitor {

@@ -42,7 +42,9 @@ impl Counters {
 
 pub(crate) struct LiveCount {
     per_scheduler: Box<[Counters]>,
-    /// Spawns made off the scheduler threads (multi-writer: RMW).
+    /// Spawns made off the scheduler threads, and the spawns and finishes
+    /// of spare schedulers (multi-writer: RMW). Spares share it: a runtime
+    /// provides for dozens, and the verdict sums every pair.
     external: Counters,
 }
 
@@ -54,32 +56,39 @@ impl LiveCount {
         }
     }
 
-    /// Count a spawn made on scheduler `id` (its own thread), or off the
-    /// schedulers (`None`).
+    /// Count a spawn made on regular scheduler `id` (its own thread), or
+    /// off the regular schedulers (`None`, or a spare's id).
     #[inline]
     pub(crate) fn spawned(&self, id: Option<usize>) {
-        match id {
-            Some(id) => bump(&self.per_scheduler[id].spawned),
+        match id.and_then(|id| self.per_scheduler.get(id)) {
+            Some(c) => bump(&c.spawned),
             None => {
                 self.external.spawned.fetch_add(1, Ordering::AcqRel);
             }
         }
     }
 
-    /// Count a finish on scheduler `id` (its own thread).
+    /// Count a finish on scheduler `id` (its own thread): its own pair, or
+    /// the shared one for a spare.
     #[inline]
     pub(crate) fn finished(&self, id: usize) {
-        bump(&self.per_scheduler[id].finished);
+        match self.per_scheduler.get(id) {
+            Some(c) => bump(&c.finished),
+            None => {
+                self.external.finished.fetch_add(1, Ordering::AcqRel);
+            }
+        }
     }
 
     /// Whether no actor is alive (see the module docs for why the read
     /// order makes a `true` reliable).
     pub(crate) fn is_zero(&self) -> bool {
-        let finished: u64 = self
-            .per_scheduler
-            .iter()
-            .map(|c| c.finished.load(Ordering::Acquire))
-            .sum();
+        let finished: u64 = self.external.finished.load(Ordering::Acquire)
+            + self
+                .per_scheduler
+                .iter()
+                .map(|c| c.finished.load(Ordering::Acquire))
+                .sum::<u64>();
         let spawned: u64 = self.external.spawned.load(Ordering::Acquire)
             + self
                 .per_scheduler

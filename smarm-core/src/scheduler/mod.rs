@@ -137,7 +137,7 @@ pub(crate) use reclaim::Reclaimer;
 pub(crate) use run_queue::RunQueue;
 pub(crate) use shared::{Counters, Shared, Verdict};
 pub(crate) use switch::{check_stop, yield_now, yield_without_stop, Intent, StopSignal};
-use switch::{park, switch_out, unwind_stop};
+use switch::{park, park_deaf_to_stop, switch_out, unwind_stop};
 #[cfg(feature = "tokio")]
 pub(crate) use thread_context::Enter;
 pub(crate) use thread_context::ThreadContext;

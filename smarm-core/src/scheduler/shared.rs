@@ -179,7 +179,7 @@ impl Shared {
             coord: Coordinator::with_timer_shards(threads, regular),
             timers: Timers::new(id, regular),
             stacks,
-            live: LiveCount::new(threads),
+            live: LiveCount::new(regular),
             io_outstanding: AtomicU32::new(0),
             io_fd_waiters: AtomicU32::new(0),
             futures_awaited: AtomicU32::new(0),
@@ -703,6 +703,18 @@ impl Shared {
 
     // ----- termination (runtime (I2), (I3)) -----
 
+    /// The queues of the schedulers whose threads run. An absent spare's
+    /// are empty and nothing enqueues to them (sysmon (M3)), so scans skip
+    /// them: a runtime provides for dozens of spares and runs a few.
+    pub(super) fn present_queues(&self) -> impl Iterator<Item = &SchedulerQueues> {
+        let present = self.present.load(Ordering::Acquire);
+        self.queues
+            .iter()
+            .enumerate()
+            .filter(move |(id, _)| present & (1u64 << id) != 0)
+            .map(|(_, q)| q)
+    }
+
     /// Some actor waits on fd readiness: worth polling.
     pub(super) fn fd_waited(&self) -> bool {
         self.io_fd_waiters.load(Ordering::Relaxed) > 0
@@ -728,7 +740,7 @@ impl Shared {
     pub(crate) fn work_visible(&self, id: usize) -> bool {
         self.injector.len() > 0
             || self.queues[id].pinned.len() > 0
-            || self.queues.iter().any(|q| q.local.len() > 0)
+            || self.present_queues().any(|q| q.local.len() > 0)
             || self.coord.deadline_due()
             || self.coord.timer_unkept()
             || (!self.io_in_flight() && self.live.is_zero())
@@ -747,8 +759,7 @@ impl Shared {
         (self.coord.idle_mask() | (1u64 << id)) & present == present
             && self.injector.len() == 0
             && self
-                .queues
-                .iter()
+                .present_queues()
                 .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
             && self.io_outstanding.load(Ordering::Acquire) == 0
             && self.futures_awaited.load(Ordering::Acquire) == 0

@@ -188,6 +188,15 @@ pub(crate) fn yield_without_stop() {
     switch_out(Intent::Yield);
 }
 
+/// Park the running actor until a wake for its current wait, without
+/// observing a stop request: for a wait the actor must not leave before
+/// its waker is done with the actor's stack (a scoped pool job). A stop's
+/// wake still ends the park; the caller parks again and checks the stop
+/// once it may leave.
+pub(super) fn park_deaf_to_stop() {
+    let _ = switch_out_observing("park", Intent::Park, false, false);
+}
+
 /// Park the running actor until a wake for its current wait, observing a
 /// stop before and after; `leave_bounded` ends the actor's bounded wait
 /// (time bounded (B2)) once the park is over, on either path. Only

@@ -50,6 +50,10 @@
 //!   idle bit is clear too) and nothing enqueues to it, and the monitor
 //!   joins the old thread before starting one on the same id. The
 //!   termination verdict counts only present schedulers.
+//! - (M4) When every present scheduler is blocked and no spare can start
+//!   (every one the configuration provides runs), the monitor reports it
+//!   once per run through the function the runtime gave it, naming the
+//!   blocked actors; not when spares are turned off.
 
 use super::Shared;
 use crate::loom::{AtomicU64, Ordering};
@@ -154,7 +158,13 @@ struct Seen {
 /// Run the monitor until `stop` says the runtime is done; `stop` is
 /// checked at every tick, and the runtime unparks this thread to end it
 /// promptly.
-pub(crate) fn monitor(shared: &Arc<Shared>, threshold: Duration, stop: impl Fn() -> bool) {
+pub(crate) fn monitor(
+    shared: &Arc<Shared>,
+    threshold: Duration,
+    stop: impl Fn() -> bool,
+    exhausted: impl Fn(usize, Vec<(Pid, Duration)>),
+) {
+    let mut reported = false;
     let tick = threshold / 2;
     let threshold = threshold.as_nanos() as u64;
     let mut seen = vec![Seen::default(); shared.queues.len()];
@@ -196,8 +206,16 @@ pub(crate) fn monitor(shared: &Arc<Shared>, threshold: Duration, stop: impl Fn()
         let everyone_blocked = (0..shared.queues.len())
             .filter(|&id| shared.is_present(id))
             .all(|id| shared.queues[id].blocked.actor.load(Ordering::Relaxed) != 0);
-        if everyone_blocked {
-            start_spare(shared, &mut spares);
+        let may_report = !reported && shared.config().spares() > 0; // 0: turned off
+        if everyone_blocked && !start_spare(shared, &mut spares) && may_report {
+            // No spare left: say so once per run, naming who blocks (M4).
+            reported = true;
+            let blocked: Vec<(Pid, Duration)> = (0..shared.queues.len())
+                .filter(|&id| shared.is_present(id))
+                .filter_map(|id| shared.queues[id].blocked.blocked())
+                .map(|(pid, since)| (pid, Duration::from_nanos(now.saturating_sub(since))))
+                .collect();
+            exhausted(blocked.len(), blocked);
         }
     }
     for spare in spares.into_iter().flatten() {
@@ -207,12 +225,12 @@ pub(crate) fn monitor(shared: &Arc<Shared>, threshold: Duration, stop: impl Fn()
 }
 
 /// Start a thread for the first spare scheduler not running, if any is
-/// left (M3).
-fn start_spare(shared: &Arc<Shared>, spares: &mut [Option<std::thread::JoinHandle<()>>]) {
+/// left (M3); `false` if none is.
+fn start_spare(shared: &Arc<Shared>, spares: &mut [Option<std::thread::JoinHandle<()>>]) -> bool {
     let Some(id) =
         (shared.config().threads..shared.queues.len()).find(|&id| !shared.is_present(id))
     else {
-        return;
+        return false;
     };
     if let Some(old) = spares[id].take() {
         let _ = old.join(); // it cleared its bit as its last act
@@ -229,8 +247,12 @@ fn start_spare(shared: &Arc<Shared>, spares: &mut [Option<std::thread::JoinHandl
                 .starts
                 .fetch_add(1, Ordering::Relaxed);
             spares[id] = Some(handle);
+            true
         }
         // No thread to be had: the runtime goes on as without spares.
-        Err(_) => shared.spare_left(id),
+        Err(_) => {
+            shared.spare_left(id);
+            false
+        }
     }
 }

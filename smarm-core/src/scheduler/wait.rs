@@ -277,6 +277,19 @@ impl Wait {
         self.open = true;
     }
 
+    /// [`park_and_stay_open`](Self::park_and_stay_open) that a stop request
+    /// does not unwind (it only ends the park early): for a waker that
+    /// uses the actor's stack until it wakes it (a scoped pool job). The
+    /// caller observes the stop with [`retire`](Self::retire) once its
+    /// waker is done. No deadline.
+    pub(crate) fn park_staying_for_the_waker(&mut self) {
+        debug_assert!(!self.bounded, "a scoped job's wait has no deadline");
+        self.open = false;
+        super::park_deaf_to_stop();
+        let _ = with_worker(|w: &Worker, _| w.wait_open.set(true)); // (W2)
+        self.open = true;
+    }
+
     /// Leave the wait to the scheduler, which commits its park after the
     /// actor's last switch from its stack (a hibernation: `hibernate.rs`).
     /// No deadline: the wait stays open until its wake (W2).

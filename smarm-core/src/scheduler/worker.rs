@@ -192,8 +192,12 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
 
 fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
     let n = shared.queues.len();
+    let present = shared.present.load(Ordering::Acquire);
     for k in 1..n {
         let victim = (w.id + k) % n;
+        if present & (1u64 << victim) == 0 {
+            continue; // an absent spare's queue is empty (sysmon (M3))
+        }
         shared.queues[victim].local.steal_into(buf);
         if let Some(first) = buf.pop() {
             Counters::bump(&shared.queues[w.id].stats.steals);
@@ -260,7 +264,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         {
             return Idle::Continue;
         }
-        let backlog = shared.queues.iter().map(|q| q.local.len()).max();
+        let backlog = shared.present_queues().map(|q| q.local.len()).max();
         match backlog.unwrap_or(0) {
             0 if empty_for >= SPIN_BEFORE_PARK => break,
             0 => (empty_for, backlog_for) = (empty_for + gap, 0),
