@@ -47,6 +47,23 @@ fn child(scenario: &str) -> ! {
         .shutdown_timeout(Duration::from_millis(500))
         .kill_grace(Duration::from_secs(2));
     let exit = match scenario {
+        "drain" => app
+            .before_stop(|| {
+                // The tree still serves while this runs: a worker is alive.
+                println!("drain begins");
+                smarm::sleep(Duration::from_millis(100));
+                println!("drain done");
+                std::io::stdout().flush().unwrap();
+            })
+            .run(|| {
+                let top = supervisor::start(
+                    SupFlags::new(Strategy::OneForOne),
+                    vec![worker(1, false), worker(2, false)],
+                );
+                println!("ready");
+                std::io::stdout().flush().unwrap();
+                top
+            }),
         "graceful" | "stuck" => {
             let stuck = scenario == "stuck";
             app.run(move || {
@@ -126,7 +143,11 @@ fn events(lines: &[String]) -> Vec<&str> {
         .iter()
         // The harness prints "test <name> ... " before the first line.
         .map(|l| l.rsplit("... ").next().unwrap_or(l))
-        .filter(|l| l.starts_with("start ") || l.starts_with("stop ") || l.starts_with("exit "))
+        .filter(|l| {
+            ["start ", "stop ", "exit ", "drain "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
         .collect()
 }
 
@@ -140,6 +161,29 @@ fn sigterm_stops_the_tree_in_reverse_start_order_and_exits_zero() {
     assert_eq!(
         events(&lines),
         ["start 1", "start 2", "start 3", "stop 3", "stop 2", "stop 1", "exit 0"],
+        "{lines:?}"
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_before_stop_hook_drains_while_the_tree_serves_then_the_tree_stops_in_order() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let test = "a_before_stop_hook_drains_while_the_tree_serves_then_the_tree_stops_in_order";
+    let (lines, code) = run_child(test, "drain", Some(libc::SIGTERM));
+    assert_eq!(
+        events(&lines),
+        [
+            "start 1",
+            "start 2",
+            "drain begins",
+            "drain done",
+            "stop 2",
+            "stop 1",
+            "exit 0"
+        ],
         "{lines:?}"
     );
     assert_eq!(code, 0);

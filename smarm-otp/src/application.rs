@@ -26,7 +26,7 @@
 //! | What happens | The application does | Exit status |
 //! |---|---|---|
 //! | the start function fails | returns at once | 2 |
-//! | `SIGTERM` or `SIGINT` | stops the top supervisor (its children in reverse start order, each by its shutdown policy) | 0 |
+//! | `SIGTERM` or `SIGINT` | runs the [`before_stop`](Application::before_stop) hook if any (a drain), then stops the top supervisor (its children in reverse start order, each by its shutdown policy) | 0 |
 //! | the ordered stop outlasts the deadline, or a second signal comes | asks every actor left to stop, and ends the process if they have not after a grace period | 3 |
 //! | the top supervisor gives up (restart intensity) or fails | the runtime ends | 1 |
 //! | the top supervisor is shut down from inside the program | the runtime ends | 0 |
@@ -46,12 +46,25 @@ use std::time::{Duration, Instant};
 
 /// How to run an application: the runtime's configuration and the
 /// shutdown deadlines.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Application {
     config: Config,
     shutdown_timeout: Duration,
     kill_grace: Duration,
     signals: Vec<libc::c_int>,
+    before_stop: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application")
+            .field("config", &self.config)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("kill_grace", &self.kill_grace)
+            .field("signals", &self.signals)
+            .field("before_stop", &self.before_stop.is_some())
+            .finish()
+    }
 }
 
 impl Default for Application {
@@ -135,6 +148,7 @@ impl Application {
             shutdown_timeout: Duration::from_secs(30),
             kill_grace: Duration::from_secs(5),
             signals: vec![libc::SIGTERM, libc::SIGINT],
+            before_stop: None,
         }
     }
 
@@ -155,6 +169,29 @@ impl Application {
     /// process ends without them.
     pub fn kill_grace(mut self, grace: Duration) -> Self {
         self.kill_grace = grace;
+        self
+    }
+
+    /// Run `hook` when a shutdown signal comes, before the tree is
+    /// stopped: to drain what the tree serves (tell an HTTP front to stop
+    /// accepting and wait for its in-flight requests) while the servers
+    /// behind it still answer. It runs in an actor of its own, may block,
+    /// and counts against the [`shutdown_timeout`](Self::shutdown_timeout);
+    /// the ordered stop of the tree follows when it returns (or panics),
+    /// with the time left.
+    ///
+    /// ```no_run
+    /// use smarm::application::{AppExit, Application};
+    /// use smarm::supervisor::{self, SupFlags, Strategy};
+    ///
+    /// fn main() -> AppExit {
+    ///     Application::new()
+    ///         .before_stop(|| println!("draining the front"))
+    ///         .run(|| supervisor::start(SupFlags::new(Strategy::OneForOne), vec![]))
+    /// }
+    /// ```
+    pub fn before_stop(mut self, hook: impl Fn() + Send + Sync + 'static) -> Self {
+        self.before_stop = Some(std::sync::Arc::new(hook));
         self
     }
 
@@ -181,6 +218,7 @@ impl Application {
             shutdown_timeout,
             kill_grace,
             signals,
+            before_stop,
         } = self;
         // The watchdog ends the process if actors outlive the grace after a
         // timed-out shutdown (the runtime cannot return while they run).
@@ -201,8 +239,15 @@ impl Application {
                     }
                 }
             });
-        let exit =
-            runtime::init(config).run(move || serve(start, &signals, shutdown_timeout, forced_tx));
+        let exit = runtime::init(config).run(move || {
+            let stop = Shutdown {
+                signals: &signals,
+                timeout: shutdown_timeout,
+                before_stop,
+                forced: forced_tx,
+            };
+            serve(start, stop)
+        });
         let _ = finished_tx.send(());
         drop(finished_tx);
         if let Ok(w) = watchdog {
@@ -212,13 +257,22 @@ impl Application {
     }
 }
 
-/// The root actor of an application.
-fn serve(
-    start: impl FnOnce() -> Result<SupervisorRef, StartError>,
-    signals: &[libc::c_int],
-    shutdown_timeout: Duration,
+/// How an application's root stops it.
+struct Shutdown<'a> {
+    signals: &'a [libc::c_int],
+    timeout: Duration,
+    before_stop: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
     forced: std::sync::mpsc::Sender<u8>,
-) -> AppExit {
+}
+
+/// The root actor of an application.
+fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdown<'_>) -> AppExit {
+    let Shutdown {
+        signals,
+        timeout: shutdown_timeout,
+        before_stop,
+        forced,
+    } = stop;
     let caught = match OsSignals::new(signals) {
         Ok(caught) => caught,
         Err(e) => return AppExit::Setup(e),
@@ -235,10 +289,32 @@ fn serve(
             Ok(None) | Err(_) => libc::SIGTERM,
         },
     };
+    let deadline = Instant::now() + shutdown_timeout;
+    // The drain, while the tree still serves: in an actor of its own, so
+    // a second signal or the deadline is seen meanwhile.
+    if let Some(hook) = before_stop {
+        let drain = smarm_core::spawn(move || hook());
+        let drained = smarm_core::monitor(drain.pid());
+        drop(drain);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match smarm_core::select_timeout(&[&drained.rx, &down.rx, &caught.arm()], left) {
+                Some(0) => break, // drained (or the hook panicked: stop anyway)
+                Some(1) => return ended(down.rx.recv().map(|d| d.reason)),
+                Some(_) if matches!(caught.try_recv(), Ok(None)) => continue, // spurious
+                _ => {
+                    // A second signal, or the deadline: no time to drain.
+                    let exit = AppExit::ShutdownTimedOut(signal);
+                    let _ = forced.send(exit.code());
+                    smarm_core::request_stop_all();
+                    return exit;
+                }
+            }
+        }
+    }
     // The ordered stop: a stop request makes the supervisor stop its
     // children in reverse start order, each by its shutdown policy.
     smarm_core::request_stop(top.pid());
-    let deadline = Instant::now() + shutdown_timeout;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match smarm_core::select_timeout(&[&down.rx, &caught.arm()], left) {
