@@ -109,7 +109,11 @@ fn an_axum_api_whose_handlers_call_a_supervised_gen_server() {
     init(Config::exact(2)).run(|| {
         let _tree = supervisor::start_link(
             SupFlags::new(Strategy::OneForOne),
-            vec![ChildSpec::named_server::<Counter>("counter", COUNTER, || ())],
+            vec![ChildSpec::named_server::<Counter>(
+                "counter",
+                COUNTER,
+                || (),
+            )],
         )
         .unwrap();
         let rt = smarm::runtime::current();
@@ -145,7 +149,11 @@ fn an_axum_api_whose_handlers_call_a_supervised_gen_server() {
         let post = |n: u64| {
             let client = client.clone();
             block_on(async move {
-                let resp = client.post(format!("http://{addr}/add/{n}")).send().await.unwrap();
+                let resp = client
+                    .post(format!("http://{addr}/add/{n}"))
+                    .send()
+                    .await
+                    .unwrap();
                 (resp.status().as_u16(), resp.text().await.unwrap())
             })
         };
@@ -161,7 +169,11 @@ fn an_axum_api_whose_handlers_call_a_supervised_gen_server() {
             smarm::sleep(std::time::Duration::from_millis(5));
             after = post(4);
         }
-        assert_eq!(after, (200, "4".to_string()), "served by the restarted server");
+        assert_eq!(
+            after,
+            (200, "4".to_string()),
+            "served by the restarted server"
+        );
         drop(client);
         stop_tx.send(()).unwrap();
         server.join().unwrap().unwrap();
@@ -174,14 +186,18 @@ fn an_sqlx_sqlite_query_from_an_actor() {
     init(Config::exact(2)).run(|| {
         let sum: i64 = block_on(async {
             let pool = sqlx::SqlitePool::connect("sqlite::memory:").await?;
-            sqlx::query("create table t (x integer)").execute(&pool).await?;
+            sqlx::query("create table t (x integer)")
+                .execute(&pool)
+                .await?;
             for x in 1..=10 {
                 sqlx::query("insert into t (x) values (?)")
                     .bind(x)
                     .execute(&pool)
                     .await?;
             }
-            let (sum,): (i64,) = sqlx::query_as("select sum(x) from t").fetch_one(&pool).await?;
+            let (sum,): (i64,) = sqlx::query_as("select sum(x) from t")
+                .fetch_one(&pool)
+                .await?;
             pool.close().await;
             Ok::<_, sqlx::Error>(sum)
         })
@@ -294,11 +310,12 @@ fn a_tonic_unary_call_from_an_actor() {
             .map(|i| {
                 smarm::spawn(move || {
                     block_on(async move {
-                        let channel = tonic::transport::Channel::from_shared(format!("http://{addr}"))
-                            .unwrap()
-                            .connect()
-                            .await
-                            .unwrap();
+                        let channel =
+                            tonic::transport::Channel::from_shared(format!("http://{addr}"))
+                                .unwrap()
+                                .connect()
+                                .await
+                                .unwrap();
                         let mut client = tonic::client::Grpc::new(channel);
                         client.ready().await.unwrap();
                         let reply: tonic::Response<grpc::HelloReply> = client
