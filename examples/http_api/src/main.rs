@@ -163,13 +163,19 @@ impl GenServer for Quotes {
         })
     }
 
+    /// Each call's upstream request runs in an actor of its own, which
+    /// answers the call (a deferred reply, as an OTP server hands slow
+    /// work to a worker): the server takes the next call meanwhile, so
+    /// calls are not serialised behind each other's round trips.
     fn handle_call(&mut self, _: (), reply: Reply<Self::Reply>, _: &mut Ctx<Self>) -> Flow {
         let request = self.client.get(&self.url).timeout(Duration::from_secs(2));
-        let answer = block_on(async move {
-            let resp = request.send().await?.error_for_status()?;
-            resp.text().await
+        smarm::spawn(move || {
+            let answer = block_on(async move {
+                let resp = request.send().await?.error_for_status()?;
+                resp.text().await
+            });
+            reply.reply(answer.map_err(|e| e.to_string()));
         });
-        reply.reply(answer.map_err(|e| e.to_string()));
         Flow::Continue
     }
 

@@ -491,15 +491,19 @@ impl Shared {
     /// `RuntimeHandle` on another thread), only while a run is in progress
     /// and its root is alive; `None` otherwise. The window is counted as
     /// work in flight, so no scheduler can decide the run is over between
-    /// the check and the spawn's own live count (runtime (I2)); one that
-    /// looked meanwhile is woken to look again.
+    /// the check and the spawn's own live count (runtime (I2)).
     pub(crate) fn spawn_from_outside<R>(&self, spawn: impl FnOnce() -> R) -> Option<R> {
         self.io_outstanding.fetch_add(1, Ordering::AcqRel);
         let alive =
             self.running.load(Ordering::Acquire) && !self.root_exited.load(Ordering::Acquire);
         let spawned = alive.then(spawn);
         self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
-        self.coord.wake_all();
+        if spawned.is_none() {
+            // The run may be ending: a scheduler that saw the window open
+            // parked instead of leaving; it looks again. (A spawn that
+            // happened is live, and its enqueue wakes a scheduler.)
+            self.coord.wake_all();
+        }
         spawned
     }
 
