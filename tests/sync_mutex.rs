@@ -204,3 +204,42 @@ fn works_outside_the_runtime_and_between_threads_and_actors() {
     assert_eq!(*m.lock().unwrap(), 111);
     assert!(m.lock_timeout(Duration::ZERO).is_ok());
 }
+
+/// Pids are per runtime: the roots of two runtimes are both `<0.0.1>`.
+/// A mutex shared between them must tell them apart, or the second root's
+/// `lock` would be taken for its holder's and panic (seen with two
+/// distribution tests' nodes in one process).
+#[test]
+fn roots_of_two_runtimes_are_two_owners_of_one_mutex() {
+    let shared = Arc::new(Mutex::new(0u32));
+    let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let first = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            support::run_with(1, move || {
+                let mut guard = shared.lock().unwrap();
+                *guard += 1;
+                held_tx.send(()).unwrap();
+                // Hold it until the other root is waiting for it.
+                smarm::io::block_on_io(move || release_rx.recv().unwrap());
+                drop(guard);
+            })
+        })
+    };
+    held_rx.recv().unwrap();
+    let second = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            support::run_with(1, move || {
+                let mut guard = shared.lock().unwrap(); // waits: another owner holds it
+                *guard += 1;
+            })
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    release_tx.send(()).unwrap();
+    first.join().unwrap();
+    second.join().unwrap();
+    assert_eq!(*shared.try_lock().unwrap(), 2);
+}

@@ -127,6 +127,12 @@ impl WakeToken {
         self.wait.pid
     }
 
+    /// The address of the waiting actor's runtime: with the pid, who waits
+    /// across runtimes (pids are per runtime).
+    pub(crate) fn runtime_addr(&self) -> usize {
+        Arc::as_ptr(&self.runtime) as usize
+    }
+
     /// Wake the wait, if it is still the actor's current one (slot (I3)).
     pub(crate) fn wake(&self) {
         self.runtime.wake(self.wait);

@@ -54,11 +54,23 @@ pub struct LockTimeout {
     pub waited: Duration,
 }
 
-/// Who holds, or waits for, the lock.
+/// Who holds, or waits for, the lock. An actor is named by its pid and
+/// its runtime's address: pids are per runtime, and one `Mutex` may be
+/// shared by the actors of several (every run's root is `<0.0.1>`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Owner {
-    Actor(Pid),
+    Actor(Pid, usize),
     Thread(ThreadId),
+}
+
+/// The running actor as an owner, if this thread runs one.
+fn current_actor() -> Option<Owner> {
+    scheduler::with_worker(|w, shared| {
+        w.current
+            .get()
+            .map(|pid| Owner::Actor(pid, std::ptr::from_ref(shared) as usize))
+    })
+    .flatten()
 }
 
 enum Waiter {
@@ -72,7 +84,7 @@ enum Waiter {
 impl Waiter {
     fn owner(&self) -> Owner {
         match self {
-            Waiter::Actor(token) => Owner::Actor(token.pid()),
+            Waiter::Actor(token) => Owner::Actor(token.pid(), token.runtime_addr()),
             Waiter::Thread { id, .. } => Owner::Thread(*id),
         }
     }
@@ -209,11 +221,8 @@ impl<T> Mutex<T> {
         // From queueing for the lock to releasing it: a section (an
         // overflow of the holder aborts rather than keep the lock forever).
         let section = scheduler::Section::enter();
-        let actor = scheduler::with_worker(|w, _| w.current.get()).flatten();
-        let me = match actor {
-            Some(pid) => Owner::Actor(pid),
-            None => Owner::Thread(std::thread::current().id()),
-        };
+        let actor = current_actor();
+        let me = actor.unwrap_or_else(|| Owner::Thread(std::thread::current().id()));
         {
             let mut st = self.core.state.lock();
             if st.owner.is_none() {
@@ -227,16 +236,14 @@ impl<T> Mutex<T> {
         }
         let deadline = Instant::now().checked_add(timeout);
         match actor {
-            Some(pid) => self.wait_as_actor(pid, deadline, timeout, section),
+            Some(me) => self.wait_as_actor(me, deadline, timeout, section),
             None => self.wait_as_thread(me, deadline, timeout, section),
         }
     }
 
     /// Acquire the lock if it is free right now; never waits.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        let me = scheduler::with_worker(|w, _| w.current.get())
-            .flatten()
-            .map_or(Owner::Thread(std::thread::current().id()), Owner::Actor);
+        let me = current_actor().unwrap_or_else(|| Owner::Thread(std::thread::current().id()));
         let section = scheduler::Section::enter();
         let mut st = self.core.state.lock();
         if st.owner.is_some() {
@@ -279,12 +286,11 @@ impl<T> Mutex<T> {
 
     fn wait_as_actor(
         &self,
-        pid: Pid,
+        me: Owner,
         deadline: Option<Instant>,
         timeout: Duration,
         section: scheduler::Section,
     ) -> Result<MutexGuard<'_, T>, LockTimeout> {
-        let me = Owner::Actor(pid);
         let mut waiter = LockWait {
             core: &self.core,
             queued: Queued {
