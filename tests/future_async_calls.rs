@@ -265,6 +265,7 @@ fn a_join_handle_is_awaited_from_a_tokio_task() {
     let tokio = tokio_runtime();
     let (tx, rx) = mpsc::channel();
     let (go_tx, go_rx) = smarm::channel::<()>();
+    let (stop_tx, stop_rx) = smarm::channel::<()>();
     let runtime = std::thread::spawn(move || {
         smarm::run(move || {
             let worker = smarm::spawn(move || {
@@ -273,6 +274,9 @@ fn a_join_handle_is_awaited_from_a_tokio_task() {
             });
             let failing = smarm::spawn(|| -> u32 { panic!("no value") });
             tx.send((worker, failing)).unwrap();
+            // Alive until the test is done: once the root exits, actors
+            // waiting on messages from outside the runtime are swept.
+            let _ = stop_rx.recv();
         })
     });
     let (worker, failing) = rx.recv().unwrap();
@@ -282,6 +286,7 @@ fn a_join_handle_is_awaited_from_a_tokio_task() {
         go_tx.send(()).unwrap();
         (joined.await.unwrap(), failing.await)
     });
+    drop(stop_tx);
     runtime.join().unwrap();
     assert_eq!(out.0.unwrap(), 42);
     assert!(out.1.unwrap_err().to_string().contains("no value"));
