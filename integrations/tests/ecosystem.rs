@@ -342,3 +342,77 @@ fn a_tonic_unary_call_from_an_actor() {
         block_on(server).unwrap().unwrap();
     });
 }
+
+/// The ureq case: actors make blocking HTTP calls (ureq, a sync client,
+/// straight from actor code) to an axum API whose handler calls a
+/// gen_server in the same runtime. Each call blocks a scheduler thread;
+/// the gen_server runs only because spare schedulers keep coming, one per
+/// blocked thread. At 2 schedulers, 8 such calls at once all complete.
+#[test]
+fn eight_actors_blocked_in_sync_http_calls_to_the_same_runtime_all_complete() {
+    use axum::extract::State;
+    use axum::routing::get;
+
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        init(Config::exact(2)).run(move || {
+            let counter = gen_server::start::<Counter>(()).unwrap();
+            async fn bump(
+                State(counter): State<gen_server::GenServerRef<Counter>>,
+            ) -> Result<String, axum::http::StatusCode> {
+                // Slow enough that all eight calls overlap.
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                counter
+                    .call_async(Req::Add(1))
+                    .await
+                    .map(|n| n.to_string())
+                    .map_err(|_| axum::http::StatusCode::INTERNAL_SERVER_ERROR)
+            }
+            let app = axum::Router::new()
+                .route("/bump", get(bump))
+                .with_state(counter.clone());
+            let listener =
+                block_on(async { tokio::net::TcpListener::bind("127.0.0.1:0").await }).unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let server = smarm::spawn(move || {
+                block_on(async move {
+                    axum::serve(listener, app)
+                        .with_graceful_shutdown(async move {
+                            let _ = stop_rx.await;
+                        })
+                        .await
+                })
+            });
+            let agent = ureq::AgentBuilder::new()
+                .timeout(std::time::Duration::from_secs(30))
+                .build();
+            let calls: Vec<_> = (0..8)
+                .map(|_| {
+                    let agent = agent.clone();
+                    smarm::spawn(move || {
+                        // Blocks this scheduler thread for the whole call.
+                        agent
+                            .get(&format!("http://{addr}/bump"))
+                            .call()
+                            .unwrap()
+                            .into_string()
+                            .unwrap()
+                    })
+                })
+                .collect();
+            let mut totals: Vec<u64> = calls
+                .into_iter()
+                .map(|c| c.join().unwrap().parse().unwrap())
+                .collect();
+            totals.sort_unstable();
+            assert_eq!(totals, (1..=8).collect::<Vec<u64>>());
+            stop_tx.send(()).unwrap();
+            server.join().unwrap().unwrap();
+            counter.shutdown().unwrap();
+            done_tx.send(()).unwrap();
+        })
+    });
+    done.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the blocked calls did not all complete within 120 s");
+}
