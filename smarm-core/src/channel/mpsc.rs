@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// A waker that unparks the calling thread: how a plain thread's receive
-/// registers (made once per thread).
-pub(super) fn thread_waker() -> Waker {
+/// registers, and a plain thread's `block_on` waits (made once per thread).
+pub(crate) fn thread_waker() -> Waker {
     struct Unpark(std::thread::Thread);
     impl std::task::Wake for Unpark {
         fn wake(self: Arc<Self>) {

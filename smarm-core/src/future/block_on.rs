@@ -7,9 +7,7 @@ use crate::scheduler::{self, Deadline, Wait, WaitingOn};
 use crate::sync::no_preempt::NoPreempt;
 use std::future::{Future, IntoFuture};
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// A future awaited with [`block_on_timeout`] did not complete in time; it
@@ -195,50 +193,25 @@ pub(super) fn poll_once<F: Future>(
     future.poll(cx)
 }
 
-/// The waker of a plain thread's `block_on`.
-struct ThreadWaker {
-    thread: std::thread::Thread,
-    notified: AtomicBool,
-}
-
-impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.notified.store(true, Ordering::Release);
-        self.thread.unpark();
-    }
-}
-
 fn on_a_thread<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
-    let notify = Arc::new(ThreadWaker {
-        thread: std::thread::current(),
-        notified: AtomicBool::new(false),
-    });
-    let waker = Waker::from(notify.clone());
+    // The channels' thread waker: a wake unparks this thread, and an
+    // `unpark` before the `park` makes it return at once, so no wake is
+    // lost; a spurious return only polls again.
+    let waker = crate::channel::thread_waker();
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return Some(output);
         }
-        if deadline.is_some_and(|at| Instant::now() >= at) {
-            return None;
-        }
-        // `unpark` before `park` makes the park return at once, and a
-        // spurious return re-checks the flag: no wake is lost.
-        while !notify.notified.swap(false, Ordering::Acquire) {
-            match deadline {
-                None => std::thread::park(),
-                Some(at) => {
-                    let now = Instant::now();
-                    if now >= at {
-                        return None;
-                    }
-                    std::thread::park_timeout(at - now);
+        match deadline {
+            None => std::thread::park(),
+            Some(at) => {
+                let now = Instant::now();
+                if now >= at {
+                    return None;
                 }
+                std::thread::park_timeout(at - now);
             }
         }
     }
