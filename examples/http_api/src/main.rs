@@ -33,7 +33,7 @@ use smarm::application::{AppExit, Application};
 use smarm::future::block_on;
 use smarm::gen_server::{self, CallError, Ctx, Flow, GenServer, InitError, ServerName, StopReason};
 use smarm::runtime::RuntimeHandle;
-use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+use smarm::supervisor::{self, ChildSpec, Restart, Strategy, SupFlags};
 use smarm::Reply;
 use std::io::Write;
 use std::process::{ExitCode, Termination};
@@ -189,13 +189,32 @@ const QUOTES: ServerName<Quotes> = ServerName::new("quotes");
 // ----- the HTTP front -----
 
 /// Tells the front to stop accepting, and learns when it has drained.
-#[derive(Clone, Default)]
+/// It holds the front's listening socket, so that once drained the
+/// socket closes and a new connection is refused, not queued.
+#[derive(Clone)]
 struct Drain {
+    listener: Arc<Mutex<Option<std::net::TcpListener>>>,
     stop: Arc<tokio::sync::Notify>,
     drained: Arc<(Mutex<bool>, std::sync::Condvar)>,
 }
 
 impl Drain {
+    fn new(listener: std::net::TcpListener) -> Self {
+        Drain {
+            listener: Arc::new(Mutex::new(Some(listener))),
+            stop: Arc::default(),
+            drained: Arc::default(),
+        }
+    }
+
+    /// A handle on the front's socket for one incarnation of the front.
+    fn listener(&self) -> std::io::Result<std::net::TcpListener> {
+        match &*self.listener.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(l) => l.try_clone(),
+            None => Err(std::io::Error::other("the front was drained")),
+        }
+    }
+
     /// The `before_stop` hook: ask the front to stop accepting, and wait
     /// (parking only this actor) until its in-flight requests are done.
     fn drain(&self) {
@@ -209,6 +228,14 @@ impl Drain {
                 done = cv.wait(done).unwrap_or_else(|e| e.into_inner());
             }
         });
+        // The serving incarnation dropped its handle on stopping; this
+        // was the last one.
+        drop(
+            self.listener
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         say("front drained");
     }
 
@@ -283,10 +310,12 @@ async fn slow(Query(q): Query<Slow>) -> &'static str {
 
 /// Serve `router` on (a clone of) `listener` from this actor until
 /// `stop` is notified, then until its in-flight requests are answered.
-fn serve(listener: &std::net::TcpListener, router: axum::Router, stop: Option<Drain>) {
-    let listener = listener
-        .try_clone()
-        .and_then(tokio::net::TcpListener::from_std);
+fn serve(
+    listener: std::io::Result<std::net::TcpListener>,
+    router: axum::Router,
+    stop: Option<Drain>,
+) {
+    let listener = listener.and_then(tokio::net::TcpListener::from_std);
     let listener = match listener {
         Ok(l) => l,
         Err(e) => panic!("the listening socket: {e}"),
@@ -321,7 +350,7 @@ fn main() -> ExitCode {
         let l = std::net::TcpListener::bind(addr)?;
         l.set_nonblocking(true)?;
         let at = l.local_addr()?;
-        Ok::<_, std::io::Error>((Arc::new(l), at))
+        Ok::<_, std::io::Error>((l, at))
     };
     let ((front, front_addr), (upstream, upstream_addr)) =
         match (listen(&addr), listen("127.0.0.1:0")) {
@@ -332,7 +361,7 @@ fn main() -> ExitCode {
             }
         };
     say(&format!("listening on {front_addr}"));
-    let drain = Drain::default();
+    let drain = Drain::new(front);
     let hook = drain.clone();
     let exit: AppExit = Application::new()
         .shutdown_timeout(Duration::from_secs(10))
@@ -353,15 +382,18 @@ fn main() -> ExitCode {
                 SupFlags::new(Strategy::OneForOne).intensity(100, Duration::from_secs(10)),
                 vec![
                     ChildSpec::actor("upstream", move || {
-                        serve(&upstream, upstream_router.clone(), None)
+                        serve(upstream.try_clone(), upstream_router.clone(), None)
                     }),
                     ChildSpec::named_server::<Store>("store", STORE, move || db.clone()),
                     ChildSpec::named_server::<Quotes>("quotes", QUOTES, move || {
                         format!("http://{upstream_addr}/quote")
                     }),
+                    // Transient: it returns only once drained, and a
+                    // drained front stays down.
                     ChildSpec::actor("front", move || {
-                        serve(&front, front_router.clone(), Some(drain.clone()))
-                    }),
+                        serve(drain.listener(), front_router.clone(), Some(drain.clone()))
+                    })
+                    .restart(Restart::Transient),
                 ],
             );
             say("ready");
