@@ -8,7 +8,7 @@ use std::io::ErrorKind;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{run_with, CountDrop, THREADS};
+use support::{parked_on, run_with, CountDrop, HangGuard, THREADS};
 
 fn pipe() -> (RawFd, RawFd) {
     let mut fds = [0; 2];
@@ -178,6 +178,43 @@ fn stopping_an_actor_parked_on_an_fd_leaves_the_fd_registrable() {
             close(r);
             close(w);
         });
+    }
+}
+
+/// A destructor that waits on an fd while its actor unwinds from a stop,
+/// and is woken by a second stop rather than by the fd (a wake that does
+/// not unwind, the actor being unwound already): the wait leaves no
+/// registration behind, so the fd can be waited on again and the run ends.
+#[test]
+fn an_fd_wait_in_a_destructor_ended_by_a_second_stop_leaves_nothing_registered() {
+    struct WaitsInDrop(RawFd);
+    impl Drop for WaitsInDrop {
+        fn drop(&mut self) {
+            let _ = wait_readable(self.0); // never ready: the second stop ends it
+        }
+    }
+    for threads in THREADS {
+        let _hang = HangGuard::new(Duration::from_secs(60), "the run kept an fd wait counted");
+        let (r, w) = pipe();
+        run_with(threads, move || {
+            let stopped = smarm::spawn(move || {
+                let _waits = WaitsInDrop(r);
+                loop {
+                    smarm::sleep(Duration::from_secs(3600));
+                }
+            });
+            smarm::sleep(Duration::from_millis(5));
+            smarm::request_stop(stopped.pid()); // unwinds into the destructor's wait
+            assert_eq!(parked_on(stopped.pid()), Some(smarm::WaitingOn::Fd));
+            smarm::request_stop(stopped.pid()); // ends that wait, not by the fd
+            stopped.join().unwrap();
+            let next = smarm::spawn(move || wait_readable(r).unwrap());
+            smarm::sleep(Duration::from_millis(5));
+            assert_eq!(smarm::io::write(w, b"z").unwrap(), 1);
+            next.join().unwrap();
+        });
+        close(r);
+        close(w);
     }
 }
 

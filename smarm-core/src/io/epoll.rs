@@ -392,9 +392,16 @@ fn wait_fd(fd: RawFd, readable: bool, registration: Option<&Registration>) -> io
         readable,
     };
     wait.park();
-    // Woken by a poll, which consumed the registration: nothing
-    // to cancel.
-    std::mem::forget(registered);
+    if std::thread::panicking() {
+        // A park inside a destructor of an actor being stopped does not
+        // unwind, so a stop's wake (a second stop, the root-exit sweep)
+        // also ends it: the registration may still be ours (io (I3)).
+        drop(registered);
+    } else {
+        // Only a poll wakes this wait without unwinding it, and the poll
+        // consumed the registration: nothing to cancel.
+        std::mem::forget(registered);
+    }
     Ok(())
 }
 

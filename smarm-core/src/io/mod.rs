@@ -48,8 +48,10 @@
 //! - (I2) Each counter increment happens before the registration or
 //!   submission it counts and is undone exactly once: by the producer that
 //!   consumes it, or by the waiter that cancels it.
-//! - (I3) A waiter that unwinds (a stop) removes its registration if it is
-//!   still its own, so the fd is registrable again; one consumed by a poll
+//! - (I3) A waiter that unwinds (a stop), or whose park ends without a
+//!   poll (a stop's wake, while a destructor waits in an actor already
+//!   unwinding), removes its registration if it is still its own, so the
+//!   fd is registrable again and no longer counted; one consumed by a poll
 //!   meanwhile is left alone.
 //! - (I4) Teardown uninstalls the poll source once no scheduler runs,
 //!   joins the pool and closes every fd the driver opened (the wake
