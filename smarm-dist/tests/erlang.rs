@@ -2,7 +2,8 @@
 //! EPMD on a private port (the Erlang node registers with it and starts
 //! none), and messages go both ways, by name and by pid, with every kind
 //! of term surviving the round trip. A wrong cookie gets no connection on
-//! either side; a killed Erlang node is reported down.
+//! either side; a killed Erlang node is reported down; `net_adm:ping`
+//! from Erlang answers `pong`.
 //!
 //! Ignored without `erl`, which they need and must not pass without:
 //! `cargo test -p smarm-dist --test erlang -- --ignored` (as `.ci/run`
@@ -927,4 +928,36 @@ fn a_long_named_smarm_node_talks_with_a_long_named_erlang_node() {
     assert_eq!(erl.expect("NODES ", LONG), "['smarm13@127.0.0.1']");
     assert!(erl.wait(LONG));
     smarm.join().unwrap();
+}
+
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn net_adm_ping_from_erlang_is_pong_and_the_node_stays_connected() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (done_tx, done) = smarm::channel::<()>();
+    let smarm = in_runtime(move || {
+        let node = start_node("smarm14@localhost", "c14", epmd);
+        ready_tx.send(()).unwrap();
+        done.recv().unwrap();
+        // And the other way: smarm pings the Erlang node.
+        assert!(node.ping("erl14@localhost"), "erl14 answered pang");
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl14@localhost",
+        "c14",
+        epmd,
+        "io:format(\"PING ~p~n\", [net_adm:ping('smarm14@localhost')]), \
+         io:format(\"NODES ~p~n\", [nodes()]), \
+         receive stop -> ok after 30000 -> ok end, halt().",
+    );
+    assert_eq!(erl.expect("PING ", LONG), "pong");
+    assert_eq!(erl.expect("NODES ", LONG), "[smarm14@localhost]");
+    // Ping answered, the connection stays: no disconnect followed.
+    done_tx.send(()).unwrap();
+    smarm.join().unwrap();
+    erl.kill();
 }

@@ -315,6 +315,50 @@ fn simultaneous_connects_end_in_one_connection_and_lose_no_message() {
     });
 }
 
+/// `Node::ping` is `net_adm:ping`: the peer's `net_kernel` answers
+/// `yes`, and the connection stays; a node that is not there, or that
+/// refuses the cookie, is `pang`. The kernel's name is the node's own.
+#[test]
+fn ping_answers_pong_from_a_node_and_pang_without_one() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let start = |name: &str, cookie: &str| {
+            Node::builder(name)
+                .cookie(cookie)
+                .epmd_port(epmd)
+                .start()
+                .unwrap()
+        };
+        let a = start("pa@localhost", "c");
+        let b = start("pb@localhost", "c");
+        let stranger = start("pc@localhost", "other");
+        assert!(a.nodes().is_empty());
+        assert!(
+            a.ping("pb@localhost"),
+            "a live node with our cookie is pong"
+        );
+        assert_eq!(a.nodes(), ["pb@localhost"]);
+        assert_eq!(b.nodes(), ["pa@localhost"]);
+        assert!(
+            b.ping("pa@localhost"),
+            "and the other way, on that connection"
+        );
+        assert!(!a.ping("nobody@localhost"), "no such node is pang");
+        assert!(
+            !a.ping("pc@localhost"),
+            "a node with another cookie is pang"
+        );
+        assert_eq!(a.nodes(), ["pb@localhost"]);
+        assert!(
+            a.register("net_kernel").is_err(),
+            "net_kernel is the node's own name"
+        );
+        stranger.stop();
+        b.stop();
+        a.stop();
+    });
+}
+
 /// Senders that pause now and then write their frames themselves (the
 /// connection idle), and in bursts through the writer: each sender's
 /// messages still arrive in the order it sent them, and none is lost.

@@ -6,7 +6,8 @@
 //!
 //! A node is a set of actors in the runtime that started it: the EPMD
 //! keeper (holds the registration; serves EPMD itself when none answers),
-//! the acceptor, and per connection a reader and a writer. The reader
+//! the acceptor, `net_kernel` (answers pings, `kernel.rs`), and per
+//! connection a reader and a writer. The reader
 //! owns the socket's receiving side: it decodes each frame and delivers
 //! it into a local mailbox with `try_send`, so a full bounded mailbox
 //! drops (and counts) the message instead of stalling the connection. The
@@ -33,6 +34,7 @@
 
 mod call;
 mod current;
+mod kernel;
 mod link;
 mod monitor;
 mod serve;
@@ -447,6 +449,8 @@ impl Builder {
         if let Some(server) = server {
             let _ = node.inner.epmd_server.set(server);
         }
+        // Before the acceptor: a peer that connects finds it (K1).
+        node.start_kernel();
         let keeper = node.clone();
         node.spawn("smarm.dist.epmd_keeper", move || {
             keeper.keep_registration(registration)
