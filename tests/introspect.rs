@@ -258,6 +258,46 @@ fn budget_cycles_follow_run_time_with_the_feature() {
     });
 }
 
+/// A new actor in a reused slot has used none of its stack until its
+/// first switch-out: it does not report the previous tenant's depth.
+#[test]
+fn a_new_actor_in_a_reused_slot_reports_no_stack_in_use() {
+    #[inline(never)]
+    fn deep(levels: u32) -> u8 {
+        let frame = std::hint::black_box([levels as u8; 4096]);
+        if levels == 0 {
+            smarm::sleep(Duration::from_millis(1)); // switch out this deep
+            frame[17]
+        } else {
+            deep(levels - 1).wrapping_add(frame[levels as usize])
+        }
+    }
+    // One scheduler: a spawned actor does not run until the root parks.
+    run_with(1, || {
+        let old = smarm::spawn(|| {
+            deep(8);
+        });
+        let old_index = old.pid().index();
+        old.join().unwrap();
+        let fresh: Vec<_> = (0..64).map(|_| smarm::spawn(|| {})).collect();
+        assert!(
+            fresh.iter().any(|h| h.pid().index() == old_index),
+            "no new actor took the finished actor's slot"
+        );
+        for h in &fresh {
+            let bytes = actor_info(h.pid()).unwrap().stack_bytes;
+            if cfg!(feature = "budget-accounting") {
+                assert_eq!(bytes, Some(0), "{:?} has not run yet", h.pid());
+            } else {
+                assert_eq!(bytes, None);
+            }
+        }
+        for h in fresh {
+            h.join().unwrap();
+        }
+    });
+}
+
 /// `stack_bytes` is the stack in use at the last switch out, with the
 /// `budget-accounting` feature (`None` without it): an actor parked deep
 /// in a call chain shows its frames, a shallow one does not.

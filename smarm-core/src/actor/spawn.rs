@@ -342,6 +342,8 @@ pub(crate) fn spawn_in(
     slot.pinned.store(0, Ordering::Relaxed);
     slot.overruns.store(0, Ordering::Relaxed);
     slot.budget.store(0, Ordering::Relaxed);
+    // Until its first switch-out it has used none of its stack.
+    slot.stack_depth.store(0, Ordering::Relaxed);
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
