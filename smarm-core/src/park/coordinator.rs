@@ -44,7 +44,7 @@ pub(crate) struct Coordinator {
     origin: Instant,
     /// The monotonic clock at (or just before) `origin`, in nanoseconds:
     /// what [`Coordinator::now_nanos`] counts from.
-    origin_raw: u64,
+    origin_clock: u64,
 }
 
 /// One timer shard's earliest deadline, on a line of its own: its owner
@@ -82,10 +82,10 @@ impl Coordinator {
             polling: AtomicU64::new(0),
             tk_holder: AtomicU64::new(NO_TIMEKEEPER),
             tk_armed: AtomicU64::new(NO_DEADLINE),
-            // Raw clock first: `now_nanos` then runs ahead of nanos derived
+            // The clock first: `now_nanos` then runs ahead of nanos derived
             // from an `Instant` by at most the gap, so deadlines computed
             // with it fire late by that gap at worst, never early.
-            origin_raw: monotonic_raw_nanos(),
+            origin_clock: clock_monotonic_nanos(),
             origin: Instant::now(),
         }
     }
@@ -94,7 +94,7 @@ impl Coordinator {
     /// one `Instant` reads), without `Instant`'s arithmetic.
     #[inline]
     pub(crate) fn now_nanos(&self) -> u64 {
-        monotonic_raw_nanos().saturating_sub(self.origin_raw)
+        clock_monotonic_nanos().saturating_sub(self.origin_clock)
     }
 
     /// The deadline `timeout` from now, in nanos since `origin`; `None` if
@@ -451,7 +451,7 @@ impl Coordinator {
 /// `CLOCK_MONOTONIC` in nanoseconds.
 #[cfg(target_os = "linux")]
 #[inline]
-fn monotonic_raw_nanos() -> u64 {
+fn clock_monotonic_nanos() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -466,7 +466,7 @@ fn monotonic_raw_nanos() -> u64 {
 
 /// Elsewhere: nanos since a process-wide `Instant`.
 #[cfg(not(target_os = "linux"))]
-fn monotonic_raw_nanos() -> u64 {
+fn clock_monotonic_nanos() -> u64 {
     static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
