@@ -123,14 +123,56 @@ fn strip(src: &str) -> String {
     out
 }
 
-/// `src` with `#[cfg(test)]` / `#[cfg(all(test, ...))]` items removed.
+/// Whether the cfg predicate `pred` holds only in test builds: `test`,
+/// or `all(...)` with such a term, or `any(...)` of such terms alone.
+/// `not(test)` and `any(test, feature = ...)` are production code too.
+fn requires_test(pred: &str) -> bool {
+    let pred = pred.trim();
+    if pred == "test" {
+        return true;
+    }
+    let Some((op, args)) = pred.strip_suffix(')').and_then(|p| p.split_once('(')) else {
+        return false;
+    };
+    // The arguments, split at the commas outside parentheses.
+    let mut terms = Vec::new();
+    let (mut depth, mut from) = (0usize, 0usize);
+    for (i, c) in args.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                terms.push(&args[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    terms.push(&args[from..]);
+    let terms = terms.into_iter().filter(|t| !t.trim().is_empty());
+    match op.trim() {
+        "all" => terms.into_iter().any(requires_test),
+        "any" => {
+            let mut terms = terms.peekable();
+            terms.peek().is_some() && terms.all(requires_test)
+        }
+        _ => false, // not(...), feature = ..., target_os = ...
+    }
+}
+
+/// `src` with the items under a `#[cfg(...)]` that holds only in test
+/// builds removed ([`requires_test`]).
 fn without_test_items(src: &str) -> String {
     let mut out = String::new();
     let mut rest = src;
     while let Some(at) = rest.find("#[cfg(") {
         let attr_end = rest[at..].find(']').map_or(rest.len(), |e| at + e + 1);
         let attr = &rest[at..attr_end];
-        if !(attr.contains("(test") || attr.contains(" test")) {
+        let pred = attr
+            .strip_prefix("#[cfg(")
+            .and_then(|a| a.strip_suffix(")]"))
+            .unwrap_or("");
+        if !requires_test(pred) {
             out.push_str(&rest[..attr_end]);
             rest = &rest[attr_end..];
             continue;
@@ -358,6 +400,10 @@ fn the_scanner_resolves_paths_as_documented() {
         mod tests { use crate::runtime::Shared; }
         #[cfg(all(test, loom))]
         use crate::io::Driver;
+        #[cfg(not(test))]
+        use crate::park::Production;
+        #[cfg(any(test, feature = "trace"))]
+        fn g() { crate::time::Either::new(); }
     "#;
     let paths: BTreeSet<String> = paths_in(src, &module)
         .into_iter()
@@ -369,11 +415,24 @@ fn the_scanner_resolves_paths_as_documented() {
         "sync::RawMutex",
         "slot::word::SlotWord",
         "channel::ReplyCell::new",
+        "park::Production",
+        "time::Either::new",
     ]
     .into_iter()
     .map(str::to_string)
     .collect();
     assert_eq!(paths, expected);
+    for (pred, test_only) in [
+        ("test", true),
+        ("all(test, loom)", true),
+        ("all(loom, any(test, test))", true),
+        ("not(test)", false),
+        ("any(test, feature = \"trace\")", false),
+        ("feature = \"test\"", false),
+        ("all(not(test), loom)", false),
+    ] {
+        assert_eq!(requires_test(pred), test_only, "cfg({pred})");
+    }
 
     let table = vec![
         ("sync".to_string(), 0),
