@@ -7,7 +7,7 @@
 //! ([`typed`]), and running a tree as the program ([`application`]).
 
 pub mod application; // a top supervisor as the program: signals, shutdown, exit status
-mod gen; //            start, call, termination, StartError / StopReason: for every behaviour
+mod behaviour; //      start, call, termination, StartError / StopReason: for every behaviour
 pub mod gen_server; // a state-owning actor serving calls and casts
 mod key; //            the typed name behind registry::Name and pg::Group
 mod loom; //           the sync facade of the lock-free registry (loom or std)

@@ -90,7 +90,7 @@ pub fn start_link<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError
 
 fn start_with<M: Actor>(state: impl Handler<M>, link: bool) -> Result<Pid<M>, StartError> {
     let (tx, inbox) = smarm_core::channel::channel::<M>();
-    let pid = crate::gen::start(
+    let pid = crate::behaviour::start(
         if link {
             smarm_core::Builder::new().link()
         } else {
@@ -106,7 +106,7 @@ fn serve<M: Actor>(
     mut state: impl Handler<M>,
     tx: smarm_core::Sender<M>,
     inbox: smarm_core::Receiver<M>,
-    started: crate::gen::Started,
+    started: crate::behaviour::Started,
 ) {
     let registered = match M::NAME {
         Some(name) => registry::register(Name::<M>::new(name), tx).map_err(StartError::from),
@@ -122,12 +122,12 @@ fn serve<M: Actor>(
         return;
     }
     let mut last: Option<&'static str> = None;
-    let ended = crate::gen::termination::run(|| loop {
+    let ended = crate::behaviour::termination::run(|| loop {
         match inbox.recv() {
             Ok(msg) => {
                 let variant = msg.variant();
                 last = Some(variant);
-                let flow = crate::gen::callback!("handle", msg = variant, state.handle(msg));
+                let flow = crate::behaviour::callback!("handle", msg = variant, state.handle(msg));
                 if let Flow::Stop(reason) = flow {
                     return reason;
                 }

@@ -214,7 +214,7 @@ impl<G: GenServer> Builder<G> {
         if let Some(label) = self.label {
             builder = builder.name(label);
         }
-        crate::gen::start(builder, move |started| {
+        crate::behaviour::start(builder, move |started| {
             server::serve::<G, I>(args, inbox, me, name, parent, idle, started)
         })
     }

@@ -1,9 +1,9 @@
 //! Addressing a server: [`GenServerRef`] (by pid, holding its mailbox's
 //! sender) and [`ServerName`] (through the registry, resolved on each use).
 
-use super::call::{call_as, call_async, CallError, Reply, DEFAULT_CALL_TIMEOUT};
 use super::server::{Envelope, Msg};
 use super::{GenServer, StartError};
+use crate::behaviour::{call_as, call_async, CallError, Reply, DEFAULT_CALL_TIMEOUT};
 use crate::registry::{self, Name};
 use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
 use smarm_core::Pid;

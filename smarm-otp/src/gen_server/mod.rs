@@ -79,7 +79,7 @@ mod builder;
 mod handle;
 mod server;
 
-pub use crate::gen::{
+pub use crate::behaviour::{
     call, call_as, call_async, CallError, InitError, Reply, StartError, StopReason,
     DEFAULT_CALL_TIMEOUT,
 };

@@ -27,7 +27,7 @@
 //!   request's reply slot (their callers fail at once).
 
 use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
-use crate::gen::callback;
+use crate::behaviour::callback;
 use smarm_core::actor::Hibernation;
 use smarm_core::channel::{
     channel, BoundedReceiver, Receiver, RecvError, RecvTimeoutError, Selectable, Sender,
@@ -236,7 +236,7 @@ impl<G: GenServer> Serving<G> {
     /// fresh one, the state moved to the heap with the rest.
     fn run<I: Inbox<Envelope<G>>>(mut self, inbox: I) -> Hibernation {
         let mut hibernating = false;
-        let ended = crate::gen::termination::run(|| {
+        let ended = crate::behaviour::termination::run(|| {
             // One loop per way of waiting, so neither pays for the other.
             let turn = match self.hibernate_after {
                 None => serve_loop(&mut self, &inbox, |inbox: &I| {
