@@ -256,3 +256,34 @@ fn run_returns_the_roots_value() {
     assert!(matches!(exit, AppExit::Stopped), "{exit:?}");
     assert_eq!(exit.code(), 0);
 }
+
+/// A runtime handed in is the one the application runs on (the config
+/// set before it is not used), and `config` after it replaces it.
+#[test]
+fn an_application_runs_on_a_runtime_handed_in() {
+    let schedulers_seen = |app: Application| {
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let s = seen.clone();
+        let exit = app.run(move || {
+            s.store(
+                smarm::snapshot().schedulers.len(),
+                std::sync::atomic::Ordering::SeqCst,
+            );
+            let top = supervisor::start(SupFlags::new(Strategy::OneForOne), vec![])?;
+            let inner = top.clone();
+            smarm::spawn(move || inner.shutdown().unwrap());
+            Ok(top)
+        });
+        assert!(matches!(exit, AppExit::Stopped), "{exit:?}");
+        seen.load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let handed_in = smarm::runtime::init(smarm::runtime::Config::exact(1));
+    let app = Application::new()
+        .config(smarm::runtime::Config::exact(2))
+        .runtime(handed_in);
+    assert_eq!(schedulers_seen(app.clone()), 1);
+    assert_eq!(
+        schedulers_seen(app.config(smarm::runtime::Config::exact(2))),
+        2
+    );
+}

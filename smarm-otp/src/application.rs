@@ -39,7 +39,7 @@
 use crate::gen_server::StartError;
 use crate::supervisor::SupervisorRef;
 use smarm_core::io::OsSignals;
-use smarm_core::runtime::{self, Config};
+use smarm_core::runtime::{self, Config, Runtime};
 use smarm_core::DownReason;
 use std::process::{ExitCode, Termination};
 use std::time::{Duration, Instant};
@@ -49,6 +49,9 @@ use std::time::{Duration, Instant};
 #[derive(Clone)]
 pub struct Application {
     config: Config,
+    /// A runtime handed in ([`Application::runtime`]); else one is made
+    /// from `config`.
+    runtime: Option<std::sync::Arc<Runtime>>,
     shutdown_timeout: Duration,
     kill_grace: Duration,
     signals: Vec<libc::c_int>,
@@ -59,6 +62,7 @@ impl std::fmt::Debug for Application {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Application")
             .field("config", &self.config)
+            .field("runtime", &self.runtime)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("kill_grace", &self.kill_grace)
             .field("signals", &self.signals)
@@ -145,6 +149,7 @@ impl Application {
     pub fn new() -> Self {
         Application {
             config: Config::default(),
+            runtime: None,
             shutdown_timeout: Duration::from_secs(30),
             kill_grace: Duration::from_secs(5),
             signals: vec![libc::SIGTERM, libc::SIGINT],
@@ -152,9 +157,35 @@ impl Application {
         }
     }
 
-    /// The runtime's configuration.
+    /// The runtime's configuration (replacing a runtime handed in with
+    /// [`runtime`](Self::runtime) before).
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
+        self.runtime = None;
+        self
+    }
+
+    /// Run on `runtime` rather than on one made from a [`Config`]: a
+    /// runtime given more than a configuration, such as its tokio runtime
+    /// (feature `tokio`: `Runtime::with_tokio_threads` for a tokio-heavy
+    /// service, or `Runtime::with_tokio` to share one), so that the
+    /// application owns `main` and the signals while async crates run
+    /// beside it.
+    ///
+    /// ```no_run
+    /// use smarm::application::{AppExit, Application};
+    /// use smarm::runtime::{self, Config};
+    /// use smarm::supervisor::{self, SupFlags, Strategy};
+    ///
+    /// fn main() -> AppExit {
+    ///     let runtime = runtime::init(Config::exact(2));
+    ///     Application::new()
+    ///         .runtime(runtime)
+    ///         .run(|| supervisor::start(SupFlags::new(Strategy::OneForOne), vec![]))
+    /// }
+    /// ```
+    pub fn runtime(mut self, runtime: Runtime) -> Self {
+        self.runtime = Some(std::sync::Arc::new(runtime));
         self
     }
 
@@ -215,6 +246,7 @@ impl Application {
     ) -> AppExit {
         let Application {
             config,
+            runtime,
             shutdown_timeout,
             kill_grace,
             signals,
@@ -239,7 +271,8 @@ impl Application {
                     }
                 }
             });
-        let exit = runtime::init(config).run(move || {
+        let runtime = runtime.unwrap_or_else(|| std::sync::Arc::new(runtime::init(config)));
+        let exit = runtime.run(move || {
             let stop = Shutdown {
                 signals: &signals,
                 timeout: shutdown_timeout,
