@@ -32,7 +32,7 @@ use axum::routing::{get, post};
 use smarm::application::{AppExit, Application};
 use smarm::future::block_on;
 use smarm::gen_server::{self, CallError, Ctx, Flow, GenServer, InitError, ServerName, StopReason};
-use smarm::runtime::RuntimeHandle;
+use smarm::runtime::{Config, RuntimeHandle};
 use smarm::supervisor::{self, ChildSpec, Restart, Strategy, SupFlags};
 use smarm::Reply;
 use std::io::Write;
@@ -363,7 +363,16 @@ fn main() -> ExitCode {
     say(&format!("listening on {front_addr}"));
     let drain = Drain::new(front);
     let hook = drain.clone();
+    // The HTTP front's connections, reqwest's and sqlx's IO run on the
+    // tokio threads beside the schedulers: as many as cores, as a tokio
+    // service would have.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = match smarm::runtime::init(Config::default()).with_tokio_threads(cores) {
+        Ok(rt) => rt,
+        Err(e) => panic!("the tokio runtime: {e}"),
+    };
     let exit: AppExit = Application::new()
+        .runtime(runtime)
         .shutdown_timeout(Duration::from_secs(10))
         .before_stop(move || hook.drain())
         .run(move || {
