@@ -1146,10 +1146,10 @@ impl Node {
                         continue;
                     }
                     Err(e) => {
-                        if e.contains("over the limit") {
+                        if matches!(e, FrameError::TooLong { .. }) {
                             self.inner.stats.malformed.fetch_add(1, Ordering::Relaxed);
                         }
-                        return Err(e);
+                        return Err(e.to_string());
                     }
                 };
                 last = Instant::now();
@@ -1357,6 +1357,22 @@ impl Outbox {
 
 /// Frames read through a buffer, so a burst of small messages costs one
 /// system call per buffer, not two per message.
+/// Why a connection's reader could not read its next frame.
+#[derive(Debug, Error)]
+enum FrameError {
+    /// The socket failed, or the peer closed it.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The frame's length is over the node's `max_frame`: not read.
+    #[error("a frame of {len} bytes, over the limit of {max}")]
+    TooLong {
+        /// The length the frame claims.
+        len: usize,
+        /// The node's limit.
+        max: usize,
+    },
+}
+
 struct FrameReader {
     buf: Vec<u8>,
     start: usize,
@@ -1422,16 +1438,16 @@ impl FrameReader {
     }
 
     /// The next frame, no longer than `max`.
-    fn next(&mut self, stream: &mut TcpStream, max: usize) -> Result<Next, String> {
-        if !self.fill(stream, 4).map_err(|e| e.to_string())? {
+    fn next(&mut self, stream: &mut TcpStream, max: usize) -> Result<Next, FrameError> {
+        if !self.fill(stream, 4)? {
             return Ok(Next::Idle);
         }
         let b = &self.buf[self.start..self.start + 4];
         let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
         if n > max {
-            return Err(format!("a frame of {n} bytes, over the limit of {max}"));
+            return Err(FrameError::TooLong { len: n, max });
         }
-        while !self.fill(stream, 4 + n).map_err(|e| e.to_string())? {}
+        while !self.fill(stream, 4 + n)? {}
         let frame = self.start + 4..self.start + 4 + n;
         self.start += 4 + n;
         Ok(Next::Frame(frame))
