@@ -15,12 +15,12 @@
 //! `super::` path that reaches a layer above its module's.
 //!
 //! ```text layers
-//! 0 loom clock config context hash heap mapping stack sync
+//! 0 loom clock config context hash heap lock mapping stack
 //! 1 slot
-//! 2 park trace::ring
-//! 3 time::heap time::bounded time::timers
+//! 2 park recorder
+//! 3 timer
 //! 4 scheduler
-//! 5 channel sync::mutex future
+//! 5 channel sync future
 //! 6 actor signal stop report
 //! 7 io time
 //! 8 introspect trace
@@ -31,7 +31,8 @@
 //!   mappings, heap accounts, stacks, futexes, the asymmetric fence, the
 //!   internal locks and the preemption gate.
 //! - 1, the slot table: a slot per actor, its state word and its runner.
-//! - 2, the coordination of idle schedulers (futex parkers, timekeeper).
+//! - 2, the coordination of idle schedulers (futex parkers, timekeeper);
+//!   the trace recorder's rings.
 //! - 3, the timer heap, a runtime's `Timers` around it, and the per-actor
 //!   wait timer.
 //! - 4, the schedulers: run queues, next slot, stealing, preemption, the
@@ -56,8 +57,8 @@ macro_rules! trace_event {
     ($shared:expr, $kind:ident, $a:expr, $b:expr) => {{
         #[cfg(feature = "trace")]
         {
-            if $crate::trace::ring::any_active() {
-                $shared.trace_record($crate::trace::ring::Kind::$kind, || ($a, $b));
+            if $crate::recorder::any_active() {
+                $shared.trace_record($crate::recorder::Kind::$kind, || ($a, $b));
             }
         }
         #[cfg(not(feature = "trace"))]
@@ -77,9 +78,12 @@ pub mod hash; //          the hash for smarm's own keys (names, timer ids)
 mod heap; //              per-actor heap accounts and limits
 pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
+mod lock; //              futex, RawMutex, lock classes, the no-preempt gate
 mod loom; //              the sync facade (loom or std)
 mod mapping; //           anonymous mmap: the one place it is called
 mod park; //              scheduler park/wake coordination
+#[cfg(feature = "trace")]
+mod recorder; //          the per-scheduler trace rings events are recorded into
 pub mod report; //        crash and supervisor reports, and where they go
 pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate
@@ -87,8 +91,9 @@ pub mod signal; //        monitors, links, exit trapping, on_exit
 mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
 pub mod stop; //          telling a stop from a panic, and cleanup that blocks
-pub mod sync; //          Mutex; internally futex, RawMutex, lock classes
-pub mod time; //          sleep, message timers, the timer heap
+pub mod sync; //          the actor-aware Mutex
+pub mod time; //          sleep, message timers
+mod timer; //             the sharded timer heaps, bounded waits
 #[cfg(feature = "trace")]
 pub mod trace; //         runtime trace events, Chrome Trace export
 
@@ -105,12 +110,12 @@ pub use introspect::{
     actor_info, heap_accounting, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot,
     RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
 };
+pub use lock::no_preempt::NoPreempt;
 pub use runtime::run;
 pub use scheduler::{check_timeslice, PreemptingAlloc};
 pub use signal::{
     demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink, Down,
     DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef,
 };
-pub use sync::mutex::{LockTimeout, Mutex, MutexGuard};
-pub use sync::no_preempt::NoPreempt;
+pub use sync::{LockTimeout, Mutex, MutexGuard};
 pub use time::sleep;

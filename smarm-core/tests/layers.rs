@@ -5,7 +5,9 @@
 //! documented order and the checked one cannot drift apart. Every
 //! `crate::` and `super::` path in non-test code is resolved to the module
 //! it names (through the crate root's re-exports for `crate::Name`), inline
-//! paths included; a path into a higher layer is a violation.
+//! paths included; a path into a higher layer is a violation. Only items
+//! under a `cfg` that holds in test builds alone are left out. A folder
+//! is one layer: every module in it must sit on its folder's row.
 
 #![allow(clippy::unwrap_used)] // a scan that cannot read the sources must fail the test
 
@@ -326,6 +328,38 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The folders (top-level module directories) whose files sit on more
+/// than one layer of `table`, each as a line naming the layers and a
+/// module on each: a folder is one layer.
+fn folders_spanning_layers(table: &[(String, usize)], files: &[PathBuf]) -> BTreeSet<String> {
+    let mut by_folder: BTreeMap<String, BTreeMap<usize, String>> = BTreeMap::new();
+    for rel in files {
+        if rel.components().count() < 2 {
+            continue; // a file module is one layer by construction
+        }
+        let module = module_of(rel);
+        let folder = module[0].clone();
+        if let Some((_, layer)) = layer_of(table, &module) {
+            by_folder
+                .entry(folder)
+                .or_default()
+                .entry(layer)
+                .or_insert_with(|| module.join("::"));
+        }
+    }
+    by_folder
+        .into_iter()
+        .filter(|(_, layers)| layers.len() > 1)
+        .map(|(folder, layers)| {
+            let spans: Vec<String> = layers
+                .iter()
+                .map(|(layer, module)| format!("{layer} ({module})"))
+                .collect();
+            format!("{folder}/ spans layers {}", spans.join(", "))
+        })
+        .collect()
+}
+
 /// Every upward dependency of the crate under `src`, as `module -> module`
 /// lines naming the modules of the layer table.
 fn upward_imports(src: &Path) -> BTreeSet<String> {
@@ -367,6 +401,29 @@ fn upward_imports(src: &Path) -> BTreeSet<String> {
         }
     }
     found
+}
+
+#[test]
+fn every_folder_is_one_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let table = layer_table(&fs::read_to_string(src.join("lib.rs")).unwrap());
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let rel: Vec<PathBuf> = files
+        .iter()
+        .map(|f| f.strip_prefix(&src).unwrap().to_path_buf())
+        .collect();
+    let found = folders_spanning_layers(&table, &rel);
+    assert!(
+        found.is_empty(),
+        "folders whose modules sit on two layers (split the folder so that \
+         each is one row of the layer table in smarm-core/src/lib.rs):\n  {}",
+        found
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
 }
 
 #[test]
@@ -443,6 +500,25 @@ fn the_scanner_resolves_paths_as_documented() {
     assert_eq!(layer_of(&table, &segs("sync::mutex::Mutex")).unwrap().1, 6);
     assert_eq!(layer_of(&table, &segs("sync::RawMutex")).unwrap().1, 0);
     assert!(layer_of(&table, &segs("std::sync")).is_none());
+
+    // A folder with a module on a layer of its own spans two layers.
+    let files: Vec<PathBuf> = [
+        "sync/mod.rs",
+        "sync/mutex.rs",
+        "sync/futex.rs",
+        "slot/mod.rs",
+        "lib.rs",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .collect();
+    assert_eq!(
+        folders_spanning_layers(&table, &files)
+            .into_iter()
+            .collect::<Vec<_>>(),
+        ["sync/ spans layers 0 (sync), 6 (sync::mutex)"]
+    );
+    assert!(folders_spanning_layers(&table[..2], &files).is_empty());
 }
 
 /// Wait (W1): only the wait module opens and retires waits on the slot

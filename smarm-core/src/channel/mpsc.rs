@@ -12,10 +12,10 @@ mod loom_models;
 
 use super::queue::Queue;
 use super::room::{self, Room, SendTimeoutError, TrySendError};
+use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn};
 use crate::slot::WaitId;
-use crate::sync::{LockClass, RawMutex};
 use std::cell::{RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -788,7 +788,7 @@ impl<T> Drop for TakenGuard<'_, T> {
 pub(super) enum Taken<'a, T> {
     Message(T),
     /// Nothing queued; the shared lock is still held.
-    Empty(crate::sync::RawMutexGuard<'a, Inner<T>>),
+    Empty(crate::lock::RawMutexGuard<'a, Inner<T>>),
 }
 
 /// The receive step: the oldest message from `taken`, else move the whole

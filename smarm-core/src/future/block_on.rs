@@ -3,8 +3,8 @@
 
 use super::cell::Armed;
 use super::waker::Held;
+use crate::lock::no_preempt::NoPreempt;
 use crate::scheduler::{self, Deadline, Wait, WaitingOn};
-use crate::sync::no_preempt::NoPreempt;
 use std::future::{Future, IntoFuture};
 use std::pin::pin;
 use std::task::{Context, Poll};

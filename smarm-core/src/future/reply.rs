@@ -74,14 +74,14 @@ impl<T> AsyncReplySender<T> {
     pub fn is_waited_on(&self) -> bool {
         self.slot
             .as_ref()
-            .is_some_and(|s| matches!(*crate::sync::lock_std(s), Slot::Waiting(_)))
+            .is_some_and(|s| matches!(*crate::lock::lock_std(s), Slot::Waiting(_)))
     }
 }
 
 /// Put `outcome` in a waiting slot and wake its waker (A2), or hand the
 /// outcome back if the receiver is gone.
 fn settle<T>(slot: &Mutex<Slot<T>>, outcome: Slot<T>) -> Result<(), Slot<T>> {
-    let mut s = crate::sync::lock_std(slot);
+    let mut s = crate::lock::lock_std(slot);
     let waker = match &mut *s {
         Slot::Waiting(waker) => waker.take(),
         _ => return Err(outcome),
@@ -106,7 +106,7 @@ impl<T> Future for AsyncReply<T> {
     type Output = Result<T, ReplyError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut s = crate::sync::lock_std(&self.slot);
+        let mut s = crate::lock::lock_std(&self.slot);
         match &mut *s {
             Slot::Waiting(waker) => {
                 if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
@@ -127,7 +127,7 @@ impl<T> Future for AsyncReply<T> {
 impl<T> Drop for AsyncReply<T> {
     fn drop(&mut self) {
         // A value that came is dropped here; a later one is handed back.
-        let old = std::mem::replace(&mut *crate::sync::lock_std(&self.slot), Slot::Gone);
+        let old = std::mem::replace(&mut *crate::lock::lock_std(&self.slot), Slot::Gone);
         drop(old);
     }
 }

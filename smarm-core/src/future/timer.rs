@@ -58,7 +58,7 @@ impl Future for SleepUntil {
             Inner::Tokio(sleep) => sleep.as_mut().poll(cx),
             Inner::Thread(key) => {
                 let timers = timers();
-                let mut state = crate::sync::lock_std(&timers.state);
+                let mut state = crate::lock::lock_std(&timers.state);
                 let key = *key.get_or_insert_with(|| {
                     state.next += 1;
                     (this.deadline, state.next)
@@ -80,7 +80,7 @@ impl Future for SleepUntil {
 impl SleepUntil {
     fn unregister(&mut self) {
         if let Inner::Thread(Some(key)) = self.inner {
-            crate::sync::lock_std(&timers().state).wakers.remove(&key);
+            crate::lock::lock_std(&timers().state).wakers.remove(&key);
             self.inner = Inner::Thread(None);
         }
     }

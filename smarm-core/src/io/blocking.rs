@@ -50,7 +50,7 @@ impl Pool {
     }
 
     fn submit(&self, job: Job) -> std::io::Result<()> {
-        let mut q = crate::sync::lock_std(&self.state.queue);
+        let mut q = crate::lock::lock_std(&self.state.queue);
         q.jobs.push_back(job);
         if q.idle >= q.jobs.len() {
             self.state.work.notify_one();
@@ -149,7 +149,7 @@ where
     loop {
         // The job was handed this wait once: park on it until it is done.
         wait.park_and_stay_open();
-        let result = crate::sync::lock_std(&slot).take();
+        let result = crate::lock::lock_std(&slot).take();
         match result {
             Some(Ok(value)) => return value,
             Some(Err(payload)) => std::panic::resume_unwind(payload),
@@ -242,7 +242,7 @@ where
         // The job was handed this wait once: park on it until it is done,
         // and let a stop wait for the job (see the SAFETY note above).
         wait.park_staying_for_the_waker();
-        if let Some(result) = crate::sync::lock_std(&slot).take() {
+        if let Some(result) = crate::lock::lock_std(&slot).take() {
             break result;
         }
     };

@@ -3,12 +3,12 @@
 
 use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
+use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::netpoll::{PollEvents, PollSource};
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, Wait};
 use crate::slot::{Pid, WaitId};
-use crate::sync::{LockClass, RawMutex};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

@@ -94,7 +94,7 @@
 //! # Safety
 //!
 //! The only unsafe code is the futex syscall in `parker/futex.rs` (see
-//! [`crate::sync::futex`]) and the 8-byte `write` to a polling parker's
+//! [`crate::lock::futex`]) and the 8-byte `write` to a polling parker's
 //! wake eventfd, which the runtime keeps open (netpoll (P2)).
 
 mod coordinator;

@@ -191,7 +191,7 @@ impl Runtime {
                     })
                 }));
                 let waker = {
-                    let mut outcome = crate::sync::lock_std(&s.outcome);
+                    let mut outcome = crate::lock::lock_std(&s.outcome);
                     outcome.result = Some(result);
                     outcome.waker.take()
                 };
@@ -213,7 +213,7 @@ impl Runtime {
         // begin (already running, say) re-raises its panic here.
         if began.recv().is_err() {
             drop(thread.join()); // it caught the panic and left it in the state
-            let result = crate::sync::lock_std(&running.state.outcome).result.take();
+            let result = crate::lock::lock_std(&running.state.outcome).result.take();
             if let Some(Err(panic)) = result {
                 std::panic::resume_unwind(panic);
             }
@@ -231,7 +231,7 @@ impl<R> Running<R> {
 
     /// Whether the run has ended (so `join` will not block).
     pub fn is_finished(&self) -> bool {
-        crate::sync::lock_std(&self.state.outcome).result.is_some()
+        crate::lock::lock_std(&self.state.outcome).result.is_some()
     }
 
     /// Block the calling thread until the run ends; the root's value.
@@ -294,7 +294,7 @@ impl<R> Future for RunningFuture<R> {
     type Output = R;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
-        let mut outcome = crate::sync::lock_std(&self.state.outcome);
+        let mut outcome = crate::lock::lock_std(&self.state.outcome);
         match outcome.result.take() {
             Some(result) => {
                 drop(outcome);

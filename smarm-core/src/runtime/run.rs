@@ -165,11 +165,11 @@ impl Runtime {
         self.run_root(
             move || {
                 let v = f();
-                *crate::sync::lock_std(&slot) = Some(v);
+                *crate::lock::lock_std(&slot) = Some(v);
             },
             started,
         );
-        let taken = crate::sync::lock_std(&value).take();
+        let taken = crate::lock::lock_std(&value).take();
         match taken {
             Some(v) => v,
             None => unit_or_stopped(),

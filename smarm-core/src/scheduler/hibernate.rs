@@ -131,7 +131,7 @@ unsafe fn settle(slot: &Slot, arm: Box<dyn Arm>) -> Entry {
     });
     slot.pinned.store(0, crate::loom::Ordering::Relaxed);
     if let Some(sched_sp) = sched_sp {
-        crate::sync::assert_no_locks_held();
+        crate::lock::assert_no_locks_held();
         // SAFETY: `sched_sp` is the scheduler that resumed this actor,
         // parked in `run_actor` waiting for this switch. The save cell is
         // written but never read: the scheduler clears `sp` (H1) and

@@ -90,7 +90,7 @@ impl RuntimeLocals {
     #[cold]
     fn fill<T: Any + Send + Sync + Default>(&self) -> &T {
         let mut made = Some(Box::new(T::default()) as Box<dyn Any + Send + Sync>);
-        let _fill = crate::sync::lock_std(&self.fill);
+        let _fill = crate::lock::lock_std(&self.fill);
         if let Some(t) = self.find::<T>() {
             return t;
         }

@@ -103,14 +103,14 @@ impl NetPoll {
 
     /// Start polling `source` (the IO driver's start).
     pub(crate) fn install(&self, source: Arc<dyn PollSource>) {
-        let mut poller = crate::sync::lock_std(&self.poller);
+        let mut poller = crate::lock::lock_std(&self.poller);
         poller.source = Some(source);
         poller.events.reserve(POLL_BATCH);
     }
 
     /// Stop polling (the IO driver's stop, once no scheduler runs).
     pub(crate) fn uninstall(&self) {
-        crate::sync::lock_std(&self.poller).source = None;
+        crate::lock::lock_std(&self.poller).source = None;
     }
 
     /// The role, unless another thread holds it (P1). The lock guards no

@@ -9,7 +9,7 @@
 //! An asymmetric Dekker pair keeps the owner's path to plain loads and
 //! stores: the owner marks itself `busy`, fences lightly and checks
 //! `frozen`; the monitor sets `frozen`, issues the process-wide barrier
-//! ([`membarrier`](crate::sync::membarrier)) and checks `busy`. Either the
+//! ([`membarrier`](crate::lock::membarrier)) and checks `busy`. Either the
 //! monitor sees the owner busy (and leaves the slot alone), or the owner
 //! sees the slot frozen (and waits the few instructions the take lasts).
 //! Without the kernel's barrier, the monitor never takes.
@@ -24,9 +24,9 @@
 //! - (N2) An actor is in at most one place: what the monitor takes it
 //!   moves to the injector, and the owner then finds the slot empty.
 
+use crate::lock::membarrier;
 use crate::loom::{AtomicBool, AtomicU64, Ordering};
 use crate::slot::Pid;
-use crate::sync::membarrier;
 
 /// See the module docs.
 #[repr(align(128))]

@@ -30,7 +30,7 @@
 
 use super::{switch_out, with_worker, Intent};
 use crate::clock;
-use crate::sync::no_preempt::{countdown_expired, gate_open};
+use crate::lock::no_preempt::{countdown_expired, gate_open};
 
 /// Whether a safepoint may switch the current actor out on its own (I1):
 /// no `NoPreempt` guard open and no `with_worker` span running.

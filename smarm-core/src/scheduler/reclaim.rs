@@ -30,8 +30,8 @@
 //! - (I3) Values are dropped outside the retired-list lock, on a scheduler
 //!   thread between actors (or when the runtime is dropped).
 
+use crate::lock::{LockClass, RawMutex};
 use crate::loom::{fence, AtomicU64, AtomicUsize, Ordering};
-use crate::sync::{LockClass, RawMutex};
 use std::any::Any;
 
 /// The record of a scheduler that is parked or stopped.

@@ -7,9 +7,9 @@
 //! depth-first and keeps the live set small; yields go to the back. A thief
 //! takes the back half: the oldest work, furthest from the victim's cache.
 
+use crate::lock::{LockClass, RawMutex};
 use crate::loom::{AtomicUsize, Ordering};
 use crate::slot::Pid;
-use crate::sync::{LockClass, RawMutex};
 use std::collections::VecDeque;
 
 /// Most actors one steal moves.

@@ -13,8 +13,8 @@ use crate::park::Coordinator;
 use crate::slot::word::{State, Unpark};
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
 use crate::stack::{Stack, StackError, StackPool};
-use crate::time::heap::{Entry, TimerAction, TimerId};
-use crate::time::timers::Timers;
+use crate::timer::heap::{Entry, TimerAction, TimerId};
+use crate::timer::timers::Timers;
 use std::sync::Arc as StdArc;
 use std::time::Instant;
 
@@ -148,7 +148,7 @@ pub(crate) struct Shared {
     next_monitor_id: std::sync::atomic::AtomicU64,
     /// Runtime trace events (feature `trace`).
     #[cfg(feature = "trace")]
-    pub(crate) trace: crate::trace::ring::Recorder,
+    pub(crate) trace: crate::recorder::Recorder,
     /// The `tracing` dispatcher the current run was started under
     /// (feature `tracing`), made every scheduler thread's default.
     #[cfg(feature = "tracing")]
@@ -194,7 +194,7 @@ impl Shared {
             reclaim: Reclaimer::new(threads),
             slice_ticks: crate::clock::ticks_for(config.timeslice),
             #[cfg(feature = "trace")]
-            trace: crate::trace::ring::Recorder::new(),
+            trace: crate::recorder::Recorder::new(),
             #[cfg(feature = "tracing")]
             dispatch: std::sync::Mutex::new(None),
             config,
@@ -296,7 +296,7 @@ impl Shared {
     #[inline(never)]
     pub(crate) fn trace_record(
         &self,
-        kind: crate::trace::ring::Kind,
+        kind: crate::recorder::Kind,
         operands: impl FnOnce() -> (u64, u64),
     ) {
         if !self.trace.active() {
@@ -570,7 +570,7 @@ impl Shared {
         // Last: an event point in tail position costs the common path
         // least (no registers kept across it).
         trace_event!(self, Enqueue, pid.to_bits(), {
-            use crate::trace::ring::Queue;
+            use crate::recorder::Queue;
             (if placed.is_some() {
                 Queue::Next
             } else {
@@ -587,7 +587,7 @@ impl Shared {
         }
         self.queues[w.id].local.push_back(pid);
         trace_event!(self, Enqueue, pid.to_bits(), {
-            crate::trace::ring::Queue::Local as u64
+            crate::recorder::Queue::Local as u64
         });
         self.coord.wake_one_if_idle();
     }
@@ -609,7 +609,7 @@ impl Shared {
         let id = pin as usize - 1;
         self.queues[id].pinned.push_back(pid);
         trace_event!(self, Enqueue, pid.to_bits(), {
-            crate::trace::ring::Queue::Pinned as u64
+            crate::recorder::Queue::Pinned as u64
         });
         // That scheduler, specifically, must look (it may be parked).
         self.coord.unpark(id);
@@ -686,7 +686,7 @@ impl Shared {
                 TimerAction::Send(fire) => fire(),
                 TimerAction::WakeBounded => {
                     if let Some(wait) =
-                        crate::time::bounded::fire(&self.slots, entry.pid, entry.seq)
+                        crate::timer::bounded::fire(&self.slots, entry.pid, entry.seq)
                     {
                         self.wake(wait);
                     }
@@ -768,7 +768,7 @@ impl Shared {
             && self.io_outstanding.load(Ordering::Acquire) == 0
             && self.futures_awaited.load(Ordering::Acquire) == 0
             && self.timers.armed() == 0
-            && !crate::time::bounded::any_waiting(&self.slots)
+            && !crate::timer::bounded::any_waiting(&self.slots)
     }
 
     /// Stop every actor still alive (once per run).

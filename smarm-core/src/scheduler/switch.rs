@@ -50,7 +50,7 @@ fn switch_out_observing(
     observe_stop: bool,
     leave_bounded: bool,
 ) -> bool {
-    crate::sync::assert_no_locks_held();
+    crate::lock::assert_no_locks_held();
     assert!(
         preempt::preemption_enabled(),
         "smarm: a blocking call while a NoPreempt guard is open on this thread: \
@@ -66,7 +66,7 @@ fn switch_out_observing(
             // Stopped before parking: the wait ends here (wait (W2), (W3)).
             w.wait_open.set(false);
             if leave_bounded {
-                crate::time::bounded::leave(slot);
+                crate::timer::bounded::leave(slot);
             }
             return Some(None);
         }
@@ -127,7 +127,7 @@ fn switch_out_observing(
             .and_then(|pid| shared.slots.get(pid.index()));
         if leave_bounded {
             if let Some(slot) = slot {
-                crate::time::bounded::leave(slot);
+                crate::timer::bounded::leave(slot);
             }
         }
         observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))

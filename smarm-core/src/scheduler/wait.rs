@@ -43,7 +43,7 @@ use super::{park, with_worker, Worker};
 use crate::park::Coordinator;
 use crate::scheduler::Shared;
 use crate::slot::{Pid, WaitId};
-use crate::time::bounded;
+use crate::timer::bounded;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;

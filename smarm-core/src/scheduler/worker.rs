@@ -664,7 +664,7 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
     // which never returns to drop it.
     drop(held_locks);
     if let Some(sched_sp) = sched_sp {
-        crate::sync::assert_no_locks_held();
+        crate::lock::assert_no_locks_held();
         // SAFETY: `sched_sp` is the scheduler that resumed us, parked in
         // `run_actor` waiting for this switch; our own save cell is written
         // but never read again (the stack is released).

@@ -4,9 +4,9 @@
 use super::word::SlotWord;
 use super::Cold;
 use super::SlotError;
+use crate::lock::{LockClass, RawMutex};
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
 use crate::stack::Stack;
-use crate::sync::{LockClass, RawMutex};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, Ordering};
 

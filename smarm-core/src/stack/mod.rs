@@ -86,7 +86,7 @@ static POOLS: Mutex<Vec<Arc<StackPool>>> = Mutex::new(Vec::new());
 /// The pool of stacks of `size` usable bytes (rounded up to pages).
 pub(crate) fn pool_for(size: usize) -> Arc<StackPool> {
     let size = round_to_pages(size);
-    let mut pools = crate::sync::lock_std(&POOLS);
+    let mut pools = crate::lock::lock_std(&POOLS);
     if let Some(p) = pools.iter().find(|p| p.stack_size() == size) {
         return p.clone();
     }
@@ -97,7 +97,7 @@ pub(crate) fn pool_for(size: usize) -> Arc<StackPool> {
 
 /// Every pool, for a pass over all of them.
 fn all_pools() -> Vec<Arc<StackPool>> {
-    crate::sync::lock_std(&POOLS).clone()
+    crate::lock::lock_std(&POOLS).clone()
 }
 
 /// One scavenger pass over every pool (I3): called on each tick of a

@@ -2,8 +2,8 @@
 
 use super::StackError;
 use super::{overflow, Stack, GUARD_SIZE};
+use crate::lock::{LockClass, RawMutex};
 use crate::mapping::Commit;
-use crate::sync::{LockClass, RawMutex};
 
 /// Stacks carved from one `mmap`.
 const STACKS_PER_CHUNK: usize = 64;

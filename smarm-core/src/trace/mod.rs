@@ -48,11 +48,10 @@
 //!   reader starts at each ring's head as it stood then (ring (R3)).
 
 mod chrome;
-pub(crate) mod ring;
 
+use crate::recorder::{Kind, Marks, Queue};
 use crate::scheduler::{with_current_actor, WaitingOn};
 use crate::slot::Pid;
-use ring::{Kind, Marks, Queue};
 use std::collections::HashMap;
 use std::time::Duration;
 

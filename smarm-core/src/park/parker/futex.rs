@@ -12,7 +12,7 @@
 //! read after the swap that saw POLLING, and the CAS to POLLING publishes
 //! it (Release/Acquire), so the write always names the poll's own fd.
 
-use crate::sync::futex;
+use crate::lock::futex;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::{Duration, Instant};

@@ -27,10 +27,10 @@
 //! });
 //! ```
 
+use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
 use crate::slot::Pid;
-use crate::sync::{LockClass, RawMutex};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;

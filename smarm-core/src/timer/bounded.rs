@@ -33,10 +33,10 @@
 
 use super::heap::{TimerAction, TimerHeap};
 use super::timers::Timers;
+use crate::lock::RawMutex;
 use crate::loom::{fence, Ordering};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
-use crate::sync::RawMutex;
 
 /// Enter the bounded wait `wait` of the actor in `slot`, ending at `at`
 /// (coordinator nanos), arming a new cached timer if the one it has fires

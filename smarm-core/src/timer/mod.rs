@@ -1,5 +1,6 @@
-//! Time: `sleep`, and the timer heap behind it and behind every bounded
-//! wait.
+//! The timer machinery: the sharded timer heaps behind `sleep`, message
+//! timers and every bounded wait. The calls actors make are in `time`
+//! (layer 7); this layer knows slots and parking, not actors.
 //!
 //! # Design
 //!
@@ -49,10 +50,7 @@
 //!   or by the timekeeper, which parks toward the earliest of all shards.
 
 pub(crate) mod bounded;
-mod calls;
 pub(crate) mod heap;
 pub(crate) mod timers;
 
 pub use heap::TimerId;
-
-pub use calls::{call_after, cancel_timer, send_after_to, sleep};

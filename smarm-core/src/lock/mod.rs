@@ -1,6 +1,8 @@
-//! Synchronisation: the user-facing actor-aware [`Mutex`](mutex::Mutex),
-//! and inside the runtime the futex syscall wrappers, `RawMutex` (the short
-//! internal lock) and its debug-checked lock classes.
+//! The runtime's internal locks and what they stand on: the futex syscall
+//! wrappers, `RawMutex` (the short internal lock) and its debug-checked
+//! lock classes, `lock_std` for the std mutexes the runtime keeps, the
+//! no-preempt gate every held lock closes, and the asymmetric fence
+//! (`membarrier`). The actor-aware `Mutex` users take is `sync` (layer 5).
 //!
 //! # Design
 //!
@@ -29,7 +31,6 @@
 pub(crate) mod futex;
 mod lock_class;
 pub(crate) mod membarrier;
-pub mod mutex;
 pub(crate) mod no_preempt;
 mod raw_mutex;
 mod std_lock;

@@ -1,10 +1,17 @@
-//! The timing calls actors make: `sleep`, message timers and their
-//! cancellation.
+//! Time: the timing calls actors make, `sleep`, message timers and their
+//! cancellation, on the timer machinery of `timer` (the sharded heaps,
+//! bounded waits; its module doc has the design and invariants).
+//!
+//! # Invariants
+//!
+//! - (I2 of `timer`) `sleep(d)` returns no earlier than `d` after it was
+//!   called: a wake before the deadline (a stop, a stale notification)
+//!   re-arms.
 
-use super::TimerId;
 use crate::park::Coordinator;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
+pub use crate::timer::TimerId;
 use std::time::{Duration, Instant};
 
 /// Suspend the calling actor for at least `duration`. Only the actor

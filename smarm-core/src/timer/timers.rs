@@ -10,9 +10,9 @@
 
 use super::bounded;
 use super::heap::{shard_of_seq, Entry, TimerAction, TimerHeap, TimerId};
+use crate::lock::{LockClass, RawMutex};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, WaitId};
-use crate::sync::{LockClass, RawMutex};
 use std::time::Instant;
 
 /// One shard, on lines of its own: its owner arms and fires in it at every
