@@ -15,12 +15,12 @@
 //! `super::` path that reaches a layer above its module's.
 //!
 //! ```text layers
-//! 0 loom clock config context hash heap lock mapping stack
+//! 0 loom clock config context hash heap lock locals mapping reclaim stack
 //! 1 slot
 //! 2 park recorder
 //! 3 timer
 //! 4 scheduler
-//! 5 channel sync future
+//! 5 allocator channel sync future
 //! 6 actor signal stop report
 //! 7 io time
 //! 8 introspect trace
@@ -29,7 +29,8 @@
 //!
 //! - 0, foundations: the sync facade, `Config`, the context switch, memory
 //!   mappings, heap accounts, stacks, futexes, the asymmetric fence, the
-//!   internal locks and the preemption gate.
+//!   internal locks and the preemption gate (`lock`), deferred drops for
+//!   lock-free readers (`reclaim`) and per-runtime values (`locals`).
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper);
 //!   the trace recorder's rings.
@@ -40,7 +41,8 @@
 //!   one wait protocol every blocking call goes through.
 //! - 5, the primitives built on that protocol: channels, call replies and
 //!   select, the actor-aware `Mutex`, awaiting a future (`block_on`, the
-//!   tokio runtime beside smarm).
+//!   tokio runtime beside smarm); the global allocator that preempts and
+//!   counts heaps at allocation (`allocator`).
 //! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends
 //!   (monitors, links, exit trapping), through channels or the watcher's
 //!   own function; the crash report of an actor that panicked.
@@ -69,6 +71,7 @@ macro_rules! trace_event {
 }
 
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
+mod allocator; //         PreemptingAlloc: preemption and heap accounting at allocation
 pub mod channel; //       channels and select
 mod clock; //             the timeslice and trace clock (cycle counter)
 pub mod config; //        Config and its limits
@@ -78,10 +81,12 @@ pub mod hash; //          the hash for smarm's own keys (names, timer ids)
 mod heap; //              per-actor heap accounts and limits
 pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
+mod locals; //            per-runtime state of the layers above, one value per type
 mod lock; //              futex, RawMutex, lock classes, the no-preempt gate
 mod loom; //              the sync facade (loom or std)
 mod mapping; //           anonymous mmap: the one place it is called
 mod park; //              scheduler park/wake coordination
+mod reclaim; //           deferred drops for lock-free readers
 #[cfg(feature = "trace")]
 mod recorder; //          the per-scheduler trace rings events are recorded into
 pub mod report; //        crash and supervisor reports, and where they go
@@ -102,6 +107,7 @@ pub use actor::{
     self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable, Builder, ExitReason,
     JoinError, JoinFuture, JoinHandle, JoinTimeoutError, Pid, SpawnError,
 };
+pub use allocator::PreemptingAlloc;
 pub use channel::{
     channel, select, select_timeout, try_select, try_select_timeout, BoundedReceiver, Receiver,
     RecvError, RecvTimeoutError, Selectable, SendError, SendTimeoutError, Sender, TrySendError,
@@ -112,7 +118,7 @@ pub use introspect::{
 };
 pub use lock::no_preempt::NoPreempt;
 pub use runtime::run;
-pub use scheduler::{check_timeslice, PreemptingAlloc};
+pub use scheduler::check_timeslice;
 pub use signal::{
     demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink, Down,
     DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef,

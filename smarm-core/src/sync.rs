@@ -263,7 +263,7 @@ impl<T> Mutex<T> {
     /// open since the caller asked for the lock, closes once it is listed.
     fn guard(&self, section: scheduler::Section) -> MutexGuard<'_, T> {
         let lock = &self.core.state as *const RawMutex<State> as usize;
-        scheduler::with_worker(|w, _| scheduler::overflow::hold_lock(w, lock, release_poisoned));
+        scheduler::with_worker(|w, _| scheduler::hold_lock(w, lock, release_poisoned));
         drop(section);
         MutexGuard {
             mutex: self,
@@ -502,9 +502,9 @@ impl<T> Drop for MutexGuard<'_, T> {
         let state = &self.mutex.core.state;
         let lock = state as *const RawMutex<State> as usize;
         // Unlisted and released in one `with_worker` span: an overflow can
-        // end the actor on neither side of the pair (overflow.rs).
+        // end the actor on neither side of the pair (`life.rs`).
         let on_actor = scheduler::with_worker(|w, _| {
-            scheduler::overflow::unhold_lock(w, lock);
+            scheduler::unhold_lock(w, lock);
             release(state);
         });
         if on_actor.is_none() {

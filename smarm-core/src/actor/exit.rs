@@ -3,7 +3,7 @@
 //! recycling of its slot.
 
 use super::Outcome;
-use crate::scheduler::overflow::{HeapLimitKilled, Overflowed};
+use crate::scheduler::{HeapLimitKilled, Overflowed};
 use crate::scheduler::{Shared, StopSignal};
 use crate::slot::{DownReason, Pid, Slot};
 

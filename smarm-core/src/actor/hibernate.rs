@@ -1,10 +1,10 @@
 //! [`hibernate`]: wait for a message holding no stack, as Erlang's
 //! `erlang:hibernate/3` does. The scheduler's side, and its invariants, are
-//! in `scheduler/hibernate.rs`.
+//! in `scheduler/life.rs`.
 
 use crate::channel::Selectable;
-pub use crate::scheduler::hibernate::Hibernation;
-use crate::scheduler::hibernate::{Arm, Hibernating};
+pub use crate::scheduler::Hibernation;
+use crate::scheduler::{Arm, Hibernating};
 use crate::slot::table::{entry, Entry};
 use crate::slot::WaitId;
 use std::marker::PhantomData;

@@ -32,7 +32,7 @@
 //! [`DownReason::HeapLimit`](crate::DownReason::HeapLimit). An actor that
 //! allocates on past its limit for a whole timeslice without reaching such
 //! a safepoint is ended at the allocation safepoint where it would be
-//! preempted, without unwinding (the scheduler's `overflow.rs` argues why
+//! preempted, without unwinding (the scheduler's `life.rs` argues why
 //! that is sound there), so what it can hold is bounded by the limit plus
 //! one timeslice of allocation. A single allocation larger than the limit
 //! is granted, if the system allocator can, and the actor stops right

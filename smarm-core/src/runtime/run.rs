@@ -66,7 +66,7 @@ impl Runtime {
     /// Build a runtime, or say which limit `config` breaks.
     pub fn new(config: Config) -> Result<Runtime, ConfigError> {
         config.validate()?;
-        crate::stack::install_overflow_handler(crate::scheduler::overflow::recover);
+        crate::stack::install_overflow_handler(crate::scheduler::recover_overflow);
         crate::report::install_panic_hook();
         let stacks = crate::stack::pool_for(config.stack_size);
         Ok(Runtime {

@@ -37,9 +37,9 @@ pub(crate) struct Worker {
     /// 0 by the scheduler when an actor switches back to it.
     pub(crate) sections: Cell<u32>,
     /// The running actor's held `smarm::Mutex` locks (a list in its entry
-    /// frame, `overflow::HeldLocks`), or null: restored with `sections`
+    /// frame, `life::HeldLocks`), or null: restored with `sections`
     /// when the actor resumes, null on the scheduler.
-    pub(crate) held_locks: Cell<*const super::overflow::HeldLocks>,
+    pub(crate) held_locks: Cell<*const super::life::HeldLocks>,
     /// An actor that parked by switching straight to the next-slot actor;
     /// its park is committed by that actor once it runs (`settle_handoff`).
     pub(super) handed_off: Cell<Option<Pid>>,
@@ -69,7 +69,7 @@ std::thread_local! {
 
 /// An open runtime section of the running actor: while one is open, a
 /// stack overflow aborts the process instead of ending only the actor
-/// (`overflow.rs`). The count lives on the worker running the actor
+/// (`life.rs`). The count lives on the worker running the actor
 /// (`Worker::sections`) and moves with the actor across switches. Closes on
 /// drop, on whichever scheduler the actor has moved to. Off a scheduler
 /// thread it counts nothing.
@@ -190,7 +190,7 @@ pub(crate) fn with_current_actor_in_section<R>(
     f: impl FnOnce(Pid, &Shared) -> R,
 ) -> (R, Section) {
     // A runtime call: an overflow inside it must not end only the actor
-    // (overflow.rs).
+    // (`life.rs`).
     match with_worker(|w, shared| {
         w.current
             .get()

@@ -104,38 +104,39 @@
 //! The context switch is called here (scheduler side) and in
 //! [`switch_out`](switch::switch_out) (actor side); see [`crate::context`] for its contract.
 
-pub(crate) mod alloc;
 mod current;
-pub(crate) mod hibernate;
+mod life;
 mod live;
-mod locals;
 pub(crate) mod netpoll;
 mod next_slot;
-pub(crate) mod overflow;
 pub(crate) mod preempt;
-mod reclaim;
 mod run_queue;
 mod shared;
 #[cfg(feature = "tracing")]
 mod spans;
+mod stats;
 mod switch;
 pub(crate) mod sysmon;
 mod thread_context;
 pub(crate) mod wait;
 mod worker;
 
-pub use alloc::PreemptingAlloc;
 pub(crate) use current::{
     current_pid, current_worker, in_actor, outside_actor, with_current_actor,
     with_current_actor_in_section, with_worker, worker_busy, Section, Worker, STACK_BATCH,
     STACK_CACHE_MAX,
 };
+pub use life::Hibernation;
+pub(crate) use life::{
+    hold_lock, recover as recover_overflow, unhold_lock, Arm, HeapLimitKilled, Hibernating,
+    Overflowed,
+};
 pub(crate) use live::LiveCount;
-pub(crate) use locals::RuntimeLocals;
+pub(crate) use preempt::alloc_safepoint;
 pub use preempt::check_timeslice;
-pub(crate) use reclaim::Reclaimer;
 pub(crate) use run_queue::RunQueue;
-pub(crate) use shared::{Counters, Shared, Verdict};
+pub(crate) use shared::{Shared, Verdict};
+pub(crate) use stats::Counters;
 pub(crate) use switch::{check_stop, yield_now, yield_without_stop, Intent, StopSignal};
 use switch::{park, park_deaf_to_stop, switch_out, unwind_stop};
 #[cfg(feature = "tokio")]

@@ -13,7 +13,7 @@
 //! arrives while an actor only allocates is raised at its next blocking call
 //! or `check!()`. An actor past its heap limit that reaches an allocation
 //! safepoint with its slice spent is not preempted but ended there
-//! (`Intent::HeapLimit`, see `overflow.rs`).
+//! (`Intent::HeapLimit`, see `life.rs`).
 //!
 //! # Invariants
 //!
@@ -73,7 +73,7 @@ pub(crate) fn alloc_safepoint() {
 fn alloc_safepoint_now() {
     if preemption_enabled() && !std::thread::panicking() && slice_spent() {
         if crate::heap::running_tripped() && abandonable() {
-            // Never resumed: the scheduler ends the actor (overflow.rs).
+            // Never resumed: the scheduler ends the actor (`life.rs`).
             switch_out(Intent::HeapLimit);
             return;
         }
@@ -81,7 +81,7 @@ fn alloc_safepoint_now() {
     }
 }
 
-/// Whether the running actor may be ended where it stands (overflow.rs):
+/// Whether the running actor may be ended where it stands (`life.rs`):
 /// inside no runtime call and with no direct handoff left to settle. The
 /// caller checked the gate, the panic state and, through `slice_spent`,
 /// that no wait is open.

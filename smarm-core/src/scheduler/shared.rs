@@ -4,12 +4,14 @@
 
 use super::netpoll::NetPoll;
 use super::next_slot::NextSlot;
-use super::sysmon::BlockedRecord;
-use super::{with_worker, LiveCount, Reclaimer, RunQueue, RuntimeLocals, Worker};
+use super::stats::{BlockedRecord, Counters};
+use super::{with_worker, LiveCount, RunQueue, Worker};
 use super::{STACK_BATCH, STACK_CACHE_MAX};
 use crate::config::Config;
+use crate::locals::RuntimeLocals;
 use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::park::Coordinator;
+use crate::reclaim::Reclaimer;
 use crate::slot::word::{State, Unpark};
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
 use crate::stack::{Stack, StackError, StackPool};
@@ -48,31 +50,6 @@ pub(crate) struct SchedulerQueues {
     pub(crate) next: NextSlot,
     /// What the system monitor has seen of this scheduler.
     pub(crate) blocked: BlockedRecord,
-}
-
-/// A scheduler's activity counters (single writer: its own thread), on
-/// lines of their own: they change at every resume, and the queues beside
-/// them are read by every idle sibling.
-#[derive(Default)]
-#[repr(align(128))]
-pub(crate) struct Counters {
-    pub(crate) actors_run: AtomicU64,
-    /// Pid bits of the actor running now; 0 between actors (the system
-    /// monitor's view of a scheduler stuck in one actor).
-    pub(crate) running: AtomicU64,
-    pub(crate) parks: AtomicU64,
-    pub(crate) wakes: AtomicU64,
-    pub(crate) steals: AtomicU64,
-    /// Clock ticks spent with nothing to run (looking, spinning, parked).
-    pub(crate) idle_ticks: AtomicU64,
-}
-
-impl Counters {
-    /// Single-writer increment.
-    #[inline]
-    pub(crate) fn bump(counter: &AtomicU64) {
-        counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-    }
 }
 
 /// The next slot's previous occupant goes to the front of the local
@@ -399,7 +376,7 @@ impl Shared {
     /// Each scheduler's activity counters, in id order.
     pub(crate) fn scheduler_counters(
         &self,
-    ) -> impl Iterator<Item = (&Counters, &super::sysmon::BlockedRecord, usize)> {
+    ) -> impl Iterator<Item = (&Counters, &BlockedRecord, usize)> {
         self.queues
             .iter()
             .map(|q| (&q.stats, &q.blocked, q.local.len() + q.pinned.len()))

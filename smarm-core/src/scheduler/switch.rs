@@ -16,14 +16,14 @@ pub(crate) enum Intent {
     /// The actor finished; how, is in `Worker::exit_result`.
     Exit,
     /// The actor overflowed its stack and is ended where it stands (set by
-    /// the overflow handler, `overflow.rs`).
+    /// the overflow handler, `life.rs`).
     Overflow,
     /// The actor hibernates: release its stack and commit the park of the
-    /// wait it registered (`hibernate.rs`).
+    /// wait it registered (`life.rs`).
     Hibernate,
     /// The actor is past its heap limit and allocated on for a whole
     /// timeslice without reaching a safepoint that unwinds: it is ended
-    /// where it stands, at the allocation (`preempt.rs`, `overflow.rs`).
+    /// where it stands, at the allocation (`preempt.rs`, `life.rs`).
     HeapLimit,
 }
 

@@ -56,47 +56,10 @@
 //!   blocked actors; not when spares are turned off.
 
 use super::Shared;
-use crate::loom::{AtomicU64, Ordering};
+use crate::loom::Ordering;
 use crate::slot::Pid;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// What the monitor has seen of one scheduler (written by the monitor,
-/// read by introspection, M2).
-#[derive(Default)]
-pub(crate) struct BlockedRecord {
-    /// Pid bits of the actor the scheduler is blocked in; 0 if not blocked.
-    actor: AtomicU64,
-    /// Since when it has been running that actor (coordinator nanos).
-    since: AtomicU64,
-    /// The scheduler's resume count when it was found blocked.
-    resumes: AtomicU64,
-    /// Actors moved off this scheduler by the monitor.
-    moved: AtomicU64,
-    /// Times a thread was started for this scheduler (spares only).
-    starts: AtomicU64,
-}
-
-impl BlockedRecord {
-    /// The actor this scheduler is blocked in, and since when (coordinator
-    /// nanos); `None` if it is not blocked.
-    pub(crate) fn blocked(&self) -> Option<(Pid, u64)> {
-        match self.actor.load(Ordering::Relaxed) {
-            0 => None,
-            bits => Some((Pid::from_bits(bits), self.since.load(Ordering::Relaxed))),
-        }
-    }
-
-    /// Actors moved off this scheduler so far.
-    pub(crate) fn moved(&self) -> u64 {
-        self.moved.load(Ordering::Relaxed)
-    }
-
-    /// Times a spare thread was started for this scheduler.
-    pub(crate) fn starts(&self) -> u64 {
-        self.starts.load(Ordering::Relaxed)
-    }
-}
 
 impl Shared {
     /// Whether scheduler `id` is a spare (started only while every

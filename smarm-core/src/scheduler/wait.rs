@@ -297,7 +297,7 @@ impl Wait {
     }
 
     /// Leave the wait to the scheduler, which commits its park after the
-    /// actor's last switch from its stack (a hibernation: `hibernate.rs`).
+    /// actor's last switch from its stack (a hibernation: `life.rs`).
     /// No deadline: the wait stays open until its wake (W2).
     pub(crate) fn hand_to_scheduler(self) {
         debug_assert!(!self.bounded, "a hibernation has no deadline");

@@ -2,6 +2,7 @@
 //! through the coordination layer.
 
 use super::current::CURRENT;
+use super::life::{actor_entry, finalize, forget_stack};
 use super::{Counters, Shared, Verdict};
 use super::{Intent, Worker};
 use crate::loom::Ordering;
@@ -359,7 +360,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         let runner = slot.runner();
         if runner.sp.is_null() {
             if runner.stack.is_none() {
-                // A hibernated actor's wake (hibernate (H1)): a fresh stack.
+                // A hibernated actor's wake (life (H1)): a fresh stack.
                 runner.stack = shared.take_stack_for_wake();
             }
             if let Some(stack) = &runner.stack {
@@ -441,11 +442,11 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         intent @ (Intent::Overflow | Intent::HeapLimit) => {
             w.intent.set(Intent::Exit);
             let why: Box<dyn std::any::Any + Send> = if intent == Intent::Overflow {
-                Box::new(super::overflow::Overflowed)
+                Box::new(super::life::Overflowed)
             } else {
-                Box::new(super::overflow::HeapLimitKilled)
+                Box::new(super::life::HeapLimitKilled)
             };
-            super::overflow::finalize_abandoned(shared, w.id, pid, slot, held_locks, why);
+            super::life::finalize_abandoned(shared, w.id, pid, slot, held_locks, why);
         }
         Intent::Hibernate => {
             // SAFETY: the actor has left its stack for good (hibernate
@@ -494,14 +495,6 @@ fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
     }
     #[cfg(feature = "tracing")]
     super::spans::enter(slot);
-}
-
-/// `pid` no longer has its stack: its account stops pointing at it.
-#[inline]
-fn forget_stack(shared: &Shared, pid: Pid) {
-    if let Some(account) = shared.accounts.as_ref().and_then(|a| a.cell(pid.index())) {
-        account.set_stack(std::ptr::null_mut(), 0);
-    }
 }
 
 /// Charge this thread's allocations to `pid` until it switches back
@@ -575,101 +568,4 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
             shared.enqueue_yielded(w, parked, slot);
         }
     }
-}
-
-/// The actor has switched away for the last time: release its stack and
-/// its wait timer, hand the rest of its exit to the actor layer (outcome,
-/// joiner, monitors and links, recycling the slot: `Shared::exit_hook`),
-/// and only then count it out of `live_actors` (the termination verdict's
-/// soundness rests on this order, runtime (I2)).
-#[inline(always)]
-pub(super) fn finalize(
-    shared: &Shared,
-    worker_id: usize,
-    pid: Pid,
-    slot: &Slot,
-    result: std::thread::Result<crate::slot::table::Value>,
-) {
-    // SAFETY: the actor has switched away for the last time, so this
-    // scheduler is its exclusive owner (slot (I2)) and nothing runs on the
-    // stack any more (stack (I2)).
-    let runner = unsafe { slot.runner() };
-    if let Some(stack) = runner.stack.take() {
-        forget_stack(shared, pid);
-        shared.release_stack(stack);
-    }
-    runner.entry = None;
-    #[cfg(feature = "tracing")]
-    super::spans::clear(slot);
-    shared.timers.finish_actor(&shared.coord, slot);
-    slot.word.finish();
-    trace_event!(shared, Exit, pid.to_bits(), result.is_err() as u64);
-    // Every wake the exit makes (monitors, links, the joiner) happens
-    // before the actor stops counting as live (runtime (I2)); a detached
-    // actor's panic payload is dropped in there too.
-    (shared.exit_hook)(shared, pid, slot, result);
-    if shared.is_root(pid) {
-        shared.root_exited.store(true, Ordering::Release);
-    }
-    shared.live.finished(worker_id);
-}
-
-/// Run an actor's entry closure, catching every unwind (context (I1)).
-#[inline]
-pub(super) fn run_entry(
-    entry: Option<crate::slot::table::Entry>,
-) -> std::thread::Result<crate::slot::table::Value> {
-    match entry {
-        Some(f) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)),
-        None => Ok(Box::new(()) as crate::slot::table::Value),
-    }
-}
-
-/// The entry function of every actor stack: run the closure, catch every
-/// unwind (context (I1)), hand the outcome to the scheduler, switch away
-/// for good.
-///
-/// # Safety
-///
-/// `arg` must point to the `Slot` of the actor this stack belongs to, and
-/// the calling context must be that actor's first resume by a scheduler.
-pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
-    // SAFETY: per the contract, `arg` is this actor's slot; slots outlive
-    // their actors (the table is dropped after the runtime finishes).
-    let slot = unsafe { &*arg.cast::<Slot>() };
-    // SAFETY: this actor is running, so it owns its runner cells (slot (I2)).
-    let entry = unsafe { slot.runner() }.entry.take();
-    // A new actor holds no section and no lock; the worker may still show
-    // those of the context that switched here (current.rs). Its held-lock
-    // list lives in this frame, which lasts as long as the actor.
-    let held_locks = super::overflow::HeldLocks::default();
-    super::with_worker(|w, _| {
-        w.sections.set(0);
-        w.held_locks.set(&held_locks);
-    });
-    let mut result = run_entry(entry);
-    if super::hibernate::hibernates(&result) {
-        // SAFETY: this is the running actor's entry frame; the closure
-        // has returned or unwound, so nothing is above it, and
-        // `held_locks` (empty) is all it holds.
-        result = unsafe { super::hibernate::hibernate_from_entry(slot, result, &held_locks) };
-    }
-    let sched_sp = super::with_worker(|w, _| {
-        w.held_locks.set(std::ptr::null());
-        w.exit_result.set(Some(result));
-        w.intent.set(Intent::Exit);
-        w.sched_sp.get()
-    });
-    // Every guard is gone by now; free the list before the last switch,
-    // which never returns to drop it.
-    drop(held_locks);
-    if let Some(sched_sp) = sched_sp {
-        crate::lock::assert_no_locks_held();
-        // SAFETY: `sched_sp` is the scheduler that resumed us, parked in
-        // `run_actor` waiting for this switch; our own save cell is written
-        // but never read again (the stack is released).
-        unsafe { crate::context::switch(slot.sp_ptr(), sched_sp) };
-    }
-    // Unreachable: a finished actor is never resumed.
-    std::process::abort()
 }

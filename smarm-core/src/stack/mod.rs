@@ -25,7 +25,7 @@
 //! against the budget read from `/proc/sys/vm/max_map_count`: running out is
 //! a [`SpawnError`](crate::SpawnError) naming the limit, never a crash.
 //!
-//! A fault inside a guard page is reported by `overflow.rs` as a stack
+//! A fault inside a guard page is reported by `life.rs` as a stack
 //! overflow in the actor that was running. Where the scheduler layer
 //! finds it sound (`scheduler/overflow.rs` argues when: in the actor's own
 //! code, outside every runtime call, lock and `NoPreempt` section, not in

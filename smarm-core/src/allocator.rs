@@ -6,7 +6,7 @@
 //! reallocation) returns, the safepoint runs. It never unwinds and never
 //! observes a stop (a global allocator must not unwind), and it switches out
 //! only an actor of a runtime, with preemption enabled, no wait open and no
-//! panic in flight (see [`preempt`](super::preempt)). Deallocation is not a
+//! panic in flight (see the scheduler's `preempt`). Deallocation is not a
 //! safepoint. The switched-out actor is pinned: it resumes on the same OS
 //! thread, so a thread-local borrow held across the allocation stays valid.
 //!
@@ -14,6 +14,7 @@
 //! each block also carries the tag of the actor it is charged to, in a
 //! header below it (the `heap` module's design and invariants).
 
+use crate::scheduler::{alloc_safepoint, Section};
 use std::alloc::{GlobalAlloc, Layout, System};
 
 /// A global allocator that preempts actors at allocations.
@@ -95,7 +96,7 @@ impl<A: GlobalAlloc> PreemptingAlloc<A> {
             return std::ptr::null_mut();
         };
         let base = {
-            let _inner = super::Section::enter();
+            let _inner = Section::enter();
             // SAFETY: forwarded with the caller's guarantees, the size
             // grown by the header (non-zero, checked above).
             unsafe {
@@ -130,7 +131,7 @@ impl<A: GlobalAlloc> PreemptingAlloc<A> {
         let Some(outer) = tagged_layout(layout) else {
             return; // never allocated with this layout
         };
-        let _inner = super::Section::enter();
+        let _inner = Section::enter();
         // SAFETY: the block `inner` allocated with `outer`, at its base.
         unsafe {
             self.inner
@@ -158,7 +159,7 @@ impl<A: GlobalAlloc> PreemptingAlloc<A> {
         // SAFETY: as in `dealloc_tagged`.
         let tag = unsafe { crate::heap::read_tag(user) };
         let base = {
-            let _inner = super::Section::enter();
+            let _inner = Section::enter();
             // SAFETY: the block `inner` allocated with `outer`, at its
             // base; the new size is non-zero and, rounded to the
             // alignment, does not overflow (checked above).
@@ -200,11 +201,11 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for PreemptingAlloc<A> {
             unsafe { self.alloc_tagged(layout, false) }
         } else {
             // The inner allocator may hold its own lock: a section.
-            let _inner = super::Section::enter();
+            let _inner = Section::enter();
             // SAFETY: forwarded with the caller's guarantees.
             unsafe { self.inner.alloc(layout) }
         };
-        super::preempt::alloc_safepoint();
+        alloc_safepoint();
         p
     }
 
@@ -214,7 +215,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for PreemptingAlloc<A> {
             // SAFETY: the caller's guarantees.
             return unsafe { self.dealloc_tagged(ptr, layout) };
         }
-        let _inner = super::Section::enter();
+        let _inner = Section::enter();
         // SAFETY: forwarded with the caller's guarantees.
         unsafe { self.inner.dealloc(ptr, layout) }
     }
@@ -226,11 +227,11 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for PreemptingAlloc<A> {
             unsafe { self.alloc_tagged(layout, true) }
         } else {
             // The inner allocator may hold its own lock: a section.
-            let _inner = super::Section::enter();
+            let _inner = Section::enter();
             // SAFETY: forwarded with the caller's guarantees.
             unsafe { self.inner.alloc_zeroed(layout) }
         };
-        super::preempt::alloc_safepoint();
+        alloc_safepoint();
         p
     }
 
@@ -241,11 +242,11 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for PreemptingAlloc<A> {
             unsafe { self.realloc_tagged(ptr, layout, new_size) }
         } else {
             // The inner allocator may hold its own lock: a section.
-            let _inner = super::Section::enter();
+            let _inner = Section::enter();
             // SAFETY: forwarded with the caller's guarantees.
             unsafe { self.inner.realloc(ptr, layout, new_size) }
         };
-        super::preempt::alloc_safepoint();
+        alloc_safepoint();
         p
     }
 }
