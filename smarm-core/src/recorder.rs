@@ -180,6 +180,12 @@ pub(crate) struct Recorder {
     rings: std::sync::OnceLock<Rings>,
 }
 
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Recorder {
     pub(crate) fn new() -> Recorder {
         Recorder {

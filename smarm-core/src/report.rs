@@ -439,7 +439,7 @@ pub(crate) fn actor_crashed(c: Crashed) {
 pub fn note_last_message(what: impl Into<String>) {
     let what = what.into();
     crate::scheduler::with_worker(|w, shared| {
-        if let Some(me) = w.current.get() {
+        if let Some(me) = w.actor.current.get() {
             crate::signal::with_live_signals(shared, me, |signals, _| {
                 signals.last_message = Some(what);
             });

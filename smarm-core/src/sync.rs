@@ -66,7 +66,8 @@ enum Owner {
 /// The running actor as an owner, if this thread runs one.
 fn current_actor() -> Option<Owner> {
     scheduler::with_worker(|w, shared| {
-        w.current
+        w.actor
+            .current
             .get()
             .map(|pid| Owner::Actor(pid, std::ptr::from_ref(shared) as usize))
     })

@@ -39,7 +39,7 @@ struct ExtrasHook(std::sync::OnceLock<fn(Pid) -> ActorExtras>);
 /// Outside a runtime (an actor, or a callback on a scheduler).
 pub fn set_extras_hook(hook: fn(Pid) -> ActorExtras) {
     let installed = scheduler::with_worker(|_, shared| {
-        let _ = shared.locals.get_or_default::<ExtrasHook>().0.set(hook);
+        let _ = shared.locals().get_or_default::<ExtrasHook>().0.set(hook);
     });
     if installed.is_none() {
         scheduler::outside_actor("set_extras_hook");
@@ -59,7 +59,7 @@ pub(crate) fn names_of(pid: Pid) -> Vec<&'static str> {
 pub(crate) fn extras_hook() -> Option<fn(Pid) -> ActorExtras> {
     scheduler::with_worker(|_, shared| {
         shared
-            .locals
+            .locals()
             .get_or_default::<ExtrasHook>()
             .0
             .get()

@@ -176,7 +176,7 @@ impl<T> JoinHandle<T> {
     /// such an actor can park to wait for it).
     fn require_own_runtime(&self, what: &str) {
         let in_own_runtime = scheduler::with_worker(|w, shared| {
-            w.current.get().is_some() && std::ptr::eq(shared, Arc::as_ptr(&self.shared))
+            w.actor.current.get().is_some() && std::ptr::eq(shared, Arc::as_ptr(&self.shared))
         }) == Some(true);
         if !in_own_runtime {
             panic!(

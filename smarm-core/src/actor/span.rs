@@ -32,7 +32,7 @@ pub fn in_span<R>(span: &tracing::Span, f: impl FnOnce() -> R) -> R {
         return f();
     }
     let pushed = scheduler::with_worker(|w, shared| {
-        let slot = shared.slots.get(w.current.get()?.index())?;
+        let slot = shared.slots.get(w.actor.current.get()?.index())?;
         // SAFETY: the running actor owns its span stack (scheduler spans
         // (S2)); nothing else borrows it while this runs.
         unsafe { slot.spans() }.push(span.clone());
@@ -56,7 +56,7 @@ impl Drop for Leave<'_> {
     fn drop(&mut self) {
         self.0.with_subscriber(|(id, dispatch)| dispatch.exit(id));
         scheduler::with_worker(|w, shared| {
-            let slot = shared.slots.get(w.current.get()?.index())?;
+            let slot = shared.slots.get(w.actor.current.get()?.index())?;
             // SAFETY: as in `in_span`.
             unsafe { slot.spans() }.pop()
         });

@@ -187,7 +187,7 @@ pub(super) fn send_waiting<T>(
     timeout: Option<Duration>,
 ) -> Result<(), SendTimeoutError<T>> {
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    match scheduler::with_worker(|w, _| w.current.get()) {
+    match scheduler::with_worker(|w, _| w.actor.current.get()) {
         None => send_on_thread(chan, value, deadline),
         Some(None) => panic!(
             "smarm: `{what}` on a full bounded channel from a scheduler callback (a timer or an \

@@ -121,7 +121,7 @@ where
 /// The await, in an actor or on a plain thread. `deadline`: `None` for no
 /// timeout, `Some(None)` for one too far away to represent.
 fn run<F: Future + Send>(future: F, deadline: Option<Option<Instant>>) -> Option<F::Output> {
-    let in_actor = scheduler::with_worker(|w, _| w.current.get().is_some());
+    let in_actor = scheduler::with_worker(|w, _| w.actor.current.get().is_some());
     match in_actor {
         Some(true) => in_an_actor(future, deadline.flatten()),
         Some(false) => scheduler::outside_actor("smarm::future::block_on"),

@@ -104,13 +104,13 @@ impl TokioSlot {
 /// none was handed in) and that every scheduler thread runs inside its
 /// context: called before a run's threads start.
 pub(crate) fn prepare(runtime: &Shared) {
-    let handle = runtime.locals.get_or_default::<TokioSlot>().handle();
+    let handle = runtime.locals().get_or_default::<TokioSlot>().handle();
     let enter: Enter = Box::new(move |run_scheduler: &mut dyn FnMut()| {
         let _entered = handle.enter();
         run_scheduler();
     });
     runtime
-        .locals
+        .locals()
         .get_or_default::<ThreadContext>()
         .install(enter);
 }

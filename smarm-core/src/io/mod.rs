@@ -110,7 +110,7 @@ struct IoState(std::sync::Mutex<Option<Arc<IoDriver>>>);
 
 /// `shared`'s IO driver for this run, started on first use.
 pub(crate) fn driver(shared: &Shared) -> std::io::Result<Arc<IoDriver>> {
-    let mut io = crate::lock::lock_std(&shared.locals.get_or_default::<IoState>().0);
+    let mut io = crate::lock::lock_std(&shared.locals().get_or_default::<IoState>().0);
     if let Some(driver) = io.as_ref() {
         return Ok(driver.clone());
     }
@@ -121,13 +121,13 @@ pub(crate) fn driver(shared: &Shared) -> std::io::Result<Arc<IoDriver>> {
 
 /// `shared`'s IO driver, if this run started one.
 pub(crate) fn running_driver(shared: &Shared) -> Option<Arc<IoDriver>> {
-    crate::lock::lock_std(&shared.locals.get_or_default::<IoState>().0).clone()
+    crate::lock::lock_std(&shared.locals().get_or_default::<IoState>().0).clone()
 }
 
 /// Stop `shared`'s IO driver for this run (joins its threads, closes its
 /// fds). No scheduler runs by then, so none polls.
 pub(crate) fn stop(shared: &Shared) {
     shared.netpoll.uninstall();
-    let driver = crate::lock::lock_std(&shared.locals.get_or_default::<IoState>().0).take();
+    let driver = crate::lock::lock_std(&shared.locals().get_or_default::<IoState>().0).take();
     drop(driver);
 }

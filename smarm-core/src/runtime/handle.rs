@@ -111,7 +111,7 @@ impl RuntimeHandle {
         f: impl FnOnce(&T, RuntimeRef<'_>) -> R,
     ) -> R {
         f(
-            self.shared.locals.get_or_default::<T>(),
+            self.shared.locals().get_or_default::<T>(),
             RuntimeRef::new(&self.shared),
         )
     }

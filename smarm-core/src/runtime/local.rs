@@ -41,7 +41,7 @@ pub fn with_runtime_local<T: Any + Send + Sync + Default, R>(
 ) -> R {
     let found = scheduler::with_worker(|_, shared| {
         // The reference lives as long as `shared`, which outlives `f`.
-        f(shared.locals.get_or_default::<T>(), RuntimeRef(shared))
+        f(shared.locals().get_or_default::<T>(), RuntimeRef(shared))
     });
     match found {
         Some(r) => r,

@@ -136,7 +136,7 @@ impl Runtime {
 
     #[cfg(feature = "tokio")]
     fn tokio_slot(&self) -> &crate::future::TokioSlot {
-        self.shared.locals.get_or_default()
+        self.shared.locals().get_or_default()
     }
 
     /// Run `f` as the root actor on this runtime's schedulers and return

@@ -15,23 +15,31 @@ pub(crate) struct Worker {
     pub(super) own: *const super::shared::SchedulerQueues,
     /// The scheduler context's saved stack pointer while an actor runs.
     pub(super) sched_sp: Cell<*mut u8>,
+    /// Open `with_worker` spans (preempt (I1)).
+    pub(crate) busy: Cell<u32>,
+    /// The actor running on this thread and what it carries with it.
+    pub(crate) actor: RunningActor,
+    /// The running actor's timeslice (`preempt.rs`).
+    pub(crate) slice: Timeslice,
+    /// The pop order's counters (`worker.rs`).
+    pub(super) pick: PickState,
+    /// Stacks cached by this scheduler, so spawn and finalisation rarely
+    /// take the pool lock (`stacks.rs`).
+    pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
+}
+
+/// The running actor's context on its scheduler: who it is, why it
+/// switched back, and the per-actor state that moves with it across
+/// switches (restored when it resumes).
+pub(crate) struct RunningActor {
     /// The actor running on this thread, if any.
     pub(crate) current: Cell<Option<Pid>>,
     pub(super) intent: Cell<Intent>,
     /// How the finished actor's closure ended (caught at its base frame).
     pub(super) exit_result: Cell<Option<std::thread::Result<crate::slot::table::Value>>>,
-    pub(super) lifo_streak: Cell<u32>,
-    pub(super) tick: Cell<u32>,
-    /// Resumes so far; a safepoint that sees a new value starts a slice.
-    pub(crate) resumes: Cell<u64>,
-    /// The resume the current timeslice belongs to, and its start tick.
-    pub(crate) slice_resume: Cell<u64>,
-    pub(crate) slice_start: Cell<u64>,
     /// The running actor has a `Wait` open (not yet parked on or
     /// retired): no preemption (preempt (I2), wait (W2)).
     pub(crate) wait_open: Cell<bool>,
-    /// Open `with_worker` spans (preempt (I1)).
-    pub(crate) busy: Cell<u32>,
     /// Runtime sections the running actor is inside (`Section`): its own
     /// count, saved by its switch out and restored when it resumes; set to
     /// 0 by the scheduler when an actor switches back to it.
@@ -43,25 +51,33 @@ pub(crate) struct Worker {
     /// An actor that parked by switching straight to the next-slot actor;
     /// its park is committed by that actor once it runs (`settle_handoff`).
     pub(super) handed_off: Cell<Option<Pid>>,
-    /// Stacks cached by this scheduler, so spawn and finalisation rarely
-    /// take the pool lock.
-    pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
+}
+
+/// Timeslice accounting (`preempt.rs`).
+pub(crate) struct Timeslice {
+    /// Resumes so far; a safepoint that sees a new value starts a slice.
+    pub(crate) resumes: Cell<u64>,
+    /// The resume the current timeslice belongs to, and its start tick.
+    pub(crate) slice_resume: Cell<u64>,
+    pub(crate) slice_start: Cell<u64>,
+}
+
+/// The pop order's counters: the next slot's streak and the loop tick
+/// that spaces fairness, injector, due-check and reclamation turns.
+pub(super) struct PickState {
+    pub(super) lifo_streak: Cell<u32>,
+    pub(super) tick: Cell<u32>,
 }
 
 impl Worker {
     /// This scheduler's queues, next slot and counters.
     #[inline(always)]
     pub(crate) fn own(&self) -> &super::shared::SchedulerQueues {
-        // SAFETY: `own` points into `shared.queues`, which lives in the Arc
+        // SAFETY: `own` points into `shared.sched.queues`, which lives in the Arc
         // that run_worker holds for as long as this Worker exists.
         unsafe { &*self.own }
     }
 }
-
-/// Stacks a scheduler fetches from the pool at once.
-pub(crate) const STACK_BATCH: usize = 32;
-/// A scheduler's cache spills `STACK_BATCH` stacks back beyond this.
-pub(crate) const STACK_CACHE_MAX: usize = 2 * STACK_BATCH;
 
 std::thread_local! {
     pub(super) static CURRENT: Cell<*const Worker> = const { Cell::new(std::ptr::null()) };
@@ -86,7 +102,7 @@ impl Section {
     /// Open a section on `w`, the current scheduler, already at hand.
     #[inline]
     pub(crate) fn enter_on(w: &Worker) -> Self {
-        w.sections.set(w.sections.get() + 1);
+        w.actor.sections.set(w.actor.sections.get() + 1);
         Section(())
     }
 }
@@ -104,7 +120,7 @@ fn add_sections(w: *const Worker, delta: u32) {
     if !w.is_null() {
         // SAFETY: a non-null CURRENT is this thread's live Worker (I1);
         // `sections` is a Cell read and written on its own thread.
-        let sections = unsafe { &(*w).sections };
+        let sections = unsafe { &(*w).actor.sections };
         sections.set(sections.get().wrapping_add(delta));
     }
 }
@@ -166,12 +182,12 @@ pub(crate) fn worker_busy() -> bool {
 /// scheduler loop itself).
 #[inline]
 pub(crate) fn in_actor() -> bool {
-    with_worker(|w, _| w.current.get().is_some()).unwrap_or(false)
+    with_worker(|w, _| w.actor.current.get().is_some()).unwrap_or(false)
 }
 
 /// The running actor's pid, if this thread is running one.
 pub(crate) fn current_pid() -> Option<Pid> {
-    with_worker(|w, _| w.current.get()).flatten()
+    with_worker(|w, _| w.actor.current.get()).flatten()
 }
 
 /// The running actor's pid and runtime, or a panic naming `what` that says
@@ -192,7 +208,8 @@ pub(crate) fn with_current_actor_in_section<R>(
     // A runtime call: an overflow inside it must not end only the actor
     // (`life.rs`).
     match with_worker(|w, shared| {
-        w.current
+        w.actor
+            .current
             .get()
             .map(|pid| (pid, shared as *const Shared, Section::enter_on(w)))
     }) {

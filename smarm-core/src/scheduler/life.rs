@@ -128,17 +128,14 @@ pub(super) fn finalize(
     runner.entry = None;
     #[cfg(feature = "tracing")]
     super::spans::clear(slot);
-    shared.timers.finish_actor(&shared.coord, slot);
+    shared.finish_actor_timers(slot);
     slot.word.finish();
     trace_event!(shared, Exit, pid.to_bits(), result.is_err() as u64);
     // Every wake the exit makes (monitors, links, the joiner) happens
     // before the actor stops counting as live (runtime (I2)); a detached
     // actor's panic payload is dropped in there too.
-    (shared.exit_hook)(shared, pid, slot, result);
-    if shared.is_root(pid) {
-        shared.root_exited.store(true, Ordering::Release);
-    }
-    shared.live.finished(worker_id);
+    shared.run_exit_hook(pid, slot, result);
+    shared.count_finished(pid, worker_id);
 }
 
 /// Run an actor's entry closure, catching every unwind (context (I1)).
@@ -171,8 +168,8 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
     // list lives in this frame, which lasts as long as the actor.
     let held_locks = HeldLocks::default();
     with_worker(|w, _| {
-        w.sections.set(0);
-        w.held_locks.set(&held_locks);
+        w.actor.sections.set(0);
+        w.actor.held_locks.set(&held_locks);
     });
     let mut result = run_entry(entry);
     if hibernates(&result) {
@@ -182,9 +179,9 @@ pub(crate) unsafe extern "C" fn actor_entry(arg: *mut u8) -> ! {
         result = unsafe { hibernate_from_entry(slot, result, &held_locks) };
     }
     let sched_sp = with_worker(|w, _| {
-        w.held_locks.set(std::ptr::null());
-        w.exit_result.set(Some(result));
-        w.intent.set(Intent::Exit);
+        w.actor.held_locks.set(std::ptr::null());
+        w.actor.exit_result.set(Some(result));
+        w.actor.intent.set(Intent::Exit);
         w.sched_sp.get()
     });
     // Every guard is gone by now; free the list before the last switch,
@@ -274,10 +271,10 @@ pub(crate) unsafe fn hibernate_from_entry(
         };
         // Every frame above the entry frame is gone, and so are its
         // guards: the held-lock list is empty.
-        with_worker(|w, _| w.held_locks.set(std::ptr::null()));
+        with_worker(|w, _| w.actor.held_locks.set(std::ptr::null()));
         // SAFETY: per the contract.
         let entry = unsafe { settle(slot, arm) };
-        with_worker(|w, _| w.held_locks.set(held_locks));
+        with_worker(|w, _| w.actor.held_locks.set(held_locks));
         result = run_entry(Some(entry));
     }
 }
@@ -304,8 +301,8 @@ unsafe fn settle(slot: &Slot, arm: Box<dyn Arm>) -> Entry {
     unsafe { slot.runner() }.entry = Some(arm.into_entry());
     wait.hand_to_scheduler();
     let sched_sp = with_worker(|w, _| {
-        w.held_locks.set(std::ptr::null());
-        w.intent.set(Intent::Hibernate);
+        w.actor.held_locks.set(std::ptr::null());
+        w.actor.intent.set(Intent::Hibernate);
         w.sched_sp.get()
     });
     slot.pinned.store(0, Ordering::Relaxed);
@@ -340,7 +337,7 @@ pub(crate) type HeldLocks = std::cell::RefCell<Vec<(usize, ReleasePoisoned)>>;
 
 /// Record that the running actor on `w` holds the lock at `lock`.
 pub(crate) fn hold_lock(w: &Worker, lock: usize, release: ReleasePoisoned) {
-    let held = w.held_locks.get();
+    let held = w.actor.held_locks.get();
     if !held.is_null() {
         // SAFETY: a non-null `held_locks` points to the running actor's
         // list in its entry frame, alive while it runs (current.rs).
@@ -351,7 +348,7 @@ pub(crate) fn hold_lock(w: &Worker, lock: usize, release: ReleasePoisoned) {
 /// Record that the running actor on `w` no longer holds the lock at
 /// `lock`.
 pub(crate) fn unhold_lock(w: &Worker, lock: usize) {
-    let held = w.held_locks.get();
+    let held = w.actor.held_locks.get();
     if !held.is_null() {
         // SAFETY: as in `hold_lock`.
         let mut held = unsafe { &*held }.borrow_mut();
@@ -375,7 +372,7 @@ pub(crate) fn recover(fault_addr: usize) -> Option<*mut u8> {
     // while the actor code it runs is interrupted outside every
     // `with_worker` span (checked below before anything is written).
     let (w, shared): (&Worker, &Shared) = unsafe { (&*w, &*(*w).shared) };
-    let pid = w.current.get()?;
+    let pid = w.actor.current.get()?;
     let slot = shared.slots.get(pid.index())?;
     // SAFETY: this thread runs `pid` (it is `current`), and the actor's
     // code, interrupted here, holds no `&mut Runner`: it borrows the runner
@@ -385,13 +382,13 @@ pub(crate) fn recover(fault_addr: usize) -> Option<*mut u8> {
     let contained = guard.contains(&fault_addr)
         && shared.config().contain_stack_overflow
         && preempt::preemption_enabled()
-        && w.sections.get() == 0
-        && w.handed_off.get().is_none()
+        && w.actor.sections.get() == 0
+        && w.actor.handed_off.get().is_none()
         && !std::thread::panicking();
     if !contained {
         return None;
     }
-    w.intent.set(Intent::Overflow);
+    w.actor.intent.set(Intent::Overflow);
     Some(w.sched_sp.get())
 }
 

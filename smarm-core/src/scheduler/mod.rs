@@ -105,6 +105,7 @@
 //! [`switch_out`](switch::switch_out) (actor side); see [`crate::context`] for its contract.
 
 mod current;
+mod diag;
 mod life;
 mod live;
 pub(crate) mod netpoll;
@@ -114,17 +115,19 @@ mod run_queue;
 mod shared;
 #[cfg(feature = "tracing")]
 mod spans;
+mod stacks;
 mod stats;
 mod switch;
 pub(crate) mod sysmon;
+mod termination;
 mod thread_context;
+mod timer_dispatch;
 pub(crate) mod wait;
 mod worker;
 
 pub(crate) use current::{
     current_pid, current_worker, in_actor, outside_actor, with_current_actor,
-    with_current_actor_in_section, with_worker, worker_busy, Section, Worker, STACK_BATCH,
-    STACK_CACHE_MAX,
+    with_current_actor_in_section, with_worker, worker_busy, Section, Worker,
 };
 pub use life::Hibernation;
 pub(crate) use life::{
@@ -135,10 +138,11 @@ pub(crate) use live::LiveCount;
 pub(crate) use preempt::alloc_safepoint;
 pub use preempt::check_timeslice;
 pub(crate) use run_queue::RunQueue;
-pub(crate) use shared::{Shared, Verdict};
+pub(crate) use shared::Shared;
 pub(crate) use stats::Counters;
 pub(crate) use switch::{check_stop, yield_now, yield_without_stop, Intent, StopSignal};
 use switch::{park, park_deaf_to_stop, switch_out, unwind_stop};
+pub(crate) use termination::Verdict;
 #[cfg(feature = "tokio")]
 pub(crate) use thread_context::Enter;
 pub(crate) use thread_context::ThreadContext;

@@ -86,7 +86,8 @@ fn alloc_safepoint_now() {
 /// caller checked the gate, the panic state and, through `slice_spent`,
 /// that no wait is open.
 fn abandonable() -> bool {
-    with_worker(|w, _| w.sections.get() == 0 && w.handed_off.get().is_none()).unwrap_or(false)
+    with_worker(|w, _| w.actor.sections.get() == 0 && w.actor.handed_off.get().is_none())
+        .unwrap_or(false)
 }
 
 /// Whether the running actor has used up its timeslice; if so its overrun
@@ -95,19 +96,19 @@ fn abandonable() -> bool {
 /// reaches a safepoint pays no clock read.
 fn slice_spent() -> bool {
     with_worker(|w, shared| {
-        let Some(pid) = w.current.get() else {
+        let Some(pid) = w.actor.current.get() else {
             return false;
         };
-        if w.wait_open.get() {
+        if w.actor.wait_open.get() {
             return false;
         }
         let now = clock::now();
-        if w.slice_resume.get() != w.resumes.get() {
-            w.slice_resume.set(w.resumes.get());
-            w.slice_start.set(now);
+        if w.slice.slice_resume.get() != w.slice.resumes.get() {
+            w.slice.slice_resume.set(w.slice.resumes.get());
+            w.slice.slice_start.set(now);
             return false;
         }
-        if now.wrapping_sub(w.slice_start.get()) < shared.slice_ticks {
+        if now.wrapping_sub(w.slice.slice_start.get()) < shared.sched.slice_ticks {
             return false;
         }
         if let Some(slot) = shared.slots.get(pid.index()) {

@@ -1,30 +1,31 @@
 //! `Shared`: the state every scheduler of one runtime shares, and the
 //! enqueue and wake paths through it. Layers above keep per-runtime state
 //! of their own in its [`RuntimeLocals`] instead of fields here.
+//!
+//! `Shared` is an assembly: each part is a struct owned by the module that
+//! uses it, which also holds the `impl Shared` methods over that part:
+//! the schedulers' queues here ([`Schedulers`]), the stack pool in
+//! `stacks.rs`, timer dispatch in `timer_dispatch.rs`, the run's state and
+//! termination in `termination.rs`, tracing and the trace recorder in
+//! `diag.rs`.
 
+use super::diag::Diagnostics;
 use super::netpoll::NetPoll;
 use super::next_slot::NextSlot;
+use super::stacks::StackCache;
 use super::stats::{BlockedRecord, Counters};
-use super::{with_worker, LiveCount, RunQueue, Worker};
-use super::{STACK_BATCH, STACK_CACHE_MAX};
+use super::termination::RunState;
+use super::{with_worker, RunQueue, Worker};
 use crate::config::Config;
 use crate::locals::RuntimeLocals;
-use crate::loom::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::loom::{AtomicU64, Ordering};
 use crate::park::Coordinator;
 use crate::reclaim::Reclaimer;
 use crate::slot::word::{State, Unpark};
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
-use crate::stack::{Stack, StackError, StackPool};
-use crate::timer::heap::{Entry, TimerAction, TimerId};
+use crate::stack::StackPool;
 use crate::timer::timers::Timers;
 use std::sync::Arc as StdArc;
-use std::time::Instant;
-
-/// How late a timer shard's deadline must be before a busy scheduler
-/// fires it for the scheduler that owns it (`fire_due_timers`): a quarter
-/// of the default timeslice, so a timer waits at most that long behind an
-/// owner busy with one long run or blocked in a system call.
-const FOREIGN_GRACE_NANOS: u64 = 250_000;
 
 /// What the actor layer does when an actor has finished: record its
 /// outcome, tell its joiner, monitors and links, recycle its slot. Run by
@@ -69,67 +70,52 @@ pub(super) fn low_bits(n: usize) -> u64 {
     }
 }
 
-/// What an idle scheduler should do (runtime (I2), (I3)).
-pub(crate) enum Verdict {
-    /// No actor is alive and no IO is in flight: leave the loop.
-    AllDone,
-    /// The root exited and every remaining actor is parked with no timer or
-    /// IO that could wake it: stop them.
-    Sweep,
-    /// Park and wait for work.
-    Idle,
-}
-
-pub(crate) struct Shared {
-    config: Config,
-    /// Deferred drops for the lock-free readers of upper layers.
-    pub(super) reclaim: Reclaimer,
-    /// `config.timeslice` in timeslice-clock ticks.
-    pub(super) slice_ticks: u64,
-    pub(crate) slots: SlotTable,
-    /// A heap account per slot, when the accounting allocator is
-    /// installed and the account table had room (heap module docs).
-    pub(crate) accounts: Option<crate::heap::Accounts>,
+/// The schedulers' queues: one entry per scheduler (spares included), which
+/// of them run, the injector, and the timeslice they keep.
+pub(crate) struct Schedulers {
     /// One per scheduler: the `config.threads` regular ones, then the
     /// spares the system monitor may start (`sysmon` (M3)).
     pub(super) queues: Box<[SchedulerQueues]>,
     /// Schedulers whose thread is running: every regular one, and the
     /// spares from their start by the monitor to their thread's exit.
     pub(super) present: AtomicU64,
+    /// Work from threads that are not schedulers of this runtime.
     pub(super) injector: RunQueue,
-    pub(crate) coord: Coordinator,
-    pub(super) timers: Timers,
-    pub(super) stacks: StdArc<StackPool>,
-    /// Actors spawned and not yet finalised (runtime (I1), (I2)).
-    pub(super) live: LiveCount,
-    /// `block_on_io` requests in flight (fed by the IO driver).
-    io_outstanding: AtomicU32,
-    /// Actors parked on fd readiness (fed by the IO driver).
-    io_fd_waiters: AtomicU32,
-    /// Actors awaiting a future (`block_on`; future (F6)).
-    futures_awaited: AtomicU32,
-    /// Who polls the IO driver's readiness, and when.
-    pub(crate) netpoll: NetPoll,
-    /// The root actor's pid bits for the current run.
-    root: AtomicU64,
-    pub(super) root_exited: AtomicBool,
-    root_swept: AtomicBool,
-    /// A `run` is in progress.
-    running: AtomicBool,
+    /// `config.timeslice` in timeslice-clock ticks.
+    pub(super) slice_ticks: u64,
+}
+
+/// What the layers above keep in the runtime: their per-runtime values, the
+/// actor layer's part of every finalisation, and the monitor-id source.
+struct Upper {
     /// Per-runtime state of the layers above (the IO driver, the OTP
     /// registry), one value per type, read lock-free.
-    pub(crate) locals: RuntimeLocals,
+    locals: RuntimeLocals,
     /// The actor layer's part of every actor's finalisation.
-    pub(super) exit_hook: ExitHook,
+    exit_hook: ExitHook,
     /// Source of `MonitorId`s; never reused.
     next_monitor_id: std::sync::atomic::AtomicU64,
-    /// Runtime trace events (feature `trace`).
-    #[cfg(feature = "trace")]
-    pub(crate) trace: crate::recorder::Recorder,
-    /// The `tracing` dispatcher the current run was started under
-    /// (feature `tracing`), made every scheduler thread's default.
-    #[cfg(feature = "tracing")]
-    dispatch: std::sync::Mutex<Option<tracing::Dispatch>>,
+}
+
+pub(crate) struct Shared {
+    config: Config,
+    pub(crate) slots: SlotTable,
+    pub(crate) coord: Coordinator,
+    pub(super) sched: Schedulers,
+    /// The timer shards, driven from `timer_dispatch.rs`.
+    pub(super) timers: Timers,
+    pub(super) stacks: StackCache,
+    pub(super) run: RunState,
+    /// Who polls the IO driver's readiness, and when.
+    pub(crate) netpoll: NetPoll,
+    /// A heap account per slot, when the accounting allocator is
+    /// installed and the account table had room (heap module docs).
+    pub(crate) accounts: Option<crate::heap::Accounts>,
+    /// Deferred drops for the lock-free readers of upper layers.
+    pub(super) reclaim: Reclaimer,
+    upper: Upper,
+    #[cfg_attr(not(any(feature = "trace", feature = "tracing")), allow(dead_code))]
+    pub(super) diag: Diagnostics,
 }
 
 impl Shared {
@@ -142,110 +128,50 @@ impl Shared {
             accounts: crate::heap::installed()
                 .then(|| crate::heap::Accounts::reserve(config.max_actors))
                 .flatten(),
-            queues: (0..threads)
-                .map(|_| SchedulerQueues {
-                    local: RunQueue::new(),
-                    pinned: RunQueue::new(),
-                    stats: Counters::default(),
-                    next: NextSlot::new(),
-                    blocked: BlockedRecord::default(),
-                })
-                .collect(),
-            present: AtomicU64::new(low_bits(regular)),
-            injector: RunQueue::new(),
+            sched: Schedulers {
+                queues: (0..threads)
+                    .map(|_| SchedulerQueues {
+                        local: RunQueue::new(),
+                        pinned: RunQueue::new(),
+                        stats: Counters::default(),
+                        next: NextSlot::new(),
+                        blocked: BlockedRecord::default(),
+                    })
+                    .collect(),
+                present: AtomicU64::new(low_bits(regular)),
+                injector: RunQueue::new(),
+                slice_ticks: crate::clock::ticks_for(config.timeslice),
+            },
             coord: Coordinator::with_timer_shards(threads, regular),
             timers: Timers::new(id, regular),
-            stacks,
-            live: LiveCount::new(regular),
-            io_outstanding: AtomicU32::new(0),
-            io_fd_waiters: AtomicU32::new(0),
-            futures_awaited: AtomicU32::new(0),
+            stacks: StackCache::new(stacks),
+            run: RunState::new(regular),
             netpoll: NetPoll::new(),
-            root: AtomicU64::new(0),
-            root_exited: AtomicBool::new(false),
-            root_swept: AtomicBool::new(false),
-            running: AtomicBool::new(false),
-            next_monitor_id: std::sync::atomic::AtomicU64::new(1),
-            locals: RuntimeLocals::new(),
-            exit_hook,
             reclaim: Reclaimer::new(threads),
-            slice_ticks: crate::clock::ticks_for(config.timeslice),
-            #[cfg(feature = "trace")]
-            trace: crate::recorder::Recorder::new(),
-            #[cfg(feature = "tracing")]
-            dispatch: std::sync::Mutex::new(None),
+            upper: Upper {
+                locals: RuntimeLocals::new(),
+                exit_hook,
+                next_monitor_id: std::sync::atomic::AtomicU64::new(1),
+            },
+            diag: Diagnostics::default(),
             config,
         }
     }
 
-    /// A stack for a new actor: from this scheduler's cache (refilled from
-    /// the pool in batches), or straight from the pool off-scheduler.
-    pub(crate) fn take_stack(&self) -> Result<Stack, StackError> {
-        let cached = self.local_worker(|w| {
-            let mut cache = w.stack_cache.borrow_mut();
-            if cache.is_empty() {
-                self.stacks.take_batch(STACK_BATCH, &mut cache)?;
-            }
-            cache.pop().ok_or(StackError::OutOfMemory {
-                stack_size: self.stacks.stack_size(),
-            })
-        });
-        match cached {
-            Some(r) => r,
-            None => self.stacks.take(),
-        }
+    /// The per-runtime values of the layers above.
+    pub(crate) fn locals(&self) -> &RuntimeLocals {
+        &self.upper.locals
     }
 
-    /// A stack of `size` usable bytes for an actor spawned with a size of
-    /// its own: from the runtime's pool if that is the size, else from the
-    /// process's pool of that size.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn take_stack_sized(&self, size: usize) -> Result<Stack, StackError> {
-        if crate::stack::round_to_pages(size) == self.stacks.stack_size() {
-            return self.stacks.take(); // off the hot path: the pool directly
-        }
-        crate::stack::pool_for(size).take()
-    }
-
-    /// The usable size of this runtime's stacks.
-    pub(crate) fn stack_size(&self) -> usize {
-        self.stacks.stack_size()
-    }
-
-    /// A stack for a hibernated actor that wakes (scheduler hibernate
-    /// (H1)): this scheduler's cache, else the pool. Its own copy of
-    /// `take_stack`'s first step, so the spawn path's stays inlined.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn take_stack_for_wake(&self) -> Option<Stack> {
-        let cached = self.local_worker(|w| w.stack_cache.borrow_mut().pop());
-        match cached.flatten() {
-            Some(stack) => Some(stack),
-            None => self.stacks.take().ok(),
-        }
-    }
-
-    /// Return a finished actor's stack to this scheduler's cache (spilling
-    /// a batch to the pool when it is full), or to the pool; a stack of
-    /// another size than the runtime's goes back to its own pool.
-    pub(crate) fn release_stack(&self, stack: Stack) {
-        if stack.size() != self.stacks.stack_size() {
-            crate::stack::pool_for(stack.size()).give_back(stack);
-            return;
-        }
-        let mut stack = Some(stack);
-        self.local_worker(|w| {
-            let mut cache = w.stack_cache.borrow_mut();
-            cache.extend(stack.take());
-            if cache.len() > STACK_CACHE_MAX {
-                let keep = cache.len() - STACK_BATCH;
-                self.stacks.give_back_batch(cache.drain(keep..));
-            }
-        });
-        if let Some(stack) = stack {
-            self.stacks.give_back(stack);
-        }
+    /// The actor layer's part of `pid`'s finalisation.
+    #[inline]
+    pub(super) fn run_exit_hook(
+        &self,
+        pid: Pid,
+        slot: &Slot,
+        result: std::thread::Result<crate::slot::table::Value>,
+    ) {
+        (self.upper.exit_hook)(self, pid, slot, result);
     }
 
     /// A new strong reference to this runtime's state.
@@ -261,60 +187,10 @@ impl Shared {
         }
     }
 
-    pub(crate) fn is_root(&self, pid: Pid) -> bool {
-        self.root.load(Ordering::Acquire) == pid.to_bits()
-    }
-
-    /// Record a trace event if this runtime is recording (the
-    /// `trace_event!` macro calls this only while some runtime of the
-    /// process is): into this thread's scheduler ring, or the shared one.
-    #[cfg(feature = "trace")]
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn trace_record(
-        &self,
-        kind: crate::recorder::Kind,
-        operands: impl FnOnce() -> (u64, u64),
-    ) {
-        if !self.trace.active() {
-            return; // another runtime's trace is running
-        }
-        let (a, b) = operands();
-        self.trace.record(
-            self.local_worker_unspanned(|w| w.id),
-            [crate::clock::now(), kind as u64, a, b],
-        );
-    }
-
-    /// The pid bits of the actor running on this thread in this runtime, or
-    /// 0 (for a trace event's waker).
-    #[cfg(feature = "trace")]
-    fn running_pid_bits(&self) -> u64 {
-        self.local_worker_unspanned(|w| w.current.get().map_or(0, Pid::to_bits))
-            .unwrap_or(0)
-    }
-
-    /// Remember the caller's default `tracing` dispatcher for this run's
-    /// scheduler threads.
-    #[cfg(feature = "tracing")]
-    pub(crate) fn capture_dispatch(&self) {
-        let current = tracing::dispatcher::get_default(Clone::clone);
-        *self.dispatch.lock().unwrap_or_else(|e| e.into_inner()) = Some(current);
-    }
-
-    /// The dispatcher [`capture_dispatch`](Self::capture_dispatch) kept.
-    #[cfg(feature = "tracing")]
-    pub(super) fn dispatch(&self) -> Option<tracing::Dispatch> {
-        self.dispatch
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
     /// How many schedulers the runtime has (spares included).
     #[cfg_attr(not(feature = "trace"), allow(dead_code))]
     pub(crate) fn scheduler_count(&self) -> usize {
-        self.queues.len()
+        self.sched.queues.len()
     }
 
     /// The id of this runtime's scheduler running on this thread, if any.
@@ -323,14 +199,14 @@ impl Shared {
     }
 
     /// The worker of *this* runtime running on this thread, if any.
-    fn local_worker<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
+    pub(super) fn local_worker<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
         with_worker(|w, shared| std::ptr::eq(shared, self).then(|| f(w))).flatten()
     }
 
     /// [`local_worker`](Self::local_worker) without opening a `with_worker`
     /// span (for a trace event: `f` neither switches nor allocates).
     #[cfg(feature = "trace")]
-    fn local_worker_unspanned<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
+    pub(super) fn local_worker_unspanned<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
         let w = super::current_worker();
         if w.is_null() {
             return None;
@@ -363,53 +239,19 @@ impl Shared {
         &self.config
     }
 
-    /// Count a spawn (before the new actor's first enqueue, runtime (I1)).
-    pub(crate) fn count_spawn(&self) {
-        self.live.spawned(self.local_scheduler_id());
-    }
-
     /// How many actors wait in scheduler `id`'s stealable queue.
     pub(crate) fn local_backlog(&self, id: usize) -> usize {
-        self.queues[id].local.len()
+        self.sched.queues[id].local.len()
     }
 
     /// Each scheduler's activity counters, in id order.
     pub(crate) fn scheduler_counters(
         &self,
     ) -> impl Iterator<Item = (&Counters, &BlockedRecord, usize)> {
-        self.queues
+        self.sched
+            .queues
             .iter()
             .map(|q| (&q.stats, &q.blocked, q.local.len() + q.pinned.len()))
-    }
-
-    /// Arm a timer running `f` on a scheduler at `deadline`, for `owner`.
-    pub(crate) fn insert_timer(
-        &self,
-        deadline: Instant,
-        owner: Pid,
-        f: Box<dyn FnOnce() + Send>,
-    ) -> TimerId {
-        self.timers.insert(
-            &self.coord,
-            self.local_timer_shard(),
-            deadline,
-            owner,
-            TimerAction::Send(f),
-        )
-    }
-
-    /// The timer shard of this thread's scheduler (shard 0 off-scheduler).
-    fn local_timer_shard(&self) -> usize {
-        self.local_scheduler_id()
-            .map_or(0, |id| self.coord.shard_of(id))
-    }
-
-    /// Arm the running actor's bounded-wait timer for `wait`, due at `at`
-    /// (coordinator nanos; time bounded (B1)), in the timer shard of the
-    /// scheduler `scheduler` it runs on.
-    pub(crate) fn arm_wait_timer(&self, scheduler: usize, slot: &Slot, wait: WaitId, at: u64) {
-        self.timers
-            .arm_wait(&self.coord, self.coord.shard_of(scheduler), slot, wait, at);
     }
 
     /// Drop `value` once no scheduler can still be reading it (the
@@ -421,98 +263,14 @@ impl Shared {
     /// The injector, for models that check where a wake enqueued.
     #[cfg(all(test, loom))]
     pub(crate) fn injector(&self) -> &RunQueue {
-        &self.injector
+        &self.sched.injector
     }
 
     /// A fresh monitor id; never reused.
     pub(crate) fn next_monitor_id(&self) -> u64 {
-        self.next_monitor_id
+        self.upper
+            .next_monitor_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// A blocking-pool job was submitted: the termination verdict waits
-    /// for it (runtime (I2)) until [`blocking_job_done`](Self::blocking_job_done).
-    pub(crate) fn blocking_job_submitted(&self) {
-        self.io_outstanding.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// A blocking-pool job ended (or was never started).
-    pub(crate) fn blocking_job_done(&self) {
-        self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// An actor registered a wait on fd readiness (the root-exit sweep
-    /// treats such waits as possibly endless), until
-    /// [`fd_wait_ended`](Self::fd_wait_ended).
-    pub(crate) fn fd_wait_registered(&self) {
-        self.io_fd_waiters.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// An fd wait was consumed by a poll or cancelled.
-    pub(crate) fn fd_wait_ended(&self) {
-        self.io_fd_waiters.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// An actor began awaiting a future: the root-exit sweep waits for it
-    /// (future (F6)) until [`future_await_ended`](Self::future_await_ended).
-    pub(crate) fn future_await_began(&self) {
-        self.futures_awaited.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// An await ended (the future finished, or the actor unwound).
-    pub(crate) fn future_await_ended(&self) {
-        self.futures_awaited.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Run `spawn` for a spawner that is no actor of this runtime (a
-    /// `RuntimeHandle` on another thread), only while a run is in progress
-    /// and its root is alive; `None` otherwise. The window is counted as
-    /// work in flight, so no scheduler can decide the run is over between
-    /// the check and the spawn's own live count (runtime (I2)).
-    pub(crate) fn spawn_from_outside<R>(&self, spawn: impl FnOnce() -> R) -> Option<R> {
-        self.io_outstanding.fetch_add(1, Ordering::AcqRel);
-        let alive =
-            self.running.load(Ordering::Acquire) && !self.root_exited.load(Ordering::Acquire);
-        let spawned = alive.then(spawn);
-        self.io_outstanding.fetch_sub(1, Ordering::AcqRel);
-        if spawned.is_none() {
-            // The run may be ending: a scheduler that saw the window open
-            // parked instead of leaving; it looks again. (A spawn that
-            // happened is live, and its enqueue wakes a scheduler.)
-            self.coord.wake_all();
-        }
-        spawned
-    }
-
-    /// Start a run: `false` if one is already in progress.
-    pub(crate) fn begin_run(&self) -> bool {
-        if self.running.swap(true, Ordering::AcqRel) {
-            return false;
-        }
-        self.root_exited.store(false, Ordering::Release);
-        self.root_swept.store(false, Ordering::Release);
-        true
-    }
-
-    /// The run's root actor is `root` (`None`: the run is over).
-    pub(crate) fn set_root(&self, root: Option<Pid>) {
-        self.root
-            .store(root.map_or(0, Pid::to_bits), Ordering::Release);
-    }
-
-    /// The run's root actor, while a run is in progress.
-    pub(crate) fn root(&self) -> Option<Pid> {
-        match self.root.load(Ordering::Acquire) {
-            0 => None,
-            bits => Some(Pid::from_bits(bits)),
-        }
-    }
-
-    /// End a run: give idle stack pages back and allow the next run.
-    pub(crate) fn end_run(&self) {
-        crate::stack::trim_pools();
-        self.set_root(None);
-        self.running.store(false, Ordering::Release);
     }
 
     // ----- enqueue paths: each ends with the wake tail (park (I2)) -----
@@ -540,7 +298,7 @@ impl Shared {
                 self.coord.wake_one_if_idle();
             }
             None => {
-                self.injector.push_back(pid);
+                self.sched.injector.push_back(pid);
                 self.coord.wake_one_if_idle();
             }
         }
@@ -562,7 +320,7 @@ impl Shared {
         if self.route_pinned(pid, slot) {
             return;
         }
-        self.queues[w.id].local.push_back(pid);
+        self.sched.queues[w.id].local.push_back(pid);
         trace_event!(self, Enqueue, pid.to_bits(), {
             crate::recorder::Queue::Local as u64
         });
@@ -584,7 +342,7 @@ impl Shared {
     #[inline(never)]
     fn enqueue_pinned(&self, pid: Pid, pin: u32) {
         let id = pin as usize - 1;
-        self.queues[id].pinned.push_back(pid);
+        self.sched.queues[id].pinned.push_back(pid);
         trace_event!(self, Enqueue, pid.to_bits(), {
             crate::recorder::Queue::Pinned as u64
         });
@@ -633,131 +391,17 @@ impl Shared {
         }
     }
 
-    // ----- timers -----
-
-    /// Pop and dispatch every due timer. `try_only` (the busy path) skips
-    /// a shard whose lock another scheduler holds (its deadline stays due,
-    /// so the check fires again next loop), and leaves another scheduler's
-    /// shard to that scheduler until it is `FOREIGN_GRACE_NANOS` late: its
-    /// owner is usually a few pops from its own check, and firing there
-    /// keeps the shard's lines and the woken actors on its core (time
-    /// (I4)).
-    pub(crate) fn fire_due_timers(&self, try_only: bool) {
-        let mut due: Vec<Entry> = Vec::new();
-        // From an `Instant`, as the deadlines of message timers are: the
-        // raw clock runs a hair ahead of those (coordinator `origin`), and
-        // no timer fires early (time (I2)).
-        let now = self.coord.deadline_nanos(Instant::now());
-        let own = self.local_timer_shard();
-        for shard in 0..self.coord.timer_shards() {
-            let at = self.coord.shard_deadline(shard);
-            if at > now || (try_only && shard != own && now - at < FOREIGN_GRACE_NANOS) {
-                continue;
-            }
-            self.timers
-                .take_due(&self.coord, shard, now, try_only, &mut due);
-        }
-        for entry in due {
-            trace_event!(self, TimerFire, entry.pid.to_bits(), 0);
-            match entry.action {
-                TimerAction::Send(fire) => fire(),
-                TimerAction::WakeBounded => {
-                    if let Some(wait) =
-                        crate::timer::bounded::fire(&self.slots, entry.pid, entry.seq)
-                    {
-                        self.wake(wait);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Cancel timer `id` (`true` if it was still armed).
-    pub(crate) fn cancel_timer(&self, id: TimerId) -> bool {
-        self.timers.cancel(&self.coord, id)
-    }
-
-    /// Retire every timer (the runtime is finishing).
-    pub(crate) fn clear_timers(&self) {
-        self.timers.clear(&self.coord);
-    }
-
-    // ----- termination (runtime (I2), (I3)) -----
-
     /// The queues of the schedulers whose threads run. An absent spare's
     /// are empty and nothing enqueues to them (sysmon (M3)), so scans skip
     /// them: a runtime provides for dozens of spares and runs a few.
     pub(super) fn present_queues(&self) -> impl Iterator<Item = &SchedulerQueues> {
-        let present = self.present.load(Ordering::Acquire);
-        self.queues
+        let present = self.sched.present.load(Ordering::Acquire);
+        self.sched
+            .queues
             .iter()
             .enumerate()
             .filter(move |(id, _)| present & (1u64 << id) != 0)
             .map(|(_, q)| q)
-    }
-
-    /// Some actor waits on fd readiness: worth polling.
-    pub(super) fn fd_waited(&self) -> bool {
-        self.io_fd_waiters.load(Ordering::Relaxed) > 0
-    }
-
-    fn io_in_flight(&self) -> bool {
-        self.io_outstanding.load(Ordering::Acquire) + self.io_fd_waiters.load(Ordering::Acquire) > 0
-    }
-
-    /// The idle scheduler `id`'s verdict.
-    pub(crate) fn verdict(&self, id: usize) -> Verdict {
-        if !self.io_in_flight() && self.live.is_zero() {
-            return Verdict::AllDone;
-        }
-        if self.sweep_due(id) {
-            return Verdict::Sweep;
-        }
-        Verdict::Idle
-    }
-
-    /// The mandatory re-check of an idle scheduler that has published its
-    /// idle bit: is there anything it must not sleep through?
-    pub(crate) fn work_visible(&self, id: usize) -> bool {
-        self.injector.len() > 0
-            || self.queues[id].pinned.len() > 0
-            || self.present_queues().any(|q| q.local.len() > 0)
-            || self.coord.deadline_due()
-            || self.coord.timer_unkept()
-            || (!self.io_in_flight() && self.live.is_zero())
-            || self.sweep_due(id)
-    }
-
-    /// Root exited, nothing queued anywhere, no timer armed, no blocking
-    /// call or awaited future in flight, and every other scheduler idle: every remaining
-    /// actor is parked with no waker but, at most, an fd that may never
-    /// become ready (runtime (I3)).
-    fn sweep_due(&self, id: usize) -> bool {
-        if !self.root_exited.load(Ordering::Acquire) || self.root_swept.load(Ordering::Acquire) {
-            return false;
-        }
-        let present = self.present.load(Ordering::Acquire);
-        (self.coord.idle_mask() | (1u64 << id)) & present == present
-            && self.injector.len() == 0
-            && self
-                .present_queues()
-                .all(|q| q.local.len() == 0 && q.pinned.len() == 0)
-            && self.io_outstanding.load(Ordering::Acquire) == 0
-            && self.futures_awaited.load(Ordering::Acquire) == 0
-            && self.timers.armed() == 0
-            && !crate::timer::bounded::any_waiting(&self.slots)
-    }
-
-    /// Stop every actor still alive (once per run).
-    pub(crate) fn root_exit_sweep(&self) {
-        if self
-            .root_swept
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return;
-        }
-        self.request_stop_all(None);
     }
 
     /// Request a stop of every live actor but `except`.

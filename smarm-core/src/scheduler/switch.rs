@@ -59,12 +59,12 @@ fn switch_out_observing(
          tokio::time::sleep) or call it outside the future"
     );
     let (slot_sp, to_sp, (sections, held_locks)) = match with_worker(|w, shared| {
-        let pid = w.current.get()?;
+        let pid = w.actor.current.get()?;
         let slot = shared.slots.get(pid.index())?;
         let unwinding = std::thread::panicking();
         if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
             // Stopped before parking: the wait ends here (wait (W2), (W3)).
-            w.wait_open.set(false);
+            w.actor.wait_open.set(false);
             if leave_bounded {
                 crate::timer::bounded::leave(slot);
             }
@@ -82,15 +82,15 @@ fn switch_out_observing(
         trace_switch_out(shared, pid, slot, intent);
         if intent == Intent::Park && pin == 0 {
             if let Some(next_sp) = worker::direct_target(w, shared) {
-                w.handed_off.set(Some(pid));
+                w.actor.handed_off.set(Some(pid));
                 return Some(Some((
                     slot.sp_ptr(),
                     next_sp,
-                    (w.sections.get(), w.held_locks.get()),
+                    (w.actor.sections.get(), w.actor.held_locks.get()),
                 )));
             }
         }
-        w.intent.set(intent);
+        w.actor.intent.set(intent);
         // The section count belongs to this actor: it is restored where
         // the actor resumes. It stays on this worker until the context we
         // switch to sets its own, so a fault in the switch's own pushes
@@ -98,7 +98,7 @@ fn switch_out_observing(
         Some(Some((
             slot.sp_ptr(),
             w.sched_sp.get(),
-            (w.sections.get(), w.held_locks.get()),
+            (w.actor.sections.get(), w.actor.held_locks.get()),
         )))
     }) {
         Some(Some(Some(ptrs))) => ptrs,
@@ -115,13 +115,14 @@ fn switch_out_observing(
     // a bounded wait (time bounded (B2)), and see whether a stop came while
     // we were away.
     with_worker(|w, shared| {
-        w.sections.set(sections);
-        w.held_locks.set(held_locks);
+        w.actor.sections.set(sections);
+        w.actor.held_locks.set(held_locks);
         worker::settle_handoff(w, shared);
         if !observe_stop && !leave_bounded {
             return false; // a yield or a preemption: nothing more to do
         }
         let slot = w
+            .actor
             .current
             .get()
             .and_then(|pid| shared.slots.get(pid.index()));
@@ -164,7 +165,8 @@ fn trace_switch_out(
 #[inline]
 pub(crate) fn check_stop() {
     let stop = with_worker(|w, shared| {
-        w.current
+        w.actor
+            .current
             .get()
             .and_then(|pid| shared.slots.get(pid.index()))
             .is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))

@@ -71,13 +71,13 @@ impl Shared {
     /// Whether scheduler `id`'s thread is running (always, for a regular
     /// one).
     pub(crate) fn is_present(&self, id: usize) -> bool {
-        self.present.load(Ordering::Acquire) & (1u64 << id) != 0
+        self.sched.present.load(Ordering::Acquire) & (1u64 << id) != 0
     }
 
     /// Whether scheduler `id` is, right now, still inside the actor run
     /// the monitor last found it blocked in.
     fn still_blocked(&self, id: usize) -> bool {
-        let q = &self.queues[id];
+        let q = &self.sched.queues[id];
         let actor = q.blocked.actor.load(Ordering::Relaxed);
         actor != 0
             && q.stats.running.load(Ordering::Relaxed) == actor
@@ -105,7 +105,9 @@ impl Shared {
 
     /// The spare thread of scheduler `id` is leaving: its last act (M3).
     pub(crate) fn spare_left(&self, id: usize) {
-        self.present.fetch_and(!(1u64 << id), Ordering::AcqRel);
+        self.sched
+            .present
+            .fetch_and(!(1u64 << id), Ordering::AcqRel);
     }
 }
 
@@ -130,16 +132,16 @@ pub(crate) fn monitor(
     let mut reported = false;
     let tick = threshold / 2;
     let threshold = threshold.as_nanos() as u64;
-    let mut seen = vec![Seen::default(); shared.queues.len()];
+    let mut seen = vec![Seen::default(); shared.sched.queues.len()];
     let mut spares: Vec<Option<std::thread::JoinHandle<()>>> =
-        (0..shared.queues.len()).map(|_| None).collect();
+        (0..shared.sched.queues.len()).map(|_| None).collect();
     while !stop() {
         std::thread::park_timeout(tick);
         crate::stack::scavenge();
         // IO readiness, for schedulers all stuck in blocking calls.
         shared.netpoll.poll_now(shared, tick);
         let now = shared.coord.now_nanos();
-        for (q, seen) in shared.queues.iter().zip(seen.iter_mut()) {
+        for (q, seen) in shared.sched.queues.iter().zip(seen.iter_mut()) {
             let resumes = q.stats.actors_run.load(Ordering::Relaxed);
             let running = q.stats.running.load(Ordering::Relaxed);
             if running == 0 || resumes != seen.resumes || running != seen.running {
@@ -159,23 +161,29 @@ pub(crate) fn monitor(
             q.blocked.actor.store(running, Ordering::Relaxed);
             let moved = q.next.steal();
             if let Some(pid) = moved {
-                shared.injector.push_back(pid);
+                shared.sched.injector.push_back(pid);
                 q.blocked.moved.fetch_add(1, Ordering::Relaxed);
             }
             if moved.is_some() || q.local.len() > 0 {
                 shared.coord.wake_one_if_idle();
             }
         }
-        let everyone_blocked = (0..shared.queues.len())
+        let everyone_blocked = (0..shared.sched.queues.len())
             .filter(|&id| shared.is_present(id))
-            .all(|id| shared.queues[id].blocked.actor.load(Ordering::Relaxed) != 0);
+            .all(|id| {
+                shared.sched.queues[id]
+                    .blocked
+                    .actor
+                    .load(Ordering::Relaxed)
+                    != 0
+            });
         let may_report = !reported && shared.config().spares() > 0; // 0: turned off
         if everyone_blocked && !start_spare(shared, &mut spares) && may_report {
             // No spare left: say so once per run, naming who blocks (M4).
             reported = true;
-            let blocked: Vec<(Pid, Duration)> = (0..shared.queues.len())
+            let blocked: Vec<(Pid, Duration)> = (0..shared.sched.queues.len())
                 .filter(|&id| shared.is_present(id))
-                .filter_map(|id| shared.queues[id].blocked.blocked())
+                .filter_map(|id| shared.sched.queues[id].blocked.blocked())
                 .map(|(pid, since)| (pid, Duration::from_nanos(now.saturating_sub(since))))
                 .collect();
             exhausted(blocked.len(), blocked);
@@ -191,21 +199,21 @@ pub(crate) fn monitor(
 /// left (M3); `false` if none is.
 fn start_spare(shared: &Arc<Shared>, spares: &mut [Option<std::thread::JoinHandle<()>>]) -> bool {
     let Some(id) =
-        (shared.config().threads..shared.queues.len()).find(|&id| !shared.is_present(id))
+        (shared.config().threads..shared.sched.queues.len()).find(|&id| !shared.is_present(id))
     else {
         return false;
     };
     if let Some(old) = spares[id].take() {
         let _ = old.join(); // it cleared its bit as its last act
     }
-    shared.present.fetch_or(1u64 << id, Ordering::AcqRel);
+    shared.sched.present.fetch_or(1u64 << id, Ordering::AcqRel);
     let s = shared.clone();
     match std::thread::Builder::new()
         .name(format!("smarm-spare-{id}"))
         .spawn(move || super::worker::run_worker(&s, id))
     {
         Ok(handle) => {
-            shared.queues[id]
+            shared.sched.queues[id]
                 .blocked
                 .starts
                 .fetch_add(1, Ordering::Relaxed);

@@ -205,13 +205,13 @@ impl Wait {
         register: impl FnOnce(WaitId, &Shared),
     ) -> Option<Wait> {
         let opened = with_worker(|w, shared| {
-            let Some(pid) = w.current.get() else {
+            let Some(pid) = w.actor.current.get() else {
                 super::outside_actor(what)
             };
             let Some(slot) = shared.slots.get(pid.index()) else {
                 super::outside_actor(what)
             };
-            w.wait_open.set(true); // (W2)
+            w.actor.wait_open.set(true); // (W2)
             slot.waiting_on
                 .store(on.to_u8(), crate::loom::Ordering::Relaxed);
             let id = WaitId {
@@ -279,7 +279,7 @@ impl Wait {
     pub(crate) fn park_and_stay_open(&mut self) {
         self.open = false;
         park(std::mem::take(&mut self.bounded)); // (W3)
-        let _ = with_worker(|w: &Worker, _| w.wait_open.set(true)); // (W2)
+        let _ = with_worker(|w: &Worker, _| w.actor.wait_open.set(true)); // (W2)
         self.open = true;
     }
 
@@ -292,7 +292,7 @@ impl Wait {
         debug_assert!(!self.bounded, "a scoped job's wait has no deadline");
         self.open = false;
         super::park_deaf_to_stop();
-        let _ = with_worker(|w: &Worker, _| w.wait_open.set(true)); // (W2)
+        let _ = with_worker(|w: &Worker, _| w.actor.wait_open.set(true)); // (W2)
         self.open = true;
     }
 
@@ -345,7 +345,7 @@ impl Drop for Wait {
 #[inline]
 fn retire_running(id: WaitId) -> bool {
     with_worker(|w, shared| {
-        w.wait_open.set(false);
+        w.actor.wait_open.set(false);
         shared.slots.get(id.pid.index()).is_some_and(|slot| {
             slot.word.retire_wait();
             slot.stop.load(crate::loom::Ordering::Acquire)

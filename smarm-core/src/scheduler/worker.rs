@@ -1,7 +1,7 @@
 //! The scheduler loop: due-check, pop, resume, handle the intent; idle
 //! through the coordination layer.
 
-use super::current::CURRENT;
+use super::current::{PickState, RunningActor, Timeslice, CURRENT};
 use super::life::{actor_entry, finalize, forget_stack};
 use super::{Counters, Shared, Verdict};
 use super::{Intent, Worker};
@@ -51,7 +51,7 @@ const RECLAIM_TICK: u32 = 64;
 pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     // Inside the context the layers above installed (the tokio context):
     // every actor this thread runs finds it.
-    let context = shared.locals.get_or_default::<super::ThreadContext>();
+    let context = shared.locals().get_or_default::<super::ThreadContext>();
     context.run(&mut || run_loop(shared, id));
 }
 
@@ -66,21 +66,27 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     let worker = Worker {
         id,
         shared: Arc::as_ptr(shared),
-        own: &shared.queues[id],
+        own: &shared.sched.queues[id],
         sched_sp: Cell::new(std::ptr::null_mut()),
-        current: Cell::new(None),
-        intent: Cell::new(Intent::Exit),
-        exit_result: Cell::new(None),
-        lifo_streak: Cell::new(0),
-        tick: Cell::new(0),
-        resumes: Cell::new(0),
-        slice_resume: Cell::new(u64::MAX),
-        slice_start: Cell::new(0),
         busy: Cell::new(0),
-        sections: Cell::new(0),
-        held_locks: Cell::new(std::ptr::null()),
-        wait_open: Cell::new(false),
-        handed_off: Cell::new(None),
+        actor: RunningActor {
+            current: Cell::new(None),
+            intent: Cell::new(Intent::Exit),
+            exit_result: Cell::new(None),
+            wait_open: Cell::new(false),
+            sections: Cell::new(0),
+            held_locks: Cell::new(std::ptr::null()),
+            handed_off: Cell::new(None),
+        },
+        slice: Timeslice {
+            resumes: Cell::new(0),
+            slice_resume: Cell::new(u64::MAX),
+            slice_start: Cell::new(0),
+        },
+        pick: PickState {
+            lifo_streak: Cell::new(0),
+            tick: Cell::new(0),
+        },
         stack_cache: std::cell::RefCell::new(Vec::new()),
     };
     CURRENT.with(|c| c.set(&worker));
@@ -90,17 +96,22 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     loop {
         // Between two actors: nothing read before is still held.
         shared.reclaim.quiescent(id);
-        if shared.reclaim.has_pending() && worker.tick.get().is_multiple_of(RECLAIM_TICK) {
+        if shared.reclaim.has_pending() && worker.pick.tick.get().is_multiple_of(RECLAIM_TICK) {
             shared.reclaim.reclaim();
         }
         // The clock is read at most every DUE_CHECK_TICK pops (a few us of
         // timer lateness under load; an idle scheduler checks at once).
-        if worker.tick.get().is_multiple_of(DUE_CHECK_TICK) && shared.coord.deadline_due() {
+        if worker.pick.tick.get().is_multiple_of(DUE_CHECK_TICK) && shared.coord.deadline_due() {
             shared.fire_due_timers(true);
         }
         // While every scheduler is busy nobody parks in the IO poll: look
         // now and then (netpoll).
-        if worker.tick.get().is_multiple_of(super::netpoll::POLL_TICK) {
+        if worker
+            .pick
+            .tick
+            .get()
+            .is_multiple_of(super::netpoll::POLL_TICK)
+        {
             shared.netpoll.poll_now(shared, super::netpoll::POLL_GAP);
         }
         let Some(pid) = pop(
@@ -111,7 +122,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
         ) else {
             let idle_since = crate::clock::now();
             let idled = idle(shared, &worker);
-            let stats = &shared.queues[id].stats;
+            let stats = &shared.sched.queues[id].stats;
             stats.idle_ticks.store(
                 stats.idle_ticks.load(Ordering::Relaxed)
                     + crate::clock::now().wrapping_sub(idle_since),
@@ -128,24 +139,22 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
         };
         // Chain rule: we took one; if stealable work remains and a sibling
         // is parked, wake one so the surplus runs in parallel.
-        if shared.queues[id].local.len() > 0 || shared.injector.len() > 0 {
+        if shared.sched.queues[id].local.len() > 0 || shared.sched.injector.len() > 0 {
             shared.coord.wake_one_if_idle();
         }
         run_actor(shared, &worker, pid);
     }
     shared.reclaim.offline(id);
     CURRENT.with(|c| c.set(std::ptr::null()));
-    shared
-        .stacks
-        .give_back_batch(worker.stack_cache.borrow_mut().drain(..));
+    shared.release_stack_cache(&worker);
     if shared.is_spare(id) {
         shared.spare_left(id);
     }
 }
 
 fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -> Option<Pid> {
-    let tick = w.tick.get().wrapping_add(1);
-    w.tick.set(tick);
+    let tick = w.pick.tick.get().wrapping_add(1);
+    w.pick.tick.set(tick);
     let queues = w.own();
     // Pinned actors (preempted, or unwinding) wait their turn behind other
     // work, but are taken first now and then so they cannot starve.
@@ -155,18 +164,18 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
         }
     }
     let next = queues.next.take();
-    if w.lifo_streak.get() < LIFO_STREAK {
+    if w.pick.lifo_streak.get() < LIFO_STREAK {
         if let Some(pid) = next {
-            w.lifo_streak.set(w.lifo_streak.get() + 1);
+            w.pick.lifo_streak.set(w.pick.lifo_streak.get() + 1);
             return Some(pid);
         }
     } else if let Some(pid) = next {
         // Streak spent: the next-slot actor yields its turn to the queue.
         queues.local.push_back(pid);
     }
-    w.lifo_streak.set(0);
+    w.pick.lifo_streak.set(0);
     if tick.is_multiple_of(INJECTOR_TICK) {
-        if let Some(pid) = shared.injector.pop_front() {
+        if let Some(pid) = shared.sched.injector.pop_front() {
             return Some(pid);
         }
     }
@@ -178,7 +187,7 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
     if let Some(pid) = local {
         return Some(pid);
     }
-    if let Some(pid) = shared.injector.pop_front() {
+    if let Some(pid) = shared.sched.injector.pop_front() {
         return Some(pid);
     }
     if let Some(pid) = queues.pinned.pop_front() {
@@ -192,18 +201,18 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
 }
 
 fn steal(shared: &Shared, w: &Worker, buf: &mut Vec<Pid>) -> Option<Pid> {
-    let n = shared.queues.len();
-    let present = shared.present.load(Ordering::Acquire);
+    let n = shared.sched.queues.len();
+    let present = shared.sched.present.load(Ordering::Acquire);
     for k in 1..n {
         let victim = (w.id + k) % n;
         if present & (1u64 << victim) == 0 {
             continue; // an absent spare's queue is empty (sysmon (M3))
         }
-        shared.queues[victim].local.steal_into(buf);
+        shared.sched.queues[victim].local.steal_into(buf);
         if let Some(first) = buf.pop() {
-            Counters::bump(&shared.queues[w.id].stats.steals);
+            Counters::bump(&shared.sched.queues[w.id].stats.steals);
             trace_event!(shared, Steal, victim as u64, buf.len() as u64 + 1);
-            let own = &shared.queues[w.id].local;
+            let own = &shared.sched.queues[w.id].local;
             // Keep the stolen order: the victim's oldest runs last.
             for pid in buf.drain(..).rev() {
                 own.push_front(pid);
@@ -252,6 +261,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     let (mut gap, mut empty_for, mut backlog_for) = (LOOK_GAP_FIRST, 0, 0);
     let served = || {
         shared
+            .sched
             .queues
             .iter()
             .map(|q| q.local.taken())
@@ -259,9 +269,9 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     };
     let mut served_at_start = served();
     loop {
-        if shared.injector.len() > 0
-            || shared.queues[w.id].pinned.len() > 0
-            || shared.queues[w.id].local.len() > 0
+        if shared.sched.injector.len() > 0
+            || shared.sched.queues[w.id].pinned.len() > 0
+            || shared.sched.queues[w.id].local.len() > 0
         {
             return Idle::Continue;
         }
@@ -321,7 +331,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
             .park(w.id, deadline, || shared.work_visible(w.id)),
     };
     shared.reclaim.online(w.id);
-    let stats = &shared.queues[w.id].stats;
+    let stats = &shared.sched.queues[w.id].stats;
     match result {
         ParkResult::WorkFound => {}
         ParkResult::Woken => {
@@ -384,8 +394,8 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
                 "smarm: a hibernated actor woke and no stack could be had for it (out of memory \
                  or vm.max_map_count)",
             );
-            w.exit_result.set(Some(Err(why)));
-            w.intent.set(Intent::Exit);
+            w.actor.exit_result.set(Some(Err(why)));
+            w.actor.intent.set(Intent::Exit);
         } else {
             crate::context::switch(w.sched_sp.as_ptr(), sp);
         }
@@ -410,12 +420,12 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     // count went with it). The actor that switched back may not be `pid`:
     // parks hand over directly to the next-slot actor (see
     // `direct_target`), so act on whoever runs now.
-    w.sections.set(0);
+    w.actor.sections.set(0);
     if shared.accounts.is_some() {
         crate::heap::leave(); // heap (A4)
     }
-    let held_locks = w.held_locks.replace(std::ptr::null());
-    let Some(pid) = w.current.take() else {
+    let held_locks = w.actor.held_locks.replace(std::ptr::null());
+    let Some(pid) = w.actor.current.take() else {
         return;
     };
     let Some(slot) = shared.slots.get(pid.index()) else {
@@ -425,7 +435,7 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     super::spans::exit(slot);
     crate::stack::set_running_pid(0);
     w.own().stats.running.store(0, Ordering::Relaxed);
-    match w.intent.get() {
+    match w.actor.intent.get() {
         Intent::Yield | Intent::Preempt => {
             slot.word.requeue();
             shared.enqueue_yielded(w, pid, slot);
@@ -436,11 +446,15 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             }
         }
         Intent::Exit => {
-            let result = w.exit_result.take().unwrap_or_else(|| Ok(Box::new(())));
+            let result = w
+                .actor
+                .exit_result
+                .take()
+                .unwrap_or_else(|| Ok(Box::new(())));
             finalize(shared, w.id, pid, slot, result);
         }
         intent @ (Intent::Overflow | Intent::HeapLimit) => {
-            w.intent.set(Intent::Exit);
+            w.actor.intent.set(Intent::Exit);
             let why: Box<dyn std::any::Any + Send> = if intent == Intent::Overflow {
                 Box::new(super::life::Overflowed)
             } else {
@@ -481,13 +495,13 @@ fn begin_run(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
         "queued a stale pid"
     );
     slot.word.start_running();
-    w.current.set(Some(pid));
+    w.actor.current.set(Some(pid));
     w.own()
         .stats
         .running
         .store(pid.to_bits(), Ordering::Relaxed);
-    w.wait_open.set(false);
-    w.resumes.set(w.resumes.get().wrapping_add(1));
+    w.actor.wait_open.set(false);
+    w.slice.resumes.set(w.slice.resumes.get().wrapping_add(1));
     Counters::bump(&w.own().stats.actors_run);
     crate::stack::set_running_pid(pid.to_bits());
     if let Some(accounts) = &shared.accounts {
@@ -519,10 +533,10 @@ fn enter_account(accounts: &crate::heap::Accounts, pid: Pid) {
 /// fairness, injector): everything else takes the loop. Not with
 /// `budget-accounting`, whose timing brackets the loop's own switch.
 pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
-    if cfg!(feature = "budget-accounting") || w.lifo_streak.get() >= LIFO_STREAK {
+    if cfg!(feature = "budget-accounting") || w.pick.lifo_streak.get() >= LIFO_STREAK {
         return None;
     }
-    let tick = w.tick.get().wrapping_add(1);
+    let tick = w.pick.tick.get().wrapping_add(1);
     if tick.is_multiple_of(DUE_CHECK_TICK)
         || tick.is_multiple_of(FAIRNESS_TICK)
         || tick.is_multiple_of(INJECTOR_TICK)
@@ -539,16 +553,21 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
         // A first run starts from the loop.
         (!sp.is_null()).then_some((slot, sp))
     })?;
-    w.tick.set(tick);
-    w.lifo_streak.set(w.lifo_streak.get() + 1);
+    w.pick.tick.set(tick);
+    w.pick.lifo_streak.set(w.pick.lifo_streak.get() + 1);
     // The parking actor leaves its spans here, on its thread (spans (S1)).
     #[cfg(feature = "tracing")]
-    if let Some(parking) = w.current.get().and_then(|p| shared.slots.get(p.index())) {
+    if let Some(parking) = w
+        .actor
+        .current
+        .get()
+        .and_then(|p| shared.slots.get(p.index()))
+    {
         super::spans::exit(parking);
     }
     // Between two actors, as at the top of the loop.
     shared.reclaim.quiescent(w.id);
-    if shared.queues[w.id].local.len() > 0 || shared.injector.len() > 0 {
+    if shared.sched.queues[w.id].local.len() > 0 || shared.sched.injector.len() > 0 {
         shared.coord.wake_one_if_idle();
     }
     begin_run(shared, w, pid, slot);
@@ -560,7 +579,7 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
 /// (a waker may resume it anywhere from here on).
 #[inline]
 pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
-    let Some(parked) = w.handed_off.take() else {
+    let Some(parked) = w.actor.handed_off.take() else {
         return;
     };
     if let Some(slot) = shared.slots.get(parked.index()) {

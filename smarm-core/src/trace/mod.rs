@@ -94,10 +94,10 @@ pub fn start_with_capacity(capacity: usize) {
 
 fn start_in(what: &str, capacity: usize) {
     with_current_actor(what, |_, shared| {
-        let session = shared.locals.get_or_default::<Session>();
+        let session = shared.locals().get_or_default::<Session>();
         let mut running = session.0.lock().unwrap_or_else(|e| e.into_inner());
-        shared.trace.stop();
-        let marks = shared.trace.start(shared.scheduler_count(), capacity);
+        shared.recorder().stop();
+        let marks = shared.recorder().start(shared.scheduler_count(), capacity);
         *running = Some((marks, crate::clock::now()));
     });
 }
@@ -113,12 +113,12 @@ fn start_in(what: &str, capacity: usize) {
 /// Outside an actor.
 pub fn stop() -> Result<Trace, TraceError> {
     let collected = with_current_actor("smarm::trace::stop", |_, shared| {
-        let session = shared.locals.get_or_default::<Session>();
+        let session = shared.locals().get_or_default::<Session>();
         let mut running = session.0.lock().unwrap_or_else(|e| e.into_inner());
         let (marks, start) = running.take()?;
-        shared.trace.stop();
+        shared.recorder().stop();
         let end = crate::clock::now();
-        let rings = shared.trace.rings()?;
+        let rings = shared.recorder().rings()?;
         let mut raw = Vec::new();
         let mut lost = 0;
         for (id, ring) in rings.schedulers.iter().enumerate() {
