@@ -201,26 +201,8 @@ fn main() {
     let threads = rt.config().thread_count();
     println!("smarm demo on {threads} scheduler thread(s)");
     rt.run(move || {
-        // A watchdog: ticks every 5 ms until told to stop on its control
-        // channel (listed first in the select, so it always wins).
         let (stop_tx, stop_rx) = channel::<()>();
-        let watchdog = smarm::spawn(move || {
-            let (tick_tx, tick_rx) = channel::<()>();
-            let mut ticks = 0u32;
-            loop {
-                let t = tick_tx.clone();
-                drop(smarm::spawn(move || {
-                    smarm::sleep(Duration::from_millis(5));
-                    let _ = t.send(());
-                }));
-                if smarm::select(&[&stop_rx, &tick_rx]) == 0 {
-                    break;
-                }
-                let _ = tick_rx.try_recv();
-                ticks += 1;
-            }
-            println!("  watchdog: told to stop after {ticks} tick(s)");
-        });
+        let watchdog = smarm::spawn(move || watchdog(stop_rx));
 
         // A sleeper that never wakes on its own: stopped cooperatively.
         let sleeper = smarm::spawn(|| {
@@ -252,29 +234,7 @@ fn main() {
         smarm::request_stop(sleeper.pid());
         sleeper.join().expect("a stopped actor joins Ok");
 
-        // IO: an echo server and a client, both plain blocking-style
-        // actors over non-blocking sockets; and a blocking call on the pool.
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
-        let addr = listener.local_addr().expect("a bound address");
-        drop(smarm::spawn(move || {
-            while let Ok((mut conn, _)) = listener.accept() {
-                drop(smarm::spawn(move || {
-                    let mut buf = [0u8; 256];
-                    while let Ok(n @ 1..) = conn.read(&mut buf) {
-                        if conn.write_all(&buf[..n]).is_err() {
-                            break;
-                        }
-                    }
-                }));
-            }
-        }));
-        let mut client = TcpStream::connect(addr).expect("connect to the echo server");
-        client.write_all(b"hello over TCP").expect("write");
-        let mut reply = [0u8; 14];
-        client.read_exact(&mut reply).expect("read the echo");
-        println!("  echo server on {addr} answered {:?}", String::from_utf8_lossy(&reply));
-        let size = smarm::io::block_on_io(|| std::fs::metadata("Cargo.toml").map(|m| m.len()));
-        println!("  block_on_io: Cargo.toml is {} bytes", size.unwrap_or(0));
+        echo_and_block_on_io();
 
         // Two actors waiting on each other forever: the runtime stops them
         // when the root returns, so `run` still returns.
@@ -296,6 +256,55 @@ fn main() {
         println!("root returning; two deadlocked actors and an idle acceptor are left for the root-exit sweep");
     });
     println!("run returned: every actor finished");
+}
+
+/// A watchdog: ticks every 5 ms until told to stop on its control channel
+/// (listed first in the select, so it always wins).
+fn watchdog(stop_rx: smarm::Receiver<()>) {
+    let (tick_tx, tick_rx) = channel::<()>();
+    let mut ticks = 0u32;
+    loop {
+        let t = tick_tx.clone();
+        drop(smarm::spawn(move || {
+            smarm::sleep(Duration::from_millis(5));
+            let _ = t.send(());
+        }));
+        if smarm::select(&[&stop_rx, &tick_rx]) == 0 {
+            break;
+        }
+        let _ = tick_rx.try_recv();
+        ticks += 1;
+    }
+    println!("  watchdog: told to stop after {ticks} tick(s)");
+}
+
+/// IO: an echo server and a client, both plain blocking-style actors over
+/// non-blocking sockets; and a blocking call on the pool.
+fn echo_and_block_on_io() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    let addr = listener.local_addr().expect("a bound address");
+    drop(smarm::spawn(move || {
+        while let Ok((mut conn, _)) = listener.accept() {
+            drop(smarm::spawn(move || {
+                let mut buf = [0u8; 256];
+                while let Ok(n @ 1..) = conn.read(&mut buf) {
+                    if conn.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+    }));
+    let mut client = TcpStream::connect(addr).expect("connect to the echo server");
+    client.write_all(b"hello over TCP").expect("write");
+    let mut reply = [0u8; 14];
+    client.read_exact(&mut reply).expect("read the echo");
+    println!(
+        "  echo server on {addr} answered {:?}",
+        String::from_utf8_lossy(&reply)
+    );
+    let size = smarm::io::block_on_io(|| std::fs::metadata("Cargo.toml").map(|m| m.len()));
+    println!("  block_on_io: Cargo.toml is {} bytes", size.unwrap_or(0));
 }
 
 /// Run `phase`; with the `trace` feature, under a runtime trace written

@@ -240,7 +240,6 @@ impl Conn {
         }
         // The shard is picked before the key moves into its operation
         // (the arguments are evaluated in order): no copy of the key.
-        let of = |key: &[u8]| shard::of(key, n_shards);
         let mut push = |s: usize, op: Op, slot: Slot| {
             per_shard[s].0.push(op);
             per_shard[s].1.push(slot);
@@ -262,103 +261,13 @@ impl Conn {
             },
             b"ECHO" if argc == 1 => Planned::Now(Reply::Bulk(args.next().unwrap_or_default())),
             b"QUIT" => Planned::Quit,
-            b"GET" if argc == 1 => {
-                let key = args.next().unwrap_or_default();
-                push(of(&key), Op::Get(key), Slot::Reply(at));
-                Planned::Sent(None)
+            b"GET" | b"SET" | b"INCR" | b"DECR" | b"INCRBY" | b"DECRBY" | b"EXPIRE"
+            | b"PEXPIRE" | b"TTL" => {
+                plan_one_key(&name, argc, args, at, n_shards, &mut push).unwrap_or_else(arity_error)
             }
-            b"SET" if argc >= 2 => {
-                let key = args.next().unwrap_or_default();
-                let value = args.next().unwrap_or_default();
-                match set_options(args) {
-                    Ok((expire, cond)) => {
-                        push(
-                            of(&key),
-                            Op::Set {
-                                key,
-                                value,
-                                expire,
-                                cond,
-                            },
-                            Slot::Reply(at),
-                        );
-                        Planned::Sent(None)
-                    }
-                    Err(reply) => Planned::Now(reply),
-                }
-            }
-            b"DEL" | b"EXISTS" if argc >= 1 => {
-                let del = name.as_slice() == b"DEL";
-                for key in args {
-                    let s = of(&key);
-                    let op = if del { Op::Del(key) } else { Op::Exists(key) };
-                    push(s, op, Slot::Sum(at));
-                }
-                Planned::Sent(Some(Reply::Int(0)))
-            }
-            b"INCR" | b"DECR" if argc == 1 => {
-                let by = if name.as_slice() == b"INCR" { 1 } else { -1 };
-                let key = args.next().unwrap_or_default();
-                push(of(&key), Op::IncrBy(key, by), Slot::Reply(at));
-                Planned::Sent(None)
-            }
-            b"INCRBY" | b"DECRBY" if argc == 2 => {
-                let key = args.next().unwrap_or_default();
-                let Some(by) = integer(&args.next().unwrap_or_default()) else {
-                    return Planned::Now(Reply::err("value is not an integer or out of range"));
-                };
-                let by = if name.as_slice() == b"INCRBY" {
-                    Some(by)
-                } else {
-                    by.checked_neg()
-                };
-                let Some(by) = by else {
-                    return Planned::Now(Reply::err("decrement would overflow"));
-                };
-                push(of(&key), Op::IncrBy(key, by), Slot::Reply(at));
-                Planned::Sent(None)
-            }
-            b"MSET" if argc >= 2 && argc.is_multiple_of(2) => {
-                while let (Some(key), Some(value)) = (args.next(), args.next()) {
-                    let s = of(&key);
-                    let op = Op::Set {
-                        key,
-                        value,
-                        expire: None,
-                        cond: SetCond::Always,
-                    };
-                    push(s, op, Slot::Ok(at));
-                }
-                Planned::Sent(None)
-            }
-            b"MGET" if argc >= 1 => {
-                let keys: Vec<Vec<u8>> = args.collect();
-                // The array is filled element by element as shards answer.
-                let initial = Reply::Array(vec![Reply::Nil; keys.len()]);
-                for (k, key) in keys.into_iter().enumerate() {
-                    push(of(&key), Op::Get(key), Slot::Element(at, k));
-                }
-                Planned::Sent(Some(initial))
-            }
-            b"EXPIRE" | b"PEXPIRE" if argc == 2 => {
-                let key = args.next().unwrap_or_default();
-                let Some(n) = integer(&args.next().unwrap_or_default()) else {
-                    return Planned::Now(Reply::err("value is not an integer or out of range"));
-                };
-                let unit = if name.as_slice() == b"EXPIRE" {
-                    1000
-                } else {
-                    1
-                };
-                let after =
-                    Duration::from_millis(u64::try_from(n).unwrap_or(0).saturating_mul(unit));
-                push(of(&key), Op::Expire(key, after), Slot::Reply(at));
-                Planned::Sent(None)
-            }
-            b"TTL" if argc == 1 => {
-                let key = args.next().unwrap_or_default();
-                push(of(&key), Op::Ttl(key), Slot::Reply(at));
-                Planned::Sent(None)
+            b"DEL" | b"EXISTS" | b"MSET" | b"MGET" => {
+                plan_many_keys(&name, args.collect(), at, n_shards, &mut push)
+                    .unwrap_or_else(arity_error)
             }
             b"DBSIZE" if argc == 0 => {
                 for (ops, slots) in per_shard.iter_mut() {
@@ -395,9 +304,7 @@ impl Conn {
                     _ => Planned::Now(Reply::err("DEBUG CRASH-SHARD <shard>")),
                 }
             }
-            b"ECHO" | b"GET" | b"SET" | b"DEL" | b"EXISTS" | b"INCR" | b"DECR" | b"INCRBY"
-            | b"DECRBY" | b"MSET" | b"MGET" | b"EXPIRE" | b"PEXPIRE" | b"TTL" | b"DBSIZE"
-            | b"CONFIG" => arity_error(),
+            b"ECHO" | b"DBSIZE" | b"CONFIG" => arity_error(),
             _ => Planned::Now(Reply::err(format!(
                 "unknown command '{}'",
                 String::from_utf8_lossy(&name).to_lowercase()
@@ -508,4 +415,143 @@ fn resident_bytes() -> u64 {
         })
         .unwrap_or(0);
     pages * 4096
+}
+
+/// The operation of a command on one key, for its shard; `None` when the
+/// command has the wrong number of arguments.
+fn plan_one_key(
+    name: &[u8],
+    argc: usize,
+    mut args: impl Iterator<Item = Vec<u8>>,
+    at: usize,
+    n_shards: usize,
+    push: &mut impl FnMut(usize, Op, Slot),
+) -> Option<Planned> {
+    let of = |key: &[u8]| shard::of(key, n_shards);
+    Some(match name {
+        b"GET" if argc == 1 => {
+            let key = args.next().unwrap_or_default();
+            push(of(&key), Op::Get(key), Slot::Reply(at));
+            Planned::Sent(None)
+        }
+        b"SET" if argc >= 2 => {
+            let key = args.next().unwrap_or_default();
+            let value = args.next().unwrap_or_default();
+            match set_options(args) {
+                Ok((expire, cond)) => {
+                    push(
+                        of(&key),
+                        Op::Set {
+                            key,
+                            value,
+                            expire,
+                            cond,
+                        },
+                        Slot::Reply(at),
+                    );
+                    Planned::Sent(None)
+                }
+                Err(reply) => Planned::Now(reply),
+            }
+        }
+        b"INCR" | b"DECR" if argc == 1 => {
+            let by = if name == b"INCR" { 1 } else { -1 };
+            let key = args.next().unwrap_or_default();
+            push(of(&key), Op::IncrBy(key, by), Slot::Reply(at));
+            Planned::Sent(None)
+        }
+        b"INCRBY" | b"DECRBY" if argc == 2 => {
+            let key = args.next().unwrap_or_default();
+            let Some(by) = integer(&args.next().unwrap_or_default()) else {
+                return Some(Planned::Now(Reply::err(
+                    "value is not an integer or out of range",
+                )));
+            };
+            let by = if name == b"INCRBY" {
+                Some(by)
+            } else {
+                by.checked_neg()
+            };
+            let Some(by) = by else {
+                return Some(Planned::Now(Reply::err("decrement would overflow")));
+            };
+            push(of(&key), Op::IncrBy(key, by), Slot::Reply(at));
+            Planned::Sent(None)
+        }
+        b"EXPIRE" | b"PEXPIRE" if argc == 2 => {
+            let key = args.next().unwrap_or_default();
+            let Some(n) = integer(&args.next().unwrap_or_default()) else {
+                return Some(Planned::Now(Reply::err(
+                    "value is not an integer or out of range",
+                )));
+            };
+            let unit = if name == b"EXPIRE" { 1000 } else { 1 };
+            let after = Duration::from_millis(u64::try_from(n).unwrap_or(0).saturating_mul(unit));
+            push(of(&key), Op::Expire(key, after), Slot::Reply(at));
+            Planned::Sent(None)
+        }
+        b"TTL" if argc == 1 => {
+            let key = args.next().unwrap_or_default();
+            push(of(&key), Op::Ttl(key), Slot::Reply(at));
+            Planned::Sent(None)
+        }
+        _ => return None, // a known command with the wrong arity
+    })
+}
+
+/// The operations of a command on several keys, one per key, each for
+/// its shard; `None` when the command has the wrong number of arguments.
+fn plan_many_keys(
+    name: &[u8],
+    args: Vec<Vec<u8>>,
+    at: usize,
+    n_shards: usize,
+    push: &mut impl FnMut(usize, Op, Slot),
+) -> Option<Planned> {
+    let of = |key: &[u8]| shard::of(key, n_shards);
+    let n = args.len();
+    if n == 0 {
+        return None;
+    }
+    match name {
+        b"DEL" | b"EXISTS" => {
+            for key in args {
+                let s = of(&key);
+                let op = if name == b"DEL" {
+                    Op::Del(key)
+                } else {
+                    Op::Exists(key)
+                };
+                push(s, op, Slot::Sum(at));
+            }
+            Some(Planned::Sent(Some(Reply::Int(0))))
+        }
+        b"MSET" if n.is_multiple_of(2) => {
+            let mut args = args.into_iter();
+            while let (Some(key), Some(value)) = (args.next(), args.next()) {
+                let s = of(&key);
+                let cond = SetCond::Always;
+                push(
+                    s,
+                    Op::Set {
+                        key,
+                        value,
+                        expire: None,
+                        cond,
+                    },
+                    Slot::Ok(at),
+                );
+            }
+            Some(Planned::Sent(None))
+        }
+        b"MGET" => {
+            // The array is filled element by element as shards answer.
+            let initial = Reply::Array(vec![Reply::Nil; n]);
+            for (k, key) in args.into_iter().enumerate() {
+                push(of(&key), Op::Get(key), Slot::Element(at, k));
+            }
+            Some(Planned::Sent(Some(initial)))
+        }
+        _ => None, // MSET with a key without a value
+    }
 }

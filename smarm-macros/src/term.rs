@@ -163,61 +163,7 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
                 .map_or_else(|| snake_case(ident), LitStr::value);
             struct_bodies(&d, &ty_name, &tag, &s.fields, &fields, form)?
         }
-        Data::Enum(e) => {
-            let mut to_arms = Vec::new();
-            let mut from_arms = Vec::new();
-            for v in &e.variants {
-                let vo = read_options(&v.attrs, &["rename"])?;
-                let vident = &v.ident;
-                let tag = vo.rename.map_or_else(|| snake_case(vident), |l| l.value());
-                let fields = read_fields(&v.fields)?;
-                let bindings: Vec<_> = fields.iter().map(|f| &f.binding).collect();
-                let members: Vec<_> = fields.iter().map(|f| &f.member).collect();
-                let label = format!("{ty_name}::{vident}");
-                let n = fields.len();
-                match &v.fields {
-                    Fields::Unit => {
-                        to_arms.push(quote!(Self::#vident => #d::atom(#tag)));
-                        from_arms.push(quote!((#tag, None) => Ok(Self::#vident)));
-                    }
-                    _ => {
-                        let idx: Vec<_> = (0..n).collect();
-                        let to: Vec<_> = fields
-                            .iter()
-                            .map(|f| {
-                                let b = &f.binding;
-                                quote_spanned!(f.span=> #d::to(#b))
-                            })
-                            .collect();
-                        let from: Vec<_> = fields
-                            .iter()
-                            .zip(&idx)
-                            .map(|(f, i)| {
-                                let l = &f.label;
-                                quote_spanned!(f.span=> #d::field(&__fs[#i], #label, #l)?)
-                            })
-                            .collect();
-                        to_arms.push(quote!(
-                            Self::#vident { #(#members: #bindings),* } =>
-                                #d::tuple(Some(#tag), vec![#(#to),*])
-                        ));
-                        from_arms.push(quote!(
-                            (#tag, Some(__fs)) if __fs.len() == #n => Ok(Self::#vident {
-                                #(#members: #from),*
-                            })
-                        ));
-                    }
-                }
-            }
-            let to = quote!(match self { #(#to_arms,)* });
-            let from = quote!(
-                match #d::variant(__term, #ty_name)? {
-                    #(#from_arms,)*
-                    _ => Err(#d::unknown(__term, #ty_name)),
-                }
-            );
-            (to, from)
-        }
+        Data::Enum(e) => enum_bodies(&d, &ty_name, e)?,
         Data::Union(_) => unreachable!("refused above"),
     };
 
@@ -249,6 +195,68 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
             }
         }
     })
+}
+
+/// An enum's `to_term` and `from_term` bodies: a variant is its tag atom,
+/// or a tuple of its tag and fields.
+fn enum_bodies(
+    d: &TokenStream,
+    ty_name: &str,
+    e: &syn::DataEnum,
+) -> syn::Result<(TokenStream, TokenStream)> {
+    let mut to_arms = Vec::new();
+    let mut from_arms = Vec::new();
+    for v in &e.variants {
+        let vo = read_options(&v.attrs, &["rename"])?;
+        let vident = &v.ident;
+        let tag = vo.rename.map_or_else(|| snake_case(vident), |l| l.value());
+        let fields = read_fields(&v.fields)?;
+        let bindings: Vec<_> = fields.iter().map(|f| &f.binding).collect();
+        let members: Vec<_> = fields.iter().map(|f| &f.member).collect();
+        let label = format!("{ty_name}::{vident}");
+        let n = fields.len();
+        match &v.fields {
+            Fields::Unit => {
+                to_arms.push(quote!(Self::#vident => #d::atom(#tag)));
+                from_arms.push(quote!((#tag, None) => Ok(Self::#vident)));
+            }
+            _ => {
+                let idx: Vec<_> = (0..n).collect();
+                let to: Vec<_> = fields
+                    .iter()
+                    .map(|f| {
+                        let b = &f.binding;
+                        quote_spanned!(f.span=> #d::to(#b))
+                    })
+                    .collect();
+                let from: Vec<_> = fields
+                    .iter()
+                    .zip(&idx)
+                    .map(|(f, i)| {
+                        let l = &f.label;
+                        quote_spanned!(f.span=> #d::field(&__fs[#i], #label, #l)?)
+                    })
+                    .collect();
+                to_arms.push(quote!(
+                    Self::#vident { #(#members: #bindings),* } =>
+                        #d::tuple(Some(#tag), vec![#(#to),*])
+                ));
+                from_arms.push(quote!(
+                    (#tag, Some(__fs)) if __fs.len() == #n => Ok(Self::#vident {
+                        #(#members: #from),*
+                    })
+                ));
+            }
+        }
+    }
+    let to = quote!(match self { #(#to_arms,)* });
+    let from = quote!(
+        match #d::variant(__term, #ty_name)? {
+            #(#from_arms,)*
+            _ => Err(#d::unknown(__term, #ty_name)),
+        }
+    );
+    Ok((to, from))
 }
 
 /// A struct's `to_term` and `from_term` bodies.

@@ -16,6 +16,39 @@ pub(crate) fn exit_hook(
     slot: &Slot,
     result: std::thread::Result<crate::slot::table::Value>,
 ) {
+    let (outcome, heap_limit) = outcome_of(shared, pid, result);
+    let (joiner, recycle, dropped, notify, crash) = record_exit(pid, slot, outcome, heap_limit);
+    if let Some(crash) = crash {
+        (*crash).emit();
+    }
+    // Monitors and links learn of the exit before the actor stops counting
+    // as live (runtime (I2)): their sends are wakes this finalisation makes.
+    if let Some((reason, signals)) = notify {
+        crate::signal::notify_exit(shared, pid, reason, *signals);
+    }
+    match joiner {
+        Some(crate::slot::Joiner::Wait(wait)) => shared.wake(wait),
+        Some(crate::slot::Joiner::Task(waker)) => waker.wake(),
+        None => {}
+    }
+    if recycle {
+        slot.word.recycle();
+        shared.slots.release(pid.index());
+    }
+    // A detached actor's panic payload is dropped here, on the scheduler
+    // stack, before the actor stops counting as live.
+    drop(dropped);
+}
+
+/// The outcome of an actor whose closure ended with `result`, and the heap
+/// limit it crossed with whether it was ended at an allocation (its
+/// destructors not run) rather than unwound.
+#[inline(always)]
+fn outcome_of(
+    shared: &Shared,
+    pid: Pid,
+    result: std::thread::Result<crate::slot::table::Value>,
+) -> (Outcome, Option<(u64, bool)>) {
     // The heap limit the actor crossed, and whether it was ended at an
     // allocation (its destructors not run) rather than unwound.
     let mut heap_limit = None;
@@ -38,66 +71,67 @@ pub(crate) fn exit_hook(
             Err(payload) => Outcome::Panic(payload),
         },
     };
-    let (joiner, recycle, dropped, notify, crash) = {
-        let mut cold = slot.cold.lock();
-        let joiner = cold.joiner.take();
-        let mut signals = crate::signal::take_signals(&mut cold);
-        // A panic is reported once, here (report (R2)); emitted after the
-        // lock is released (the names come from the layer above).
-        let crash = match &outcome {
-            Outcome::Panic(payload) => Some(crash_report(
-                pid,
-                slot,
-                signals.as_deref(),
-                DownReason::Panic,
-                super::outcome::panic_message(payload.as_ref()),
-            )),
-            Outcome::Ended(DownReason::HeapLimit) => Some(crash_report(
-                pid,
-                slot,
-                signals.as_deref(),
-                DownReason::HeapLimit,
-                heap_limit_message(heap_limit),
-            )),
-            _ => None,
-        };
-        // A stop caused by a linked actor's exit is that exit's reason.
-        let outcome = match (outcome, signals.as_mut().and_then(|s| s.kill_reason.take())) {
-            (Outcome::Stopped, Some(reason)) => Outcome::Ended(reason),
-            (outcome, _) => outcome,
-        };
-        // The reason is needed only by monitors and links (most actors
-        // have none).
-        let notify = signals.map(|s| (DownReason::of(&outcome), s));
-        if cold.handle_alive {
-            cold.outcome = Some(outcome);
-            (joiner, false, None, notify, crash)
-        } else {
-            cold.handle_alive = true; // ready for the next tenant
-            (joiner, true, Some(outcome), notify, crash)
-        }
-    };
-    if let Some(crash) = crash {
-        (*crash).emit();
-    }
-    // Monitors and links learn of the exit before the actor stops counting
-    // as live (runtime (I2)): their sends are wakes this finalisation makes.
-    if let Some((reason, signals)) = notify {
-        crate::signal::notify_exit(shared, pid, reason, *signals);
-    }
-    match joiner {
-        Some(crate::slot::Joiner::Wait(wait)) => shared.wake(wait),
-        Some(crate::slot::Joiner::Task(waker)) => waker.wake(),
-        None => {}
-    }
-    if recycle {
-        slot.word.recycle();
-        shared.slots.release(pid.index());
-    }
-    // A detached actor's panic payload is dropped here, on the scheduler
-    // stack, before the actor stops counting as live.
-    drop(dropped);
+    (outcome, heap_limit)
 }
+
+/// What the exit leaves to do, decided under the slot's cold lock: the
+/// joiner to wake, whether to recycle the slot, an outcome to drop (nobody
+/// will join), the monitors and links to notify, and a crash report.
+#[inline(always)]
+fn record_exit(
+    pid: Pid,
+    slot: &Slot,
+    outcome: Outcome,
+    heap_limit: Option<(u64, bool)>,
+) -> ExitTail {
+    let mut cold = slot.cold.lock();
+    let joiner = cold.joiner.take();
+    let mut signals = crate::signal::take_signals(&mut cold);
+    // A panic is reported once, here (report (R2)); emitted after the
+    // lock is released (the names come from the layer above).
+    let crash = match &outcome {
+        Outcome::Panic(payload) => Some(crash_report(
+            pid,
+            slot,
+            signals.as_deref(),
+            DownReason::Panic,
+            super::outcome::panic_message(payload.as_ref()),
+        )),
+        Outcome::Ended(DownReason::HeapLimit) => Some(crash_report(
+            pid,
+            slot,
+            signals.as_deref(),
+            DownReason::HeapLimit,
+            heap_limit_message(heap_limit),
+        )),
+        _ => None,
+    };
+    // A stop caused by a linked actor's exit is that exit's reason.
+    let outcome = match (outcome, signals.as_mut().and_then(|s| s.kill_reason.take())) {
+        (Outcome::Stopped, Some(reason)) => Outcome::Ended(reason),
+        (outcome, _) => outcome,
+    };
+    // The reason is needed only by monitors and links (most actors
+    // have none).
+    let notify = signals.map(|s| (DownReason::of(&outcome), s));
+    if cold.handle_alive {
+        cold.outcome = Some(outcome);
+        (joiner, false, None, notify, crash)
+    } else {
+        cold.handle_alive = true; // ready for the next tenant
+        (joiner, true, Some(outcome), notify, crash)
+    }
+}
+
+/// [`record_exit`]'s verdict: joiner, recycle, dropped outcome, notices,
+/// crash report.
+type ExitTail = (
+    Option<crate::slot::Joiner>,
+    bool,
+    Option<Outcome>,
+    Option<(DownReason, Box<crate::signal::Signals>)>,
+    Option<Box<Crash>>,
+);
 
 /// What a crash report says of a heap-limit stop: the limit, and whether
 /// the actor unwound or was ended at an allocation.

@@ -9,7 +9,7 @@ use crate::scheduler::{self, with_current_actor};
 use crate::slot::table::entry;
 use crate::slot::table::Entry;
 use crate::slot::ExitReason;
-use crate::slot::Pid;
+use crate::slot::{Pid, Slot};
 
 /// Start a new actor running `f` and return its [`JoinHandle`].
 ///
@@ -304,15 +304,37 @@ pub(crate) fn spawn_in(
         None => shared.take_stack()?,
         Some(size) => shared.take_stack_sized(size)?,
     };
-    let index = match shared.slots.alloc() {
-        Ok(i) => i,
+    let (index, slot) = match claim_slot(shared, max_heap_size) {
+        Ok(claimed) => claimed,
         Err(e) => {
             shared.release_stack(stack);
-            return Err(e.into());
+            return Err(e);
         }
     };
+    prepare_slot(slot, f, stack, parent);
+    // Its span, a child of the spawner's current one (feature `tracing`).
+    #[cfg(feature = "tracing")]
+    let (span, label) = actor_span(signals.as_deref());
+    if let Some(signals) = signals {
+        // Linked, monitored and labelled before it can run.
+        slot.cold.lock().signals = Some(crate::signal::erase_signals(signals));
+    }
+    shared.count_spawn();
+    let generation = slot.word.spawn_queued();
+    let pid = Pid::from_parts(index, generation);
+    #[cfg(feature = "tracing")]
+    record_span(slot, span, pid, label);
+    trace_event!(shared, Spawn, pid.to_bits(), parent.map_or(0, Pid::to_bits));
+    shared.enqueue_woken(pid, slot);
+    Ok(JoinHandle::new(pid, shared))
+}
+
+/// Take a vacant slot for a new actor and start its heap account (heap
+/// (A3)); on failure nothing is held.
+#[inline(always)]
+fn claim_slot(shared: &Shared, max_heap_size: u64) -> Result<(u32, &Slot), SpawnError> {
+    let index = shared.slots.alloc()?;
     let Some(slot) = shared.slots.get(index) else {
-        shared.release_stack(stack);
         return Err(SpawnError::AtCapacity {
             max_actors: shared.slots.capacity(),
         });
@@ -320,15 +342,21 @@ pub(crate) fn spawn_in(
     // Its heap account starts afresh before it can run (heap (A3)).
     if let Some(accounts) = &shared.accounts {
         if accounts.start(index, max_heap_size, &slot.stop).is_none() && max_heap_size != 0 {
-            shared.release_stack(stack);
             shared.slots.release(index);
             return Err(SpawnError::NoHeapAccount);
         }
     }
+    Ok((index, slot))
+}
+
+/// Give a claimed slot its new tenant's stack and entry, and reset what
+/// the previous tenant left in it.
+#[inline(always)]
+fn prepare_slot(slot: &Slot, f: Entry, stack: crate::stack::Stack, parent: Option<Pid>) {
     // SAFETY: the slot is Vacant and was just taken off the free list, so
-    // the spawner owns its runner cells until the enqueue below (slot
-    // (I2)). A null `sp` tells the first resume to write the entry frame:
-    // the stack's first page is then touched by the thread that runs the
+    // the spawner owns its runner cells until the enqueue (slot (I2)). A
+    // null `sp` tells the first resume to write the entry frame: the
+    // stack's first page is then touched by the thread that runs the
     // actor, not by the spawner.
     unsafe {
         let runner = slot.runner();
@@ -347,42 +375,39 @@ pub(crate) fn spawn_in(
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
-    // Its span, a child of the spawner's current one (feature `tracing`).
-    #[cfg(feature = "tracing")]
-    let (span, label) = {
-        let span = tracing::info_span!(
-            target: "smarm",
-            "actor",
-            pid = tracing::field::Empty,
-            label = tracing::field::Empty
-        );
-        let label = match span.is_disabled() {
-            true => None,
-            false => signals.as_ref().and_then(|s| s.label.clone()),
-        };
-        (span, label)
+}
+
+/// A new actor's span, a child of the spawner's current one, and the label
+/// to record in it (none when the span is disabled).
+#[cfg(feature = "tracing")]
+fn actor_span(signals: Option<&crate::signal::Signals>) -> (tracing::Span, Option<String>) {
+    let span = tracing::info_span!(
+        target: "smarm",
+        "actor",
+        pid = tracing::field::Empty,
+        label = tracing::field::Empty
+    );
+    let label = match span.is_disabled() {
+        true => None,
+        false => signals.and_then(|s| s.label.clone()),
     };
-    if let Some(signals) = signals {
-        // Linked, monitored and labelled before it can run.
-        slot.cold.lock().signals = Some(crate::signal::erase_signals(signals));
+    (span, label)
+}
+
+/// Record the new actor's pid and label in its span and give the span to
+/// its slot.
+#[cfg(feature = "tracing")]
+fn record_span(slot: &Slot, span: tracing::Span, pid: Pid, label: Option<String>) {
+    if span.is_disabled() {
+        return;
     }
-    shared.count_spawn();
-    let generation = slot.word.spawn_queued();
-    let pid = Pid::from_parts(index, generation);
-    #[cfg(feature = "tracing")]
-    if !span.is_disabled() {
-        // Recorded in the order a reader wants them: pid, then label.
-        span.record("pid", tracing::field::display(pid));
-        if let Some(label) = label {
-            span.record("label", label);
-        }
-        // SAFETY: the spawner owns the slot until the enqueue below (slot
-        // (I1)).
-        unsafe { slot.spans() }.push(span);
+    // Recorded in the order a reader wants them: pid, then label.
+    span.record("pid", tracing::field::display(pid));
+    if let Some(label) = label {
+        span.record("label", label);
     }
-    trace_event!(shared, Spawn, pid.to_bits(), parent.map_or(0, Pid::to_bits));
-    shared.enqueue_woken(pid, slot);
-    Ok(JoinHandle::new(pid, shared))
+    // SAFETY: the spawner owns the slot until the enqueue (slot (I1)).
+    unsafe { slot.spans() }.push(span);
 }
 
 #[cfg(all(test, not(loom)))]

@@ -200,50 +200,14 @@ impl Runtime {
         started();
         #[cfg(feature = "tracing")]
         shared.capture_dispatch();
-        let threads: Vec<_> = (1..shared.config().threads)
-            .map(|id| {
-                let shared = shared.clone();
-                std::thread::Builder::new()
-                    .name(format!("smarm-sched-{id}"))
-                    .spawn(move || crate::scheduler::run_worker(&shared, id))
-            })
-            .collect();
-        let mut start_error = None;
-        let mut joinable = Vec::new();
-        for t in threads {
-            match t {
-                Ok(t) => joinable.push(t),
-                Err(e) => start_error = Some(e),
-            }
-        }
+        let (joinable, mut start_error) = start_schedulers(shared);
         let monitor_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let monitor = shared.config().blocked_after.map(|after| {
-            let (shared, done) = (shared.clone(), monitor_done.clone());
-            std::thread::Builder::new()
-                .name("smarm-sysmon".to_string())
-                .spawn(move || {
-                    crate::scheduler::sysmon::monitor(
-                        &shared,
-                        after,
-                        || done.load(std::sync::atomic::Ordering::Acquire),
-                        |schedulers, blocked| {
-                            crate::report::emit(crate::report::Report::SparesExhausted(
-                                crate::report::SparesExhaustedReport {
-                                    schedulers,
-                                    blocked,
-                                },
-                            ))
-                        },
-                    )
-                })
-        });
-        let monitor = match monitor {
-            Some(Ok(t)) => Some(t),
-            Some(Err(e)) => {
+        let monitor = match start_monitor(shared, &monitor_done) {
+            Ok(t) => t,
+            Err(e) => {
                 start_error = Some(e);
                 None
             }
-            None => None,
         };
         crate::scheduler::run_worker(shared, 0);
         let mut scheduler_panic = None;
@@ -280,6 +244,57 @@ impl Runtime {
     pub fn root(&self) -> Option<Pid> {
         self.shared.root()
     }
+}
+
+type Thread = std::thread::JoinHandle<()>;
+
+/// Start the threads of schedulers `1..threads` (the caller's thread is
+/// scheduler 0): the ones that started, and the last start error.
+fn start_schedulers(shared: &Arc<Shared>) -> (Vec<Thread>, Option<std::io::Error>) {
+    let mut started = Vec::new();
+    let mut start_error = None;
+    for id in 1..shared.config().threads {
+        let shared = shared.clone();
+        match std::thread::Builder::new()
+            .name(format!("smarm-sched-{id}"))
+            .spawn(move || crate::scheduler::run_worker(&shared, id))
+        {
+            Ok(t) => started.push(t),
+            Err(e) => start_error = Some(e),
+        }
+    }
+    (started, start_error)
+}
+
+/// Start the system monitor's thread, unless it is turned off; it runs
+/// until `done`, reporting through the crash-report sink when the spares
+/// run out (sysmon (M4)).
+fn start_monitor(
+    shared: &Arc<Shared>,
+    done: &Arc<std::sync::atomic::AtomicBool>,
+) -> std::io::Result<Option<Thread>> {
+    let Some(after) = shared.config().blocked_after else {
+        return Ok(None);
+    };
+    let (shared, done) = (shared.clone(), done.clone());
+    std::thread::Builder::new()
+        .name("smarm-sysmon".to_string())
+        .spawn(move || {
+            crate::scheduler::sysmon::monitor(
+                &shared,
+                after,
+                || done.load(std::sync::atomic::Ordering::Acquire),
+                |schedulers, blocked| {
+                    crate::report::emit(crate::report::Report::SparesExhausted(
+                        crate::report::SparesExhaustedReport {
+                            schedulers,
+                            blocked,
+                        },
+                    ))
+                },
+            )
+        })
+        .map(Some)
 }
 
 /// The value of a root that was stopped before returning one: `()` for a

@@ -70,6 +70,36 @@ pub(super) struct PickState {
 }
 
 impl Worker {
+    /// Scheduler `id` of `shared`, before its first actor.
+    pub(super) fn new(id: usize, shared: &std::sync::Arc<Shared>) -> Self {
+        Worker {
+            id,
+            shared: std::sync::Arc::as_ptr(shared),
+            own: &shared.sched.queues[id],
+            sched_sp: Cell::new(std::ptr::null_mut()),
+            busy: Cell::new(0),
+            actor: RunningActor {
+                current: Cell::new(None),
+                intent: Cell::new(Intent::Exit),
+                exit_result: Cell::new(None),
+                wait_open: Cell::new(false),
+                sections: Cell::new(0),
+                held_locks: Cell::new(std::ptr::null()),
+                handed_off: Cell::new(None),
+            },
+            slice: Timeslice {
+                resumes: Cell::new(0),
+                slice_resume: Cell::new(u64::MAX),
+                slice_start: Cell::new(0),
+            },
+            pick: PickState {
+                lifo_streak: Cell::new(0),
+                tick: Cell::new(0),
+            },
+            stack_cache: std::cell::RefCell::new(Vec::new()),
+        }
+    }
+
     /// This scheduler's queues, next slot and counters.
     #[inline(always)]
     pub(crate) fn own(&self) -> &super::shared::SchedulerQueues {

@@ -58,82 +58,103 @@ fn switch_out_observing(
          smarm::future::block_on, await an async operation instead (recv_async, call_async, \
          tokio::time::sleep) or call it outside the future"
     );
-    let (slot_sp, to_sp, (sections, held_locks)) = match with_worker(|w, shared| {
-        let pid = w.actor.current.get()?;
-        let slot = shared.slots.get(pid.index())?;
-        let unwinding = std::thread::panicking();
-        if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
-            // Stopped before parking: the wait ends here (wait (W2), (W3)).
-            w.actor.wait_open.set(false);
-            if leave_bounded {
-                crate::timer::bounded::leave(slot);
-            }
-            return Some(None);
-        }
-        // Unwinding (std's panic count is per thread) or preempted (user
-        // code may hold a thread-local borrow it cannot see): resume here.
-        let pin = if unwinding || intent == Intent::Preempt {
-            w.id as u32 + 1
-        } else {
-            0
+    let (slot_sp, to_sp, carried) =
+        match with_worker(|w, shared| leave_for(w, shared, intent, observe_stop, leave_bounded)) {
+            Some(Some(Some(ptrs))) => ptrs,
+            Some(Some(None)) => return true, // stopped before switching
+            _ => outside_actor(what),
         };
-        slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
-        #[cfg(feature = "trace")]
-        trace_switch_out(shared, pid, slot, intent);
-        if intent == Intent::Park && pin == 0 {
-            if let Some(next_sp) = worker::direct_target(w, shared) {
-                w.actor.handed_off.set(Some(pid));
-                return Some(Some((
-                    slot.sp_ptr(),
-                    next_sp,
-                    (w.actor.sections.get(), w.actor.held_locks.get()),
-                )));
-            }
-        }
-        w.actor.intent.set(intent);
-        // The section count belongs to this actor: it is restored where
-        // the actor resumes. It stays on this worker until the context we
-        // switch to sets its own, so a fault in the switch's own pushes
-        // still sees it.
-        Some(Some((
-            slot.sp_ptr(),
-            w.sched_sp.get(),
-            (w.actor.sections.get(), w.actor.held_locks.get()),
-        )))
-    }) {
-        Some(Some(Some(ptrs))) => ptrs,
-        Some(Some(None)) => return true, // stopped before switching
-        _ => outside_actor(what),
-    };
     // SAFETY: `slot_sp` is the running actor's save cell (we are that
     // actor). `to_sp` is either this scheduler's own context, saved by its
     // switch into us and parked in `run_actor` waiting for exactly this
     // switch, or the next-slot actor's saved context, which this scheduler
     // owns (`direct_target`) and which was suspended inside this function.
     unsafe { crate::context::switch(slot_sp, to_sp) };
-    // Resumed, perhaps on another thread: finish a handoff made to us, end
-    // a bounded wait (time bounded (B2)), and see whether a stop came while
-    // we were away.
-    with_worker(|w, shared| {
-        w.actor.sections.set(sections);
-        w.actor.held_locks.set(held_locks);
-        worker::settle_handoff(w, shared);
-        if !observe_stop && !leave_bounded {
-            return false; // a yield or a preemption: nothing more to do
-        }
-        let slot = w
-            .actor
-            .current
-            .get()
-            .and_then(|pid| shared.slots.get(pid.index()));
-        if leave_bounded {
-            if let Some(slot) = slot {
-                crate::timer::bounded::leave(slot);
-            }
-        }
-        observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
-    }) == Some(true)
+    with_worker(|w, shared| back_from_switch(w, shared, carried, observe_stop, leave_bounded))
+        == Some(true)
         && !std::thread::panicking()
+}
+
+/// What the running actor carries across a switch and restores where it
+/// resumes: its section count and its held-lock list.
+type Carried = (u32, *const super::life::HeldLocks);
+
+/// The actor's side of leaving its scheduler: `None` if it is no actor,
+/// `Some(None)` if a stop it observes ends the wait before the switch,
+/// else where to save its context, the context to switch to (its
+/// scheduler's, or the next-slot actor's on a direct handoff), and what it
+/// carries.
+#[inline(always)]
+fn leave_for(
+    w: &super::Worker,
+    shared: &super::Shared,
+    intent: Intent,
+    observe_stop: bool,
+    leave_bounded: bool,
+) -> Option<Option<(*mut *mut u8, *mut u8, Carried)>> {
+    let pid = w.actor.current.get()?;
+    let slot = shared.slots.get(pid.index())?;
+    let unwinding = std::thread::panicking();
+    if observe_stop && !unwinding && slot.stop.load(crate::loom::Ordering::Acquire) {
+        // Stopped before parking: the wait ends here (wait (W2), (W3)).
+        w.actor.wait_open.set(false);
+        if leave_bounded {
+            crate::timer::bounded::leave(slot);
+        }
+        return Some(None);
+    }
+    // Unwinding (std's panic count is per thread) or preempted (user
+    // code may hold a thread-local borrow it cannot see): resume here.
+    let pin = if unwinding || intent == Intent::Preempt {
+        w.id as u32 + 1
+    } else {
+        0
+    };
+    slot.pinned.store(pin, crate::loom::Ordering::Relaxed);
+    #[cfg(feature = "trace")]
+    trace_switch_out(shared, pid, slot, intent);
+    let carried = (w.actor.sections.get(), w.actor.held_locks.get());
+    if intent == Intent::Park && pin == 0 {
+        if let Some(next_sp) = worker::direct_target(w, shared) {
+            w.actor.handed_off.set(Some(pid));
+            return Some(Some((slot.sp_ptr(), next_sp, carried)));
+        }
+    }
+    w.actor.intent.set(intent);
+    // The section count belongs to this actor: it is restored where the
+    // actor resumes. It stays on this worker until the context we switch
+    // to sets its own, so a fault in the switch's own pushes still sees it.
+    Some(Some((slot.sp_ptr(), w.sched_sp.get(), carried)))
+}
+
+/// Resumed, perhaps on another thread: restore what the actor carries,
+/// finish a handoff made to it, end a bounded wait (time bounded (B2)),
+/// and say whether a stop came while it was away.
+#[inline(always)]
+fn back_from_switch(
+    w: &super::Worker,
+    shared: &super::Shared,
+    (sections, held_locks): Carried,
+    observe_stop: bool,
+    leave_bounded: bool,
+) -> bool {
+    w.actor.sections.set(sections);
+    w.actor.held_locks.set(held_locks);
+    worker::settle_handoff(w, shared);
+    if !observe_stop && !leave_bounded {
+        return false; // a yield or a preemption: nothing more to do
+    }
+    let slot = w
+        .actor
+        .current
+        .get()
+        .and_then(|pid| shared.slots.get(pid.index()));
+    if leave_bounded {
+        if let Some(slot) = slot {
+            crate::timer::bounded::leave(slot);
+        }
+    }
+    observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
 }
 
 /// Record why `pid` leaves its scheduler (feature `trace`).

@@ -1,7 +1,7 @@
 //! The scheduler loop: due-check, pop, resume, handle the intent; idle
 //! through the coordination layer.
 
-use super::current::{PickState, RunningActor, Timeslice, CURRENT};
+use super::current::CURRENT;
 use super::life::{actor_entry, finalize, forget_stack};
 use super::{Counters, Shared, Verdict};
 use super::{Intent, Worker};
@@ -9,7 +9,6 @@ use crate::loom::Ordering;
 use crate::park::ParkResult;
 use crate::slot::Pid;
 use crate::slot::Slot;
-use std::cell::Cell;
 use std::sync::Arc;
 
 /// Most consecutive pops from the next slot.
@@ -63,32 +62,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     let _dispatch = shared
         .dispatch()
         .map(|d| tracing::dispatcher::set_default(&d));
-    let worker = Worker {
-        id,
-        shared: Arc::as_ptr(shared),
-        own: &shared.sched.queues[id],
-        sched_sp: Cell::new(std::ptr::null_mut()),
-        busy: Cell::new(0),
-        actor: RunningActor {
-            current: Cell::new(None),
-            intent: Cell::new(Intent::Exit),
-            exit_result: Cell::new(None),
-            wait_open: Cell::new(false),
-            sections: Cell::new(0),
-            held_locks: Cell::new(std::ptr::null()),
-            handed_off: Cell::new(None),
-        },
-        slice: Timeslice {
-            resumes: Cell::new(0),
-            slice_resume: Cell::new(u64::MAX),
-            slice_start: Cell::new(0),
-        },
-        pick: PickState {
-            lifo_streak: Cell::new(0),
-            tick: Cell::new(0),
-        },
-        stack_cache: std::cell::RefCell::new(Vec::new()),
-    };
+    let worker = Worker::new(id, shared);
     CURRENT.with(|c| c.set(&worker));
     shared.reclaim.online(id);
     let mut steal_buf = Vec::new();
@@ -246,6 +220,16 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         }
         Verdict::Idle => {}
     }
+    if let Some(found) = spin_for_work(shared, w) {
+        return found;
+    }
+    park_idle(shared, w)
+}
+
+/// Spin a little before parking, looking at the queues ever more rarely:
+/// `Some` when there is work to take (or a sibling's backlog to steal),
+/// `None` once it is time to park.
+fn spin_for_work(shared: &Shared, w: &Worker) -> Option<Idle> {
     // Spin a little before parking: under request/response traffic the
     // next message usually lands within microseconds, and a futex sleep and
     // wake costs more than that. Our own queues or the injector end the
@@ -273,17 +257,17 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
             || shared.sched.queues[w.id].pinned.len() > 0
             || shared.sched.queues[w.id].local.len() > 0
         {
-            return Idle::Continue;
+            return Some(Idle::Continue);
         }
         let backlog = shared.present_queues().map(|q| q.local.len()).max();
         match backlog.unwrap_or(0) {
             0 if empty_for >= SPIN_BEFORE_PARK => break,
             0 => (empty_for, backlog_for) = (empty_for + gap, 0),
-            n if n >= STEAL_AT_ONCE => return Idle::Steal,
+            n if n >= STEAL_AT_ONCE => return Some(Idle::Steal),
             _ if backlog_for >= SHORT_BACKLOG_WAIT => {
                 let now_served = served();
                 if now_served.wrapping_sub(served_at_start) < SERVED_BRISKLY {
-                    return Idle::Steal;
+                    return Some(Idle::Steal);
                 }
                 // Served briskly all along: traffic its scheduler keeps up
                 // with. Watch another window.
@@ -298,6 +282,13 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         }
         gap = (gap * 2).min(LOOK_GAP_LAST);
     }
+    None
+}
+
+/// Park an idle scheduler (as the timekeeper, in the IO poll or on its
+/// futex) until work, a wake or a deadline; fire what is due on waking.
+/// A spare that is not needed leaves instead.
+fn park_idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     // A spare leaves once it is not needed (sysmon (M3)). The wake that
     // brought it here may have been an insert's call for a timekeeper
     // (park (I5)), which it will never become: pass that call on.
@@ -362,6 +353,66 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
         return;
     };
     begin_run(shared, w, pid, slot);
+    resume(shared, w, pid, slot);
+    // Back on the scheduler stack, which holds no section (the actor's
+    // count went with it). The actor that switched back may not be `pid`:
+    // parks hand over directly to the next-slot actor (see
+    // `direct_target`), so act on whoever runs now.
+    w.actor.sections.set(0);
+    if shared.accounts.is_some() {
+        crate::heap::leave(); // heap (A4)
+    }
+    let held_locks = w.actor.held_locks.replace(std::ptr::null());
+    let Some(pid) = w.actor.current.take() else {
+        return;
+    };
+    let Some(slot) = shared.slots.get(pid.index()) else {
+        return;
+    };
+    #[cfg(feature = "tracing")]
+    super::spans::exit(slot);
+    crate::stack::set_running_pid(0);
+    w.own().stats.running.store(0, Ordering::Relaxed);
+    match w.actor.intent.get() {
+        Intent::Yield | Intent::Preempt => {
+            slot.word.requeue();
+            shared.enqueue_yielded(w, pid, slot);
+        }
+        Intent::Park => {
+            if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
+                shared.enqueue_yielded(w, pid, slot);
+            }
+        }
+        Intent::Exit => {
+            let result = w
+                .actor
+                .exit_result
+                .take()
+                .unwrap_or_else(|| Ok(Box::new(())));
+            finalize(shared, w.id, pid, slot, result);
+        }
+        intent @ (Intent::Overflow | Intent::HeapLimit) => {
+            w.actor.intent.set(Intent::Exit);
+            let why: Box<dyn std::any::Any + Send> = if intent == Intent::Overflow {
+                Box::new(super::life::Overflowed)
+            } else {
+                Box::new(super::life::HeapLimitKilled)
+            };
+            super::life::finalize_abandoned(shared, w.id, pid, slot, held_locks, why);
+        }
+        Intent::Hibernate => {
+            release_hibernated_stack(shared, pid, slot);
+            if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
+                shared.enqueue_yielded(w, pid, slot);
+            }
+        }
+    }
+}
+
+/// Switch to `pid` (its first resume starts its entry frame on a stack of
+/// its own) and return once some actor switches back to this scheduler.
+#[inline(always)]
+fn resume(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
     // SAFETY: we popped `pid`, so we own its runner cells (slot (I2)). A
     // null `sp` is a first resume: the entry frame goes at the top of the
     // actor's own fresh stack. Otherwise `sp` was saved by its last switch
@@ -416,71 +467,23 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
             }
         }
     }
-    // Back on the scheduler stack, which holds no section (the actor's
-    // count went with it). The actor that switched back may not be `pid`:
-    // parks hand over directly to the next-slot actor (see
-    // `direct_target`), so act on whoever runs now.
-    w.actor.sections.set(0);
-    if shared.accounts.is_some() {
-        crate::heap::leave(); // heap (A4)
-    }
-    let held_locks = w.actor.held_locks.replace(std::ptr::null());
-    let Some(pid) = w.actor.current.take() else {
-        return;
-    };
-    let Some(slot) = shared.slots.get(pid.index()) else {
-        return;
-    };
-    #[cfg(feature = "tracing")]
-    super::spans::exit(slot);
-    crate::stack::set_running_pid(0);
-    w.own().stats.running.store(0, Ordering::Relaxed);
-    match w.actor.intent.get() {
-        Intent::Yield | Intent::Preempt => {
-            slot.word.requeue();
-            shared.enqueue_yielded(w, pid, slot);
-        }
-        Intent::Park => {
-            if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
-                shared.enqueue_yielded(w, pid, slot);
-            }
-        }
-        Intent::Exit => {
-            let result = w
-                .actor
-                .exit_result
-                .take()
-                .unwrap_or_else(|| Ok(Box::new(())));
-            finalize(shared, w.id, pid, slot, result);
-        }
-        intent @ (Intent::Overflow | Intent::HeapLimit) => {
-            w.actor.intent.set(Intent::Exit);
-            let why: Box<dyn std::any::Any + Send> = if intent == Intent::Overflow {
-                Box::new(super::life::Overflowed)
-            } else {
-                Box::new(super::life::HeapLimitKilled)
-            };
-            super::life::finalize_abandoned(shared, w.id, pid, slot, held_locks, why);
-        }
-        Intent::Hibernate => {
-            // SAFETY: the actor has left its stack for good (hibernate
-            // (H1)) and we own its runner until the park is committed.
-            let runner = unsafe { slot.runner() };
-            runner.sp = std::ptr::null_mut();
-            if let Some(stack) = runner.stack.take() {
-                forget_stack(shared, pid);
-                if stack.size() == shared.stack_size() {
-                    shared.release_stack(stack);
-                } else {
-                    // Its size would be lost with it: keep it, without
-                    // its pages.
-                    stack.discard_pages();
-                    runner.stack = Some(stack);
-                }
-            }
-            if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
-                shared.enqueue_yielded(w, pid, slot);
-            }
+}
+
+/// A hibernated actor has left its stack for good: give the stack back
+/// (one of another size is kept, without its pages: its size would be
+/// lost with it).
+fn release_hibernated_stack(shared: &Shared, pid: Pid, slot: &Slot) {
+    // SAFETY: the actor has left its stack for good (life (H1)) and we
+    // own its runner until the park is committed.
+    let runner = unsafe { slot.runner() };
+    runner.sp = std::ptr::null_mut();
+    if let Some(stack) = runner.stack.take() {
+        forget_stack(shared, pid);
+        if stack.size() == shared.stack_size() {
+            shared.release_stack(stack);
+        } else {
+            stack.discard_pages();
+            runner.stack = Some(stack);
         }
     }
 }

@@ -20,101 +20,123 @@ struct Open {
 }
 
 pub(super) fn export(trace: &Trace) -> String {
-    let mut out = String::from("{\"traceEvents\":[");
-    let mut first = true;
-    let mut push = |out: &mut String, event: String| {
-        if !std::mem::take(&mut first) {
-            out.push(',');
-        }
-        out.push_str(&event);
+    let mut w = Writer {
+        trace,
+        out: String::from("{\"traceEvents\":["),
+        first: true,
+        open: (0..trace.schedulers + 1).map(|_| None).collect(),
+        pending_flow: HashMap::new(),
+        next_flow: 1,
     };
-    let tracks = trace.schedulers + 1;
-    for tid in 0..tracks {
-        let name = if tid < trace.schedulers {
-            format!("scheduler {tid}")
-        } else {
-            "other threads".to_string()
-        };
-        push(
-            &mut out,
-            format!(
+    w.metadata();
+    for event in &trace.events {
+        w.event(event);
+    }
+    w.finish()
+}
+
+/// The export in progress: the JSON so far, each track's open run, and the
+/// wakes whose resume has not come yet (woken pid -> flow id).
+struct Writer<'a> {
+    trace: &'a Trace,
+    out: String,
+    first: bool,
+    open: Vec<Option<Open>>,
+    pending_flow: HashMap<Pid, u64>,
+    next_flow: u64,
+}
+
+impl Writer<'_> {
+    fn push(&mut self, event: String) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(',');
+        }
+        self.out.push_str(&event);
+    }
+
+    /// A track per scheduler and one for other threads, and the process.
+    fn metadata(&mut self) {
+        let schedulers = self.trace.schedulers;
+        for tid in 0..=schedulers {
+            let name = if tid < schedulers {
+                format!("scheduler {tid}")
+            } else {
+                "other threads".to_string()
+            };
+            self.push(format!(
                 "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"args\":{{\"name\":{}}}}}",
                 json_string(&name)
-            ),
+            ));
+        }
+        self.push(
+            "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"smarm\"}}"
+                .to_string(),
         );
     }
-    push(
-        &mut out,
-        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"smarm\"}}"
-            .to_string(),
-    );
-    let mut open: Vec<Option<Open>> = (0..tracks).map(|_| None).collect();
-    // Wakes whose resume has not come yet: woken pid -> flow id.
-    let mut pending_flow: HashMap<Pid, u64> = HashMap::new();
-    let mut next_flow = 1u64;
-    for event in &trace.events {
+
+    fn event(&mut self, event: &Event) {
+        let trace = self.trace;
         let tid = event.scheduler.unwrap_or(trace.schedulers);
         let at_us = micros(event);
         match event.kind {
             EventKind::Resume { pid } => {
-                if let Some(run) = open[tid].take() {
-                    push(&mut out, slice(trace, tid, &run, at_us, "switched"));
+                if let Some(run) = self.open[tid].take() {
+                    self.push(slice(trace, tid, &run, at_us, "switched"));
                 }
-                open[tid] = Some(Open { pid, at_us });
-                if let Some(id) = pending_flow.remove(&pid) {
-                    push(
-                        &mut out,
-                        format!(
-                            "{{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{id},\"ts\":{at_us:.3},\"pid\":1,\"tid\":{tid}}}"
-                        ),
-                    );
+                self.open[tid] = Some(Open { pid, at_us });
+                if let Some(id) = self.pending_flow.remove(&pid) {
+                    self.push(format!(
+                        "{{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"f\",\"bp\":\"e\",\"id\":{id},\"ts\":{at_us:.3},\"pid\":1,\"tid\":{tid}}}"
+                    ));
                 }
             }
             EventKind::Park { pid, .. }
             | EventKind::Yield { pid }
             | EventKind::Preempt { pid }
             | EventKind::Exit { pid, .. } => {
-                let ends_run = open[tid].as_ref().is_some_and(|run| run.pid == pid);
+                let ends_run = self.open[tid].as_ref().is_some_and(|run| run.pid == pid);
                 if ends_run {
-                    if let Some(run) = open[tid].take() {
-                        push(
-                            &mut out,
-                            slice(trace, tid, &run, at_us, end_name(&event.kind)),
-                        );
+                    if let Some(run) = self.open[tid].take() {
+                        self.push(slice(trace, tid, &run, at_us, end_name(&event.kind)));
                     }
                 }
                 if let EventKind::Exit { .. } = event.kind {
-                    push(&mut out, instant(trace, tid, at_us, event));
+                    self.push(instant(trace, tid, at_us, event));
                 }
             }
             EventKind::Wake { pid, .. } => {
-                let id = next_flow;
-                next_flow += 1;
-                pending_flow.insert(pid, id);
-                push(
-                    &mut out,
-                    format!(
-                        "{{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"s\",\"id\":{id},\"ts\":{at_us:.3},\"pid\":1,\"tid\":{tid}}}"
-                    ),
-                );
+                let id = self.next_flow;
+                self.next_flow += 1;
+                self.pending_flow.insert(pid, id);
+                self.push(format!(
+                    "{{\"name\":\"wake\",\"cat\":\"wake\",\"ph\":\"s\",\"id\":{id},\"ts\":{at_us:.3},\"pid\":1,\"tid\":{tid}}}"
+                ));
             }
             EventKind::Enqueue { .. } => {}
             EventKind::Spawn { .. } | EventKind::Steal { .. } | EventKind::TimerFire { .. } => {
-                push(&mut out, instant(trace, tid, at_us, event));
+                self.push(instant(trace, tid, at_us, event));
             }
         }
     }
-    let end_us = trace.duration.as_nanos() as f64 / 1000.0;
-    for (tid, run) in open.into_iter().enumerate() {
-        if let Some(run) = run {
-            push(
-                &mut out,
-                slice(trace, tid, &run, end_us.max(run.at_us), "trace end"),
-            );
+
+    /// Close the runs still open at the trace's end, and the document.
+    fn finish(mut self) -> String {
+        let end_us = self.trace.duration.as_nanos() as f64 / 1000.0;
+        let open = std::mem::take(&mut self.open);
+        for (tid, run) in open.into_iter().enumerate() {
+            if let Some(run) = run {
+                self.push(slice(
+                    self.trace,
+                    tid,
+                    &run,
+                    end_us.max(run.at_us),
+                    "trace end",
+                ));
+            }
         }
+        self.out.push_str("],\"displayTimeUnit\":\"ns\"}");
+        self.out
     }
-    out.push_str("],\"displayTimeUnit\":\"ns\"}");
-    out
 }
 
 fn micros(event: &Event) -> f64 {

@@ -186,6 +186,14 @@ impl Checker<'_> {
                 let n = self.u32()?;
                 self.elements(2 * u64::from(n), depth)
             }
+            tag => self.reference_or_fun(tag, at, depth),
+        }
+    }
+
+    /// The rest of [`term`](Self::term): pids, ports, references, funs and
+    /// exports, each an atom (node or module) and fixed or counted parts.
+    fn reference_or_fun(&mut self, tag: u8, at: usize, depth: usize) -> Result<(), TermError> {
+        match tag {
             103 => {
                 self.atom()?;
                 self.skip(9)

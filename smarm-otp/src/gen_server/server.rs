@@ -365,68 +365,77 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
         let Some(Envelope(msg)) = receive(inbox) else {
             return Turn::Hibernate;
         };
-        let flow = {
-            match msg {
-                Msg::Call(request, reply) => {
-                    *last = Handled::Call;
-                    callback!(
-                        "handle_call",
-                        server = server::<G>(),
-                        state.handle_call(request, reply, ctx)
-                    )
-                }
-                Msg::Cast(msg) => {
-                    *last = Handled::Cast;
-                    callback!(
-                        "handle_cast",
-                        server = server::<G>(),
-                        state.handle_cast(msg, ctx)
-                    )
-                }
-                Msg::Info(msg) => {
-                    *last = Handled::Info;
-                    callback!(
-                        "handle_info",
-                        server = server::<G>(),
-                        state.handle_info(msg, ctx)
-                    )
-                }
-                Msg::Exit(exit) if Some(exit.from) == ctx.parent => {
-                    Flow::Stop(parent_exit(exit.reason))
-                }
-                Msg::Exit(exit) => {
-                    *last = Handled::Exit(exit.from);
-                    callback!(
-                        "handle_exit",
-                        server = server::<G>(),
-                        state.handle_exit(exit, ctx)
-                    )
-                }
-                Msg::Down(down) => {
-                    *last = Handled::Down(down.pid);
-                    callback!(
-                        "handle_down",
-                        server = server::<G>(),
-                        state.handle_down(down, ctx)
-                    )
-                }
-                Msg::Inspect(f) => {
-                    *last = Handled::Inspect;
-                    f(state);
-                    Flow::Continue
-                }
-                Msg::Shutdown(reply) => {
-                    *ack = Some(reply);
-                    Flow::Stop(StopReason::Shutdown)
-                }
-                Msg::SysWake => Flow::Continue, // the flag is up: next turn
-            }
-        };
+        let flow = dispatch(msg, state, ctx, last, ack);
         match flow {
             Flow::Continue => {}
             Flow::Hibernate => hibernate = true,
             Flow::Stop(reason) => return Turn::Stop(reason),
         }
+    }
+}
+
+/// Hand one message to its callback, noting what is being handled for a
+/// crash report (`last`) and a shutdown's reply (`ack`).
+#[inline(always)]
+fn dispatch<G: GenServer>(
+    msg: Msg<G>,
+    state: &mut G,
+    ctx: &mut Ctx<G>,
+    last: &mut Handled,
+    ack: &mut Option<Reply<()>>,
+) -> Flow {
+    match msg {
+        Msg::Call(request, reply) => {
+            *last = Handled::Call;
+            callback!(
+                "handle_call",
+                server = server::<G>(),
+                state.handle_call(request, reply, ctx)
+            )
+        }
+        Msg::Cast(msg) => {
+            *last = Handled::Cast;
+            callback!(
+                "handle_cast",
+                server = server::<G>(),
+                state.handle_cast(msg, ctx)
+            )
+        }
+        Msg::Info(msg) => {
+            *last = Handled::Info;
+            callback!(
+                "handle_info",
+                server = server::<G>(),
+                state.handle_info(msg, ctx)
+            )
+        }
+        Msg::Exit(exit) if Some(exit.from) == ctx.parent => Flow::Stop(parent_exit(exit.reason)),
+        Msg::Exit(exit) => {
+            *last = Handled::Exit(exit.from);
+            callback!(
+                "handle_exit",
+                server = server::<G>(),
+                state.handle_exit(exit, ctx)
+            )
+        }
+        Msg::Down(down) => {
+            *last = Handled::Down(down.pid);
+            callback!(
+                "handle_down",
+                server = server::<G>(),
+                state.handle_down(down, ctx)
+            )
+        }
+        Msg::Inspect(f) => {
+            *last = Handled::Inspect;
+            f(state);
+            Flow::Continue
+        }
+        Msg::Shutdown(reply) => {
+            *ack = Some(reply);
+            Flow::Stop(StopReason::Shutdown)
+        }
+        Msg::SysWake => Flow::Continue, // the flag is up: next turn
     }
 }
 
