@@ -61,13 +61,14 @@ impl Mailbox {
 /// The connection to `peer` is gone (L2).
 pub(super) fn node_down(s: &mut State, peer: &str) {
     let fired: Vec<(u32, Pid)> = s
+        .signals
         .links
         .keys()
         .filter(|(_, r)| r.node() == peer)
         .cloned()
         .collect();
     for key in fired {
-        if let Some(entry) = s.links.remove(&key) {
+        if let Some(entry) = s.signals.links.remove(&key) {
             let _ = entry.proxy.send(LinkSignal::Exit(atom("noconnection")));
         }
     }
@@ -112,7 +113,7 @@ impl Node {
         let local = self.endpoint_pid();
         let (tx, rx) = channel::<LinkSignal>();
         let entry = LinkEntry { proxy: tx, owner };
-        let _ = self.with_state(|s| s.links.insert((local.id(), remote.clone()), entry)); // (L1)
+        let _ = self.with_state(|s| s.signals.links.insert((local.id(), remote.clone()), entry)); // (L1)
         let node = self.clone();
         let (target, endpoint) = (remote.clone(), local.clone());
         let (ready_tx, ready) = channel::<()>();
@@ -146,6 +147,7 @@ impl Node {
         let removed = self
             .with_state(|s| {
                 let keys: Vec<(u32, Pid)> = s
+                    .signals
                     .links
                     .iter()
                     .filter(|((_, r), e)| r == remote && e.owner == owner)
@@ -154,9 +156,9 @@ impl Node {
                 let removed: Vec<(u32, LinkEntry, u64)> = keys
                     .into_iter()
                     .filter_map(|k| {
-                        let entry = s.links.remove(&k)?;
-                        let id = s.next_unlink_id;
-                        s.next_unlink_id += 1;
+                        let entry = s.signals.links.remove(&k)?;
+                        let id = s.signals.next_unlink_id;
+                        s.signals.next_unlink_id += 1;
                         Some((k.0, entry, id))
                     })
                     .collect();
@@ -177,14 +179,14 @@ impl Node {
 
     /// A fresh pid of this node for a link's local end.
     fn endpoint_pid(&self) -> Pid {
-        let id = self.with_state(State::next_pid_id).unwrap_or(0);
+        let id = self.with_state(|s| s.procs.next_pid_id()).unwrap_or(0);
         Pid::new(self.name(), id, 0, self.creation())
     }
 
     /// Fire link (`local`, `remote`) with `reason`, if it is still there.
     fn fire_link(&self, local: u32, remote: &Pid, reason: Term) {
         if let Some(entry) = self
-            .with_state(|s| s.links.remove(&(local, remote.clone())))
+            .with_state(|s| s.signals.links.remove(&(local, remote.clone())))
             .flatten()
         {
             let _ = entry.proxy.send(LinkSignal::Exit(reason));
@@ -197,7 +199,7 @@ impl Node {
             Control::Link { from, to } => {
                 let owner = (to.node() == self.name() && to.creation() == self.creation())
                     .then(|| {
-                        self.with_state(|s| s.owners.get(&to.id()).copied())
+                        self.with_state(|s| s.procs.owners.get(&to.id()).copied())
                             .flatten()
                     })
                     .flatten()
@@ -215,7 +217,7 @@ impl Node {
                 };
                 let (tx, rx) = channel::<LinkSignal>();
                 let entry = LinkEntry { proxy: tx, owner };
-                let _ = self.with_state(|s| s.links.insert((to.id(), from.clone()), entry)); // (L1)
+                let _ = self.with_state(|s| s.signals.links.insert((to.id(), from.clone()), entry)); // (L1)
                 let node = self.clone();
                 self.spawn("smarm.dist.link", move || {
                     let exits = smarm_core::trap_exit(true);
@@ -253,7 +255,7 @@ impl Node {
                 ack: false,
             } => {
                 if let Some(entry) = self
-                    .with_state(|s| s.links.remove(&(to.id(), from.clone())))
+                    .with_state(|s| s.signals.links.remove(&(to.id(), from.clone())))
                     .flatten()
                 {
                     let _ = entry.proxy.send(LinkSignal::Unlink);
@@ -292,7 +294,7 @@ impl Node {
                     }
                     // The actor ended: the remote end hears why, once.
                     if self
-                        .with_state(|s| s.links.remove(&(local.id(), remote.clone())))
+                        .with_state(|s| s.signals.links.remove(&(local.id(), remote.clone())))
                         .flatten()
                         .is_some()
                     {

@@ -52,14 +52,15 @@ pub(super) fn down_message(reference: &Term, proc_: &Term, reason: Term) -> Term
 /// The connection to `peer` is gone (M2).
 pub(super) fn node_down(s: &mut State, peer: &str) {
     let fired: Vec<Term> = s
+        .signals
         .watching
         .iter()
         .filter(|(_, w)| w.node == peer)
         .map(|(r, _)| r.clone())
         .collect();
     for reference in fired {
-        if let Some(w) = s.watching.remove(&reference) {
-            if let Some(tx) = s.mailboxes.get(&w.mailbox) {
+        if let Some(w) = s.signals.watching.remove(&reference) {
+            if let Some(tx) = s.procs.mailboxes.get(&w.mailbox) {
                 let term = down_message(&reference, &w.down, atom("noconnection"));
                 let _ = tx.try_send(Message {
                     from: Pid::from_term(&w.down),
@@ -68,7 +69,7 @@ pub(super) fn node_down(s: &mut State, peer: &str) {
             }
         }
     }
-    for watchers in s.watched.values_mut() {
+    for watchers in s.signals.watched.values_mut() {
         watchers.retain(|w| w.pid.node() != peer);
     }
 }
@@ -78,8 +79,8 @@ impl Node {
     pub(super) fn new_reference(&self) -> Term {
         let n = self
             .with_state(|s| {
-                s.next_ref += 1;
-                s.next_ref
+                s.signals.next_ref += 1;
+                s.signals.next_ref
             })
             .unwrap_or(0);
         Term::from(Reference {
@@ -92,12 +93,12 @@ impl Node {
     /// The mailbox with `pid` (a pid term) or name `name` (an atom) here.
     fn resolve(&self, s: &State, proc_: &Term) -> Option<u32> {
         match proc_ {
-            Term::Atom(a) => s.names.get(&a.name).map(|(id, _)| *id),
+            Term::Atom(a) => s.procs.names.get(&a.name).map(|(id, _)| *id),
             other => {
                 let pid = Pid::from_term(other)?;
                 (pid.node() == self.name()
                     && pid.creation() == self.creation()
-                    && s.mailboxes.contains_key(&pid.id()))
+                    && s.procs.mailboxes.contains_key(&pid.id()))
                 .then_some(pid.id())
             }
         }
@@ -114,7 +115,7 @@ impl Node {
                 let known = self
                     .with_state(|s| {
                         let id = self.resolve(s, &to)?;
-                        s.watched.entry(id).or_default().push(Watcher {
+                        s.signals.watched.entry(id).or_default().push(Watcher {
                             pid: from.clone(),
                             reference: reference.clone(),
                             target: to.clone(),
@@ -137,7 +138,7 @@ impl Node {
                 from, reference, ..
             } => {
                 let _ = self.with_state(|s| {
-                    for watchers in s.watched.values_mut() {
+                    for watchers in s.signals.watched.values_mut() {
                         watchers.retain(|w| !(w.pid == from && w.reference == reference));
                     }
                 });
@@ -149,11 +150,11 @@ impl Node {
                 reason,
             } => {
                 let _ = self.with_state(|s| {
-                    let w = s.watching.remove(&reference)?;
+                    let w = s.signals.watching.remove(&reference)?;
                     if w.mailbox != to.id() {
                         return None;
                     }
-                    let tx = s.mailboxes.get(&w.mailbox)?;
+                    let tx = s.procs.mailboxes.get(&w.mailbox)?;
                     let term = down_message(&reference, &w.down, reason);
                     let _ = tx.try_send(Message {
                         from: Pid::from_term(&from),
@@ -178,8 +179,9 @@ impl Node {
     /// monitors are taken down.
     pub(super) fn mailbox_ended(&self, pid: &Pid, reason: Term) {
         let Some((watchers, watches)) = self.with_state(|s| {
-            let watchers = s.watched.remove(&pid.id()).unwrap_or_default();
+            let watchers = s.signals.watched.remove(&pid.id()).unwrap_or_default();
             let mine: Vec<Term> = s
+                .signals
                 .watching
                 .iter()
                 .filter(|(_, w)| w.mailbox == pid.id())
@@ -187,7 +189,7 @@ impl Node {
                 .collect();
             let watches: Vec<(Term, Watch)> = mine
                 .into_iter()
-                .filter_map(|r| s.watching.remove(&r).map(|w| (r, w)))
+                .filter_map(|r| s.signals.watching.remove(&r).map(|w| (r, w)))
                 .collect();
             (watchers, watches)
         }) else {
@@ -230,7 +232,7 @@ impl Mailbox {
             }
         };
         let _ = self.node.with_state(|s| {
-            s.watching.insert(
+            s.signals.watching.insert(
                 reference.clone(),
                 Watch {
                     mailbox: self.pid.id(),
@@ -249,11 +251,11 @@ impl Mailbox {
             // The node is unreachable: the monitor fires at once.
             let fired = self
                 .node
-                .with_state(|s| s.watching.remove(&reference))
+                .with_state(|s| s.signals.watching.remove(&reference))
                 .flatten();
             if fired.is_some() {
                 let _ = self.node.with_state(|s| {
-                    if let Some(tx) = s.mailboxes.get(&self.pid.id()) {
+                    if let Some(tx) = s.procs.mailboxes.get(&self.pid.id()) {
                         let term = down_message(&reference, &down, atom("noconnection"));
                         let _ = tx.try_send(Message {
                             from: Pid::from_term(&down),
@@ -272,7 +274,7 @@ impl Mailbox {
     pub fn demonitor(&self, reference: &Term) -> bool {
         let Some(w) = self
             .node
-            .with_state(|s| s.watching.remove(reference))
+            .with_state(|s| s.signals.watching.remove(reference))
             .flatten()
         else {
             return false;
