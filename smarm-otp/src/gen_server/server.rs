@@ -343,19 +343,10 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
     let mut hibernate = false;
     loop {
         if ctx.sys_pending.load(Ordering::Acquire) {
-            ctx.sys_pending.store(false, Ordering::Relaxed);
-            while let Ok(Some(info)) = sys.try_recv() {
-                *last = Handled::Info;
-                let flow = callback!(
-                    "handle_info",
-                    server = server::<G>(),
-                    state.handle_info(info, ctx)
-                );
-                match flow {
-                    Flow::Continue => {}
-                    Flow::Hibernate => hibernate = true,
-                    Flow::Stop(reason) => return Turn::Stop(reason),
-                }
+            match drain_system(state, sys, ctx, last) {
+                Flow::Continue => {}
+                Flow::Hibernate => hibernate = true,
+                Flow::Stop(reason) => return Turn::Stop(reason),
             }
         }
         if hibernate {
@@ -365,7 +356,63 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
         let Some(Envelope(msg)) = receive(inbox) else {
             return Turn::Hibernate;
         };
-        let flow = dispatch(msg, state, ctx, last, ack);
+        let flow = {
+            match msg {
+                Msg::Call(request, reply) => {
+                    *last = Handled::Call;
+                    callback!(
+                        "handle_call",
+                        server = server::<G>(),
+                        state.handle_call(request, reply, ctx)
+                    )
+                }
+                Msg::Cast(msg) => {
+                    *last = Handled::Cast;
+                    callback!(
+                        "handle_cast",
+                        server = server::<G>(),
+                        state.handle_cast(msg, ctx)
+                    )
+                }
+                Msg::Info(msg) => {
+                    *last = Handled::Info;
+                    callback!(
+                        "handle_info",
+                        server = server::<G>(),
+                        state.handle_info(msg, ctx)
+                    )
+                }
+                Msg::Exit(exit) if Some(exit.from) == ctx.parent => {
+                    Flow::Stop(parent_exit(exit.reason))
+                }
+                Msg::Exit(exit) => {
+                    *last = Handled::Exit(exit.from);
+                    callback!(
+                        "handle_exit",
+                        server = server::<G>(),
+                        state.handle_exit(exit, ctx)
+                    )
+                }
+                Msg::Down(down) => {
+                    *last = Handled::Down(down.pid);
+                    callback!(
+                        "handle_down",
+                        server = server::<G>(),
+                        state.handle_down(down, ctx)
+                    )
+                }
+                Msg::Inspect(f) => {
+                    *last = Handled::Inspect;
+                    f(state);
+                    Flow::Continue
+                }
+                Msg::Shutdown(reply) => {
+                    *ack = Some(reply);
+                    Flow::Stop(StopReason::Shutdown)
+                }
+                Msg::SysWake => Flow::Continue, // the flag is up: next turn
+            }
+        };
         match flow {
             Flow::Continue => {}
             Flow::Hibernate => hibernate = true,
@@ -374,68 +421,37 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
     }
 }
 
-/// Hand one message to its callback, noting what is being handled for a
-/// crash report (`last`) and a shutdown's reply (`ack`).
-#[inline(always)]
-fn dispatch<G: GenServer>(
-    msg: Msg<G>,
+/// Handle what waits on the system channel (timer infos and other
+/// messages sent there), in order, until it is empty or a callback stops
+/// the server; a hibernation asked for on the way is returned once it is
+/// empty. Out of line: the flag is down on almost every turn.
+#[cold]
+#[inline(never)]
+fn drain_system<G: GenServer>(
     state: &mut G,
+    sys: &Receiver<G::Info>,
     ctx: &mut Ctx<G>,
     last: &mut Handled,
-    ack: &mut Option<Reply<()>>,
 ) -> Flow {
-    match msg {
-        Msg::Call(request, reply) => {
-            *last = Handled::Call;
-            callback!(
-                "handle_call",
-                server = server::<G>(),
-                state.handle_call(request, reply, ctx)
-            )
+    ctx.sys_pending.store(false, Ordering::Relaxed);
+    let mut hibernate = false;
+    while let Ok(Some(info)) = sys.try_recv() {
+        *last = Handled::Info;
+        let flow = callback!(
+            "handle_info",
+            server = server::<G>(),
+            state.handle_info(info, ctx)
+        );
+        match flow {
+            Flow::Continue => {}
+            Flow::Hibernate => hibernate = true,
+            stop @ Flow::Stop(_) => return stop,
         }
-        Msg::Cast(msg) => {
-            *last = Handled::Cast;
-            callback!(
-                "handle_cast",
-                server = server::<G>(),
-                state.handle_cast(msg, ctx)
-            )
-        }
-        Msg::Info(msg) => {
-            *last = Handled::Info;
-            callback!(
-                "handle_info",
-                server = server::<G>(),
-                state.handle_info(msg, ctx)
-            )
-        }
-        Msg::Exit(exit) if Some(exit.from) == ctx.parent => Flow::Stop(parent_exit(exit.reason)),
-        Msg::Exit(exit) => {
-            *last = Handled::Exit(exit.from);
-            callback!(
-                "handle_exit",
-                server = server::<G>(),
-                state.handle_exit(exit, ctx)
-            )
-        }
-        Msg::Down(down) => {
-            *last = Handled::Down(down.pid);
-            callback!(
-                "handle_down",
-                server = server::<G>(),
-                state.handle_down(down, ctx)
-            )
-        }
-        Msg::Inspect(f) => {
-            *last = Handled::Inspect;
-            f(state);
-            Flow::Continue
-        }
-        Msg::Shutdown(reply) => {
-            *ack = Some(reply);
-            Flow::Stop(StopReason::Shutdown)
-        }
-        Msg::SysWake => Flow::Continue, // the flag is up: next turn
+    }
+    if hibernate {
+        Flow::Hibernate
+    } else {
+        Flow::Continue
     }
 }
 
