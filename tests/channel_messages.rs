@@ -217,6 +217,50 @@ fn a_send_from_a_plain_thread_wakes_a_parked_receiver() {
     });
 }
 
+/// Plain threads wait through one thread wait (lock::thread_wait (T1)):
+/// two threads play ping-pong, so every receive of each kind (`recv`,
+/// `recv_match`, `recv_timeout`) finds its channel empty and parks, racing
+/// the other thread's send; no wake is lost, and a dropped sender ends
+/// each kind of wait.
+#[test]
+fn plain_threads_wait_for_each_other_with_every_kind_of_receive() {
+    const ROUNDS: u32 = 3000;
+    let (ping_tx, ping_rx) = channel::<u32>();
+    let (pong_tx, pong_rx) = channel::<u32>();
+    let receive = |rx: &smarm::Receiver<u32>, i: u32| match i % 3 {
+        0 => rx.recv().unwrap(),
+        1 => rx.recv_match(|_| true).unwrap(),
+        _ => rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+    };
+    let other = std::thread::spawn(move || {
+        for i in 0..ROUNDS {
+            assert_eq!(receive(&ping_rx, i), i);
+            pong_tx.send(i).unwrap();
+        }
+        ping_rx
+    });
+    for i in 0..ROUNDS {
+        ping_tx.send(i).unwrap();
+        assert_eq!(receive(&pong_rx, i), i);
+    }
+    let ping_rx = other.join().unwrap();
+    drop(ping_tx);
+    assert_eq!(ping_rx.recv(), Err(RecvError));
+    assert_eq!(ping_rx.recv_match(|_| true), Err(RecvError));
+    assert_eq!(
+        ping_rx.recv_timeout(Duration::from_secs(60)),
+        Err(RecvTimeoutError::Disconnected)
+    );
+    // A timed wait on an empty, open channel times out.
+    let (_keep, idle) = channel::<u32>();
+    let t0 = Instant::now();
+    assert_eq!(
+        idle.recv_timeout(Duration::from_millis(20)),
+        Err(RecvTimeoutError::Timeout)
+    );
+    assert!(t0.elapsed() >= Duration::from_millis(20));
+}
+
 /// A losing select arm leaves a stale registration behind; once the
 /// receiver moves to another actor, that actor receives normally.
 #[test]

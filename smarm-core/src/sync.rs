@@ -327,20 +327,20 @@ impl<T> Mutex<T> {
             id,
             thread: std::thread::current(),
         });
-        loop {
-            match deadline {
-                Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
-                None => std::thread::park(),
-            }
+        // Queued: the unlock that grants the lock unparks this thread.
+        crate::lock::thread_wait::wait_until(deadline, |expired| {
             let mut st = self.core.state.lock();
             if st.owner == Some(me) {
-                return Ok(self.guard(section));
+                return Some(true); // granted (even if the deadline passed too)
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if expired {
                 st.waiters.retain(|w| w.owner() != me);
-                return Err(LockTimeout { waited: timeout });
+                return Some(false);
             }
-        }
+            None
+        })
+        .then(|| self.guard(section))
+        .ok_or(LockTimeout { waited: timeout })
     }
 }
 

@@ -16,6 +16,7 @@ use super::mpsc::{
     new_chan, recv_timeout, register_current, Chan, RecvError, RecvTimeoutError, Sender, Taken,
     Taking,
 };
+use crate::lock::thread_wait;
 use crate::scheduler;
 use crate::slot::WaitId;
 use std::sync::atomic::Ordering;
@@ -184,10 +185,10 @@ impl<T> BoundedReceiver<T> {
                 match register_current(&mut g, what) {
                     Some(wait) => wait,
                     None => {
-                        // A plain thread: park it until a send unparks it.
-                        g.waker = Some(super::mpsc::thread_waker());
+                        // A plain thread, inline as in `Receiver::recv`.
+                        g.waker = Some(thread_wait::thread_waker());
                         drop(g);
-                        std::thread::park();
+                        thread_wait::park_until(None);
                         continue;
                     }
                 }

@@ -104,7 +104,6 @@ mod room;
 pub(crate) mod select;
 
 pub use bounded_receiver::{bounded, BoundedReceiver};
-pub(crate) use mpsc::thread_waker;
 pub use mpsc::{channel, Receiver, RecvAsync, RecvError, RecvTimeoutError, SendError, Sender};
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
 pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};

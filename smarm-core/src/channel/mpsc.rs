@@ -12,6 +12,7 @@ mod loom_models;
 
 use super::queue::Queue;
 use super::room::{self, Room, SendTimeoutError, TrySendError};
+use crate::lock::thread_wait::{self, thread_waker};
 use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn};
@@ -22,24 +23,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use thiserror::Error;
-
-/// A waker that unparks the calling thread: how a plain thread's receive
-/// registers, and a plain thread's `block_on` waits (made once per thread).
-pub(crate) fn thread_waker() -> Waker {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    std::thread_local! {
-        static WAKER: Waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    }
-    WAKER.with(Waker::clone)
-}
 
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
 /// is unbounded and open until every `Sender` is dropped.
@@ -554,14 +537,15 @@ impl<T> Receiver<T> {
                 match register_current(&mut g, "Receiver::recv") {
                     Some(wait) => wait,
                     None => {
-                        // A plain thread: park it until a send unparks it.
-                        // Inline (here and in recv_match): moving the guards
-                        // into a helper costs the actor path ~9
-                        // instructions per receive.
+                        // A plain thread: park it until a send unparks it
+                        // (lock::thread_wait (T1)). Inline, not through
+                        // `wait_until` (here and in recv_match): moving the
+                        // guards into a helper costs the actor path 9 to 14
+                        // instructions per receive (callgrind, pingpong1).
                         g.waker = Some(thread_waker());
                         drop(g);
                         drop(taken);
-                        std::thread::park();
+                        thread_wait::park_until(None);
                         continue;
                     }
                 }
@@ -685,11 +669,11 @@ impl<T> Receiver<T> {
                 match register_current(&mut g, "Receiver::recv_match") {
                     Some(wait) => wait,
                     None => {
-                        // A plain thread: park it until a send unparks it.
+                        // A plain thread, as in `recv`.
                         g.waker = Some(thread_waker());
                         drop(g);
                         drop(taken);
-                        std::thread::park();
+                        thread_wait::park_until(None);
                         continue;
                     }
                 }
@@ -870,34 +854,27 @@ pub(super) fn recv_timeout<T>(
     scheduler::bounded_wait(what, &mut waiter, deadline, timeout.is_zero())
 }
 
-/// `recv_timeout` on a plain thread: park the thread until a send, the
+/// `recv_timeout` on a plain thread (lock::thread_wait): until a send, the
 /// last sender's drop, or the deadline.
 fn recv_timeout_on_thread<T>(
     rx: &impl Taking<Msg = T>,
     timeout: Duration,
 ) -> Result<T, RecvTimeoutError> {
-    let deadline = Instant::now().checked_add(timeout);
-    loop {
-        {
-            let mut g = match rx.take() {
-                Taken::Message(v) => return Ok(v),
-                Taken::Empty(g) => g,
-            };
-            if g.senders == 0 {
-                return Err(RecvTimeoutError::Disconnected);
-            }
-            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if left.is_some_and(|l| l.is_zero()) {
-                g.waker = None;
-                return Err(RecvTimeoutError::Timeout);
-            }
-            g.waker = Some(thread_waker());
+    thread_wait::wait_until(Instant::now().checked_add(timeout), |expired| {
+        let mut g = match rx.take() {
+            Taken::Message(v) => return Some(Ok(v)),
+            Taken::Empty(g) => g,
+        };
+        if g.senders == 0 {
+            return Some(Err(RecvTimeoutError::Disconnected));
         }
-        match deadline {
-            Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
-            None => std::thread::park(),
+        if expired {
+            g.waker = None;
+            return Some(Err(RecvTimeoutError::Timeout));
         }
-    }
+        g.waker = Some(thread_waker());
+        None
+    })
 }
 
 /// The future of [`Receiver::recv_async`]. Dropped before its message

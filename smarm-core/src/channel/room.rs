@@ -15,6 +15,7 @@
 
 use super::mpsc::{Chan, Inner};
 use super::queue::Queue;
+use crate::lock::thread_wait;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn, WakeToken};
 use crate::slot::Pid;
 use std::collections::VecDeque;
@@ -337,49 +338,47 @@ impl<T> Drop for SendWait<'_, T> {
     }
 }
 
-/// A plain thread's wait for room: park the thread until the receiver
+/// A plain thread's wait for room (lock::thread_wait): until the receiver
 /// moves its message in, the receiver goes, or the deadline.
 fn send_on_thread<T>(chan: &Chan<T>, value: T, deadline: Option<Instant>) -> Outcome<T> {
-    let passed = |d: Option<Instant>| d.is_some_and(|d| Instant::now() >= d);
-    let ticket = {
+    let mut value = Some(value);
+    let mut ticket = None;
+    thread_wait::wait_until(deadline, |expired| {
         let mut g = chan.lock();
-        if !g.receiver_alive {
-            return Err(SendTimeoutError::Disconnected(value));
-        }
-        if !g.is_full() {
-            g.push(value);
-            return Ok(());
-        }
-        if passed(deadline) {
-            return Err(SendTimeoutError::Timeout(value));
-        }
-        let waker = SendWaker::Thread(std::thread::current());
-        match g.room.as_mut() {
-            Some(room) => room.block(value, waker),
-            None => {
-                g.push(value); // never full: unreachable, but never lose it
-                return Ok(());
+        let Some(ticket) = ticket else {
+            // First round: queue it if there is room, else join the
+            // blocked list (B2) with this thread as its waker.
+            let value = value.take()?;
+            if !g.receiver_alive {
+                return Some(Err(SendTimeoutError::Disconnected(value)));
             }
-        }
-    };
-    loop {
-        match deadline {
-            Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
-            None => std::thread::park(),
-        }
-        let mut g = chan.lock();
+            if !g.is_full() {
+                g.push(value);
+                return Some(Ok(()));
+            }
+            if expired {
+                return Some(Err(SendTimeoutError::Timeout(value)));
+            }
+            let waker = SendWaker::Thread(std::thread::current());
+            match g.room.as_mut() {
+                Some(room) => ticket = Some(room.block(value, waker)),
+                None => g.push(value), // never full: unreachable, but never lose it
+            }
+            return ticket.is_none().then_some(Ok(()));
+        };
         if !g.is_blocked(ticket) {
-            return Ok(());
+            return Some(Ok(()));
         }
         let gone = !g.receiver_alive;
-        if gone || passed(deadline) {
-            return match g.unblock(ticket) {
-                None => Ok(()),
-                Some(msg) if gone => Err(SendTimeoutError::Disconnected(msg)),
-                Some(msg) => Err(SendTimeoutError::Timeout(msg)),
-            };
+        if !gone && !expired {
+            return None;
         }
-    }
+        Some(match g.unblock(ticket) {
+            None => Ok(()),
+            Some(msg) if gone => Err(SendTimeoutError::Disconnected(msg)),
+            Some(msg) => Err(SendTimeoutError::Timeout(msg)),
+        })
+    })
 }
 
 /// The future of [`Sender::send_async`](super::Sender::send_async): the

@@ -194,25 +194,12 @@ pub(super) fn poll_once<F: Future>(
 }
 
 fn on_a_thread<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
-    // The channels' thread waker: a wake unparks this thread, and an
-    // `unpark` before the `park` makes it return at once, so no wake is
-    // lost; a spurious return only polls again.
-    let waker = crate::channel::thread_waker();
+    // The thread's waker: a wake unparks this thread (lock::thread_wait).
+    let waker = crate::lock::thread_wait::thread_waker();
     let mut cx = Context::from_waker(&waker);
     let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return Some(output);
-        }
-        match deadline {
-            None => std::thread::park(),
-            Some(at) => {
-                let now = Instant::now();
-                if now >= at {
-                    return None;
-                }
-                std::thread::park_timeout(at - now);
-            }
-        }
-    }
+    crate::lock::thread_wait::wait_until(deadline, |expired| match future.as_mut().poll(&mut cx) {
+        Poll::Ready(output) => Some(Some(output)),
+        Poll::Pending => expired.then_some(None),
+    })
 }

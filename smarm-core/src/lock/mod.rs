@@ -1,8 +1,9 @@
 //! The runtime's internal locks and what they stand on: the futex syscall
 //! wrappers, `RawMutex` (the short internal lock) and its debug-checked
 //! lock classes, `lock_std` for the std mutexes the runtime keeps, the
-//! no-preempt gate every held lock closes, and the asymmetric fence
-//! (`membarrier`). The actor-aware `Mutex` users take is `sync` (layer 5).
+//! no-preempt gate every held lock closes, the asymmetric fence
+//! (`membarrier`), and the one wait of a plain thread in a blocking call
+//! (`thread_wait`). The actor-aware `Mutex` users take is `sync` (layer 5).
 //!
 //! # Design
 //!
@@ -34,6 +35,7 @@ pub(crate) mod membarrier;
 pub(crate) mod no_preempt;
 mod raw_mutex;
 mod std_lock;
+pub(crate) mod thread_wait;
 
 pub(crate) use lock_class::{assert_no_locks_held, LockClass};
 pub(crate) use raw_mutex::{RawMutex, RawMutexGuard};
