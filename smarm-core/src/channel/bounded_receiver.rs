@@ -12,10 +12,8 @@
 //!
 //! [`Receiver`]: super::Receiver
 
-use super::mpsc::{
-    new_chan, recv_timeout, register_current, Chan, RecvError, RecvTimeoutError, Sender, Taken,
-    Taking,
-};
+use super::mpsc::{new_chan, register_current, Chan, RecvError, RecvTimeoutError, Sender, Taken};
+use super::timed::{recv_timeout, Taking};
 use crate::lock::thread_wait;
 use crate::scheduler;
 use crate::slot::WaitId;

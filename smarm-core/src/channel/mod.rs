@@ -99,13 +99,16 @@ mod handoff;
 mod mpsc;
 mod oneshot;
 mod queue;
+mod recv_async;
 mod reply;
 mod room;
 pub(crate) mod select;
+mod timed;
 
 pub use bounded_receiver::{bounded, BoundedReceiver};
-pub use mpsc::{channel, Receiver, RecvAsync, RecvError, RecvTimeoutError, SendError, Sender};
+pub use mpsc::{channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
 pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
+pub use recv_async::RecvAsync;
 pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};
 pub use room::{SendAsync, SendTimeoutError, TrySendError};
 pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};

@@ -11,17 +11,19 @@
 mod loom_models;
 
 use super::queue::Queue;
+use super::recv_async::RecvAsync;
 use super::room::{self, Room, SendTimeoutError, TrySendError};
+use super::timed::{recv_timeout, Taking};
 use crate::lock::thread_wait::{self, thread_waker};
 use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::Shared;
-use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn};
+use crate::scheduler::{self, Wait, WaitingOn};
 use crate::slot::WaitId;
 use std::cell::{RefCell, RefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
@@ -576,10 +578,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(sum, 3);
     /// ```
     pub fn recv_async(&mut self) -> RecvAsync<'_, T> {
-        RecvAsync {
-            rx: self,
-            registered: false,
-        }
+        RecvAsync::new(self)
     }
 
     /// Poll for the next message: `Ready(Ok)` with one, `Ready(Err)` once
@@ -802,23 +801,6 @@ pub(super) fn register_current<T>(g: &mut Inner<T>, what: &str) -> Option<Wait> 
     })
 }
 
-/// A channel's receiving end, as the timed receive sees it: an unbounded
-/// [`Receiver`] or a [`BoundedReceiver`](super::BoundedReceiver), which
-/// take messages differently (the unbounded `recv` loop is written out in
-/// full, not through this).
-pub(super) trait Taking {
-    /// The message type.
-    type Msg;
-    /// The channel.
-    fn chan(&self) -> &Chan<Self::Msg>;
-    /// The next message (counted as received), or the channel lock held
-    /// over an empty queue.
-    fn take(&self) -> Taken<'_, Self::Msg>;
-    /// Register the running actor's open wait if there is nothing to take
-    /// (I2); `false` means look again.
-    fn register_if_empty(&self, wait: WaitId) -> bool;
-}
-
 impl<T> Taking for Receiver<T> {
     type Msg = T;
 
@@ -836,133 +818,6 @@ impl<T> Taking for Receiver<T> {
 
     fn register_if_empty(&self, wait: WaitId) -> bool {
         Receiver::register_if_empty(self, wait)
-    }
-}
-
-/// `recv_timeout` for either receiver: `what` names the call for the
-/// panic on a scheduler thread outside an actor.
-pub(super) fn recv_timeout<T>(
-    rx: &impl Taking<Msg = T>,
-    what: &str,
-    timeout: Duration,
-) -> Result<T, RecvTimeoutError> {
-    if scheduler::current_worker().is_null() {
-        return recv_timeout_on_thread(rx, timeout);
-    }
-    let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
-    let mut waiter = TimedRecv { rx };
-    scheduler::bounded_wait(what, &mut waiter, deadline, timeout.is_zero())
-}
-
-/// `recv_timeout` on a plain thread (lock::thread_wait): until a send, the
-/// last sender's drop, or the deadline.
-fn recv_timeout_on_thread<T>(
-    rx: &impl Taking<Msg = T>,
-    timeout: Duration,
-) -> Result<T, RecvTimeoutError> {
-    thread_wait::wait_until(Instant::now().checked_add(timeout), |expired| {
-        let mut g = match rx.take() {
-            Taken::Message(v) => return Some(Ok(v)),
-            Taken::Empty(g) => g,
-        };
-        if g.senders == 0 {
-            return Some(Err(RecvTimeoutError::Disconnected));
-        }
-        if expired {
-            g.waker = None;
-            return Some(Err(RecvTimeoutError::Timeout));
-        }
-        g.waker = Some(thread_waker());
-        None
-    })
-}
-
-/// The future of [`Receiver::recv_async`]. Dropped before its message
-/// came, it leaves no waker registered.
-#[must_use = "a receive future does nothing until awaited"]
-pub struct RecvAsync<'a, T> {
-    rx: &'a mut Receiver<T>,
-    registered: bool,
-}
-
-impl<T> std::future::Future for RecvAsync<'_, T> {
-    type Output = Result<T, RecvError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let polled = self.rx.poll_recv(cx);
-        self.registered = polled.is_pending();
-        polled
-    }
-}
-
-impl<T> Drop for RecvAsync<'_, T> {
-    fn drop(&mut self) {
-        if self.registered {
-            // The one receiver's registration (I1): this future's.
-            let waker = self.rx.inner.lock().waker.take();
-            drop(waker);
-        }
-    }
-}
-
-impl<T> std::fmt::Debug for RecvAsync<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RecvAsync")
-    }
-}
-
-// A receiver's messages are never pinned (no pin projection): it may move
-// while a stream of it is polled.
-impl<T> Unpin for Receiver<T> {}
-
-/// The messages of a channel as a stream, ending when every sender is gone
-/// and nothing is queued.
-impl<T> futures_core::Stream for Receiver<T> {
-    type Item = T;
-
-    fn poll_next(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        self.get_mut().poll_recv(cx).map(Result::ok)
-    }
-}
-
-/// `recv_timeout`'s side of the bounded-wait loop.
-struct TimedRecv<'a, R> {
-    rx: &'a R,
-}
-
-impl<R: Taking> BoundedWaiter for TimedRecv<'_, R> {
-    const WAITS_ON: WaitingOn = WaitingOn::Message;
-    type Output = Result<R::Msg, RecvTimeoutError>;
-
-    fn ready(&mut self) -> Option<Self::Output> {
-        match self.rx.take() {
-            Taken::Message(v) => Some(Ok(v)),
-            Taken::Empty(g) if g.senders == 0 => Some(Err(RecvTimeoutError::Disconnected)),
-            Taken::Empty(_) => None,
-        }
-    }
-
-    fn timed_out(&mut self) -> Option<Self::Output> {
-        Some(Err(RecvTimeoutError::Timeout))
-    }
-
-    fn register(&mut self, wait: &Wait) -> Registered<Self::Output> {
-        if self.rx.register_if_empty(wait.id()) {
-            Registered::Yes
-        } else {
-            Registered::Ready
-        }
-    }
-
-    const UNREGISTERS: bool = true;
-
-    fn unregister(&mut self, wait: WaitId) {
-        // Whatever woke us, this wait is over: drop a registration the
-        // sender did not take.
-        let mut g = self.rx.chan().lock();
-        if g.parked == Some(wait) {
-            g.parked = None;
-        }
     }
 }
 
