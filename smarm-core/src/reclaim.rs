@@ -32,13 +32,15 @@
 
 use crate::lock::{LockClass, RawMutex};
 use crate::loom::{fence, AtomicU64, AtomicUsize, Ordering};
+use crossbeam_utils::CachePadded;
 use std::any::Any;
 
 /// The record of a scheduler that is parked or stopped.
 const OFFLINE: u64 = u64::MAX;
 
-#[repr(align(128))]
-struct Seen(AtomicU64);
+/// A scheduler's record, on lines of its own: its scheduler writes it
+/// at every quiescent point.
+struct Seen(CachePadded<AtomicU64>);
 
 /// A retired value: dropped once every scheduler has passed `epoch`.
 type Retired = (u64, Box<dyn Any + Send>);
@@ -57,7 +59,7 @@ impl Reclaimer {
         Reclaimer {
             epoch: AtomicU64::new(1),
             seen: (0..schedulers)
-                .map(|_| Seen(AtomicU64::new(OFFLINE)))
+                .map(|_| Seen(CachePadded::new(AtomicU64::new(OFFLINE))))
                 .collect(),
             retired: RawMutex::new(LockClass::Leaf, Vec::new()),
             pending: AtomicUsize::new(0),

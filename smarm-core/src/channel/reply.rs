@@ -46,6 +46,7 @@ use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait};
 use crate::slot::{Pid, WaitId};
+use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::marker::PhantomData;
 use std::mem::{ManuallyDrop, MaybeUninit};
@@ -60,9 +61,9 @@ const CLOSED: u64 = 4;
 const PHASE: u64 = 0b111;
 
 /// One actor slot's reply cell (see the module docs). What a sender
-/// needs besides its tag lives here, so a sender is two words. On lines of
-/// its own: callers on different schedulers must not share one.
-#[repr(align(128))]
+/// needs besides its tag lives here, so a sender is two words. Kept in a
+/// [`CachePadded`], on lines of its own: callers on different schedulers
+/// must not share one.
 pub(crate) struct ReplyCell {
     /// `tag << 3 | phase`.
     state: AtomicU64,
@@ -184,7 +185,7 @@ impl ReplyCell {
 /// from any thread (a deferred reply).
 pub struct ReplySender<T> {
     /// `None` once sent.
-    cell: Option<Arc<ReplyCell>>,
+    cell: Option<Arc<CachePadded<ReplyCell>>>,
     tag: u64,
     _value: PhantomData<fn(T)>,
 }
@@ -320,10 +321,10 @@ pub fn await_reply_as<T>(
             let cell = shared.slots.get(me.index()).map(|slot| {
                 let erased = slot
                     .reply
-                    .get_or_init(|| Box::new(Arc::new(ReplyCell::new(shared))));
-                let ptr = Arc::as_ptr(erased).cast::<ReplyCell>();
+                    .get_or_init(|| Box::new(Arc::new(CachePadded::new(ReplyCell::new(shared)))));
+                let ptr = Arc::as_ptr(erased).cast::<CachePadded<ReplyCell>>();
                 // SAFETY: only the line above fills `slot.reply`, always
-                // with an `Arc<ReplyCell>` (erased so the slot layer need
+                // with an `Arc<CachePadded<ReplyCell>>` (erased so the slot layer need
                 // not name the type), so `ptr` is that Arc's data pointer.
                 // The count taken here is the sender's, released when it
                 // drops (a clone without the type check's virtual call).

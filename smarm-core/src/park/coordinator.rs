@@ -4,6 +4,7 @@
 
 use super::parker::Parker;
 use crate::loom::{fence, AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
 /// "No timekeeper" in the holder word.
@@ -50,8 +51,7 @@ pub(crate) struct Coordinator {
 /// One timer shard's earliest deadline, on a line of its own: its owner
 /// writes it at every earlier insert and every pop, and every scheduler
 /// reads it at its due-check.
-#[repr(align(128))]
-struct ShardDeadline(AtomicU64);
+struct ShardDeadline(CachePadded<AtomicU64>);
 
 impl Coordinator {
     /// A coordinator for `schedulers` schedulers (1..=64: the mask is a u64)
@@ -75,7 +75,7 @@ impl Coordinator {
         );
         Coordinator {
             shard_deadlines: (0..shards)
-                .map(|_| ShardDeadline(AtomicU64::new(NO_DEADLINE)))
+                .map(|_| ShardDeadline(CachePadded::new(AtomicU64::new(NO_DEADLINE))))
                 .collect(),
             parkers: (0..schedulers).map(|_| Parker::new()).collect(),
             idle: AtomicU64::new(0),

@@ -75,7 +75,7 @@ impl Worker {
         Worker {
             id,
             shared: std::sync::Arc::as_ptr(shared),
-            own: &shared.sched.queues[id],
+            own: &*shared.sched.queues[id],
             sched_sp: Cell::new(std::ptr::null_mut()),
             busy: Cell::new(0),
             actor: RunningActor {

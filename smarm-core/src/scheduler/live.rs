@@ -24,8 +24,10 @@
 //! model below checks the interleavings of that argument.
 
 use crate::loom::{AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
 
-#[repr(align(128))] // one counter pair per cache line (adjacent-line prefetch)
+/// One scheduler's pair (kept in a `CachePadded`: a pair per two cache
+/// lines, which the adjacent-line prefetcher pairs).
 struct Counters {
     spawned: AtomicU64,
     finished: AtomicU64,
@@ -41,18 +43,20 @@ impl Counters {
 }
 
 pub(crate) struct LiveCount {
-    per_scheduler: Box<[Counters]>,
+    per_scheduler: Box<[CachePadded<Counters>]>,
     /// Spawns made off the scheduler threads, and the spawns and finishes
     /// of spare schedulers (multi-writer: RMW). Spares share it: a runtime
     /// provides for dozens, and the verdict sums every pair.
-    external: Counters,
+    external: CachePadded<Counters>,
 }
 
 impl LiveCount {
     pub(crate) fn new(schedulers: usize) -> Self {
         LiveCount {
-            per_scheduler: (0..schedulers).map(|_| Counters::new()).collect(),
-            external: Counters::new(),
+            per_scheduler: (0..schedulers)
+                .map(|_| CachePadded::new(Counters::new()))
+                .collect(),
+            external: CachePadded::new(Counters::new()),
         }
     }
 

@@ -28,8 +28,7 @@ use crate::lock::membarrier;
 use crate::loom::{AtomicBool, AtomicU64, Ordering};
 use crate::slot::Pid;
 
-/// See the module docs.
-#[repr(align(128))]
+/// See the module docs. Kept in a `CachePadded`, on lines of its own.
 pub(crate) struct NextSlot {
     /// The occupant's pid bits; 0 is empty (no pid is 0).
     pid: AtomicU64,

@@ -25,6 +25,7 @@ use crate::slot::word::{State, Unpark};
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
 use crate::stack::StackPool;
 use crate::timer::timers::Timers;
+use crossbeam_utils::CachePadded;
 use std::sync::Arc as StdArc;
 
 /// What the actor layer does when an actor has finished: record its
@@ -35,20 +36,20 @@ pub(crate) type ExitHook = fn(&Shared, Pid, &Slot, std::thread::Result<crate::sl
 /// Process-unique runtime identities (timer ids carry them).
 static NEXT_RUNTIME_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-/// One scheduler's queues, reachable by every scheduler. Aligned to cache
-/// lines of its own (two: the adjacent-line prefetcher pairs them), so one
-/// scheduler's queue traffic never invalidates a sibling's.
-#[repr(align(128))]
+/// One scheduler's queues, reachable by every scheduler. Kept in a
+/// `CachePadded` (two cache lines: the adjacent-line prefetcher pairs
+/// them), so one scheduler's queue traffic never invalidates a sibling's;
+/// its counters and next slot are padded apart from the queues too.
 pub(crate) struct SchedulerQueues {
     /// Stealable local queue.
     pub(crate) local: RunQueue,
     /// Actors only this scheduler may run (scheduler (I3)).
     pub(crate) pinned: RunQueue,
     /// Counters written only by this scheduler's thread.
-    pub(crate) stats: Counters,
+    pub(crate) stats: CachePadded<Counters>,
     /// The LIFO next slot: this scheduler's, but the system monitor may
     /// take its occupant while the scheduler is blocked (scheduler (I3)).
-    pub(crate) next: NextSlot,
+    pub(crate) next: CachePadded<NextSlot>,
     /// What the system monitor has seen of this scheduler.
     pub(crate) blocked: BlockedRecord,
 }
@@ -75,7 +76,7 @@ pub(super) fn low_bits(n: usize) -> u64 {
 pub(crate) struct Schedulers {
     /// One per scheduler: the `config.threads` regular ones, then the
     /// spares the system monitor may start (`sysmon` (M3)).
-    pub(super) queues: Box<[SchedulerQueues]>,
+    pub(super) queues: Box<[CachePadded<SchedulerQueues>]>,
     /// Schedulers whose thread is running: every regular one, and the
     /// spares from their start by the monitor to their thread's exit.
     pub(super) present: AtomicU64,
@@ -130,12 +131,14 @@ impl Shared {
                 .flatten(),
             sched: Schedulers {
                 queues: (0..threads)
-                    .map(|_| SchedulerQueues {
-                        local: RunQueue::new(),
-                        pinned: RunQueue::new(),
-                        stats: Counters::default(),
-                        next: NextSlot::new(),
-                        blocked: BlockedRecord::default(),
+                    .map(|_| {
+                        CachePadded::new(SchedulerQueues {
+                            local: RunQueue::new(),
+                            pinned: RunQueue::new(),
+                            stats: CachePadded::default(),
+                            next: CachePadded::new(NextSlot::new()),
+                            blocked: BlockedRecord::default(),
+                        })
                     })
                     .collect(),
                 present: AtomicU64::new(low_bits(regular)),
@@ -251,7 +254,7 @@ impl Shared {
         self.sched
             .queues
             .iter()
-            .map(|q| (&q.stats, &q.blocked, q.local.len() + q.pinned.len()))
+            .map(|q| (&*q.stats, &q.blocked, q.local.len() + q.pinned.len()))
     }
 
     /// Drop `value` once no scheduler can still be reading it (the
@@ -401,7 +404,7 @@ impl Shared {
             .iter()
             .enumerate()
             .filter(move |(id, _)| present & (1u64 << id) != 0)
-            .map(|(_, q)| q)
+            .map(|(_, q)| &**q)
     }
 
     /// Request a stop of every live actor but `except`.

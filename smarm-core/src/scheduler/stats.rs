@@ -10,7 +10,6 @@ use crate::slot::Pid;
 /// lines of their own: they change at every resume, and the queues beside
 /// them are read by every idle sibling.
 #[derive(Default)]
-#[repr(align(128))]
 pub(crate) struct Counters {
     pub(crate) actors_run: AtomicU64,
     /// Pid bits of the actor running now; 0 between actors (the system

@@ -13,12 +13,12 @@ use super::heap::{shard_of_seq, Entry, TimerAction, TimerHeap, TimerId};
 use crate::lock::{LockClass, RawMutex};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, WaitId};
+use crossbeam_utils::CachePadded;
 use std::time::Instant;
 
 /// One shard, on lines of its own: its owner arms and fires in it at every
 /// sleep, and the other schedulers should not share those lines.
-#[repr(align(128))]
-pub(crate) struct Shard(RawMutex<TimerHeap>);
+pub(crate) struct Shard(CachePadded<RawMutex<TimerHeap>>);
 
 impl Shard {
     /// The shard's heap, behind its lock.
@@ -40,10 +40,10 @@ impl Timers {
         Timers {
             shards: (0..shards)
                 .map(|shard| {
-                    Shard(RawMutex::new(
+                    Shard(CachePadded::new(RawMutex::new(
                         LockClass::Timers,
                         TimerHeap::new(runtime_id, shard),
-                    ))
+                    )))
                 })
                 .collect(),
         }

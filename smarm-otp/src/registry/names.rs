@@ -25,8 +25,9 @@
 //!   reclaimer once replaced. A retired slot array (after growth) owns no
 //!   values: they moved to its successor.
 
-use super::read_side::{Inbox, Padded};
+use super::read_side::Inbox;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
+use crossbeam_utils::CachePadded;
 use smarm_core::hash::hash_bytes as name_hash;
 use smarm_core::Sender;
 use std::any::{Any, TypeId};
@@ -40,7 +41,7 @@ pub(super) type Retired = Box<dyn Any + Send>;
 /// and in it the sender of the type the name was registered for.
 pub(super) struct NameValue {
     inbox: *const Inbox,
-    /// The `Padded<Sender<M>>` for `msg` in `inbox`, or null.
+    /// The `CachePadded<Sender<M>>` for `msg` in `inbox`, or null.
     sender: *const (),
     msg: TypeId,
 }
@@ -77,16 +78,16 @@ impl NameValue {
         if self.msg != TypeId::of::<M>() || self.sender.is_null() {
             return None;
         }
-        // SAFETY: `sender` is the `Padded<Sender<M>>` published for `msg`
+        // SAFETY: `sender` is the `CachePadded<Sender<M>>` published for `msg`
         // (== `M`) in the inbox, which outlives this value (N2).
-        Some(unsafe { &(*self.sender.cast::<Padded<Sender<M>>>()).0 })
+        Some(unsafe { &**self.sender.cast::<CachePadded<Sender<M>>>() })
     }
 }
 
 struct Slot {
     key: AtomicPtr<u8>,
     len: AtomicUsize,
-    value: AtomicPtr<Padded<NameValue>>,
+    value: AtomicPtr<CachePadded<NameValue>>,
 }
 
 impl Slot {
@@ -120,7 +121,7 @@ const GROUP: usize = 4;
 /// A published array of slots: `groups.len() * GROUP` of them, a power of
 /// two, at most half of them keyed.
 struct Slots {
-    groups: Box<[Padded<[Slot; GROUP]>]>,
+    groups: Box<[CachePadded<[Slot; GROUP]>]>,
 }
 
 impl Slots {
@@ -128,7 +129,7 @@ impl Slots {
         let groups = slots.max(GROUP).next_power_of_two() / GROUP;
         Slots {
             groups: (0..groups)
-                .map(|_| Padded(std::array::from_fn(|_| Slot::empty())))
+                .map(|_| CachePadded::new(std::array::from_fn(|_| Slot::empty())))
                 .collect(),
         }
     }
@@ -139,7 +140,7 @@ impl Slots {
 
     #[inline]
     fn slot(&self, i: usize) -> &Slot {
-        &self.groups[i / GROUP].0[i % GROUP]
+        &self.groups[i / GROUP][i % GROUP]
     }
 
     /// The slot keyed `name`, or the empty slot where it would go.
@@ -192,7 +193,7 @@ impl NameTable {
         let value = slot.value.load(Ordering::Acquire);
         // SAFETY: a published value lives until retired after a
         // replacement, read under read side (F2).
-        (!value.is_null()).then(|| unsafe { &(*value).0 })
+        (!value.is_null()).then(|| unsafe { &**value })
     }
 
     // ----- writers: the tables lock is held (read side (F1)) -----
@@ -221,7 +222,7 @@ impl NameTable {
                 self.used.fetch_add(1, Ordering::Relaxed);
             }
         }
-        let new = value.map_or(null_mut(), |v| Box::into_raw(Box::new(Padded(v))));
+        let new = value.map_or(null_mut(), |v| Box::into_raw(Box::new(CachePadded::new(v))));
         let old = slot.value.swap(new, Ordering::AcqRel);
         if !old.is_null() {
             // SAFETY: from `Box::into_raw`, and no longer reachable (N3).
@@ -236,7 +237,7 @@ impl NameTable {
         let bound: Vec<(&Slot, *mut u8)> = old
             .groups
             .iter()
-            .flat_map(|g| g.0.iter())
+            .flat_map(|g| g.iter())
             .filter_map(|s| {
                 let key = s.key.load(Ordering::Relaxed);
                 (!key.is_null() && !s.value.load(Ordering::Relaxed).is_null()).then_some((s, key))
@@ -275,7 +276,7 @@ impl Drop for NameTable {
     fn drop(&mut self) {
         // SAFETY: from `Box::into_raw`; nothing reads it any more.
         let slots = unsafe { Box::from_raw(self.slots.load(Ordering::Relaxed)) };
-        for slot in slots.groups.iter().flat_map(|g| g.0.iter()) {
+        for slot in slots.groups.iter().flat_map(|g| g.iter()) {
             let value = slot.value.load(Ordering::Relaxed);
             if !value.is_null() {
                 // SAFETY: owned by this slot (N3).

@@ -27,25 +27,11 @@
 //!   would follow it into freed memory.
 
 use super::names::{NameTable, NameValue};
+use crossbeam_utils::CachePadded;
 use smarm_core::{Pid, Sender};
 use std::any::{Any, TypeId};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
-
-/// Keeps a snapshot's memory on cache lines of its own: a small heap
-/// block next to data another thread writes (a channel's queue) would
-/// otherwise miss in cache on every read (measured: a fifth of a
-/// name-addressed send). 128 bytes: the adjacent-line prefetcher pairs
-/// lines.
-#[repr(align(128))]
-pub(super) struct Padded<T>(pub(super) T);
-
-impl<T> std::ops::Deref for Padded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
 
 /// Inbox slots per chunk.
 const CHUNK: usize = 4096;
@@ -55,14 +41,17 @@ const TOP: usize = smarm_core::config::MAX_ACTORS_LIMIT.div_ceil(CHUNK);
 /// One actor's published channels, by message type.
 pub(super) struct Inbox {
     pub(super) pid: Pid,
-    pub(super) channels: Vec<Padded<Published>>,
+    /// Each on cache lines of its own: a small heap block next to data
+    /// another thread writes (a channel's queue) would otherwise miss in
+    /// cache on every read (measured: a fifth of a name-addressed send).
+    pub(super) channels: Vec<CachePadded<Published>>,
 }
 
 /// A published `Sender<M>`, type-erased, with what the registry needs to do
 /// with it without knowing `M`.
 pub(super) struct Published {
     type_id: TypeId,
-    /// A `Padded<Sender<M>>`.
+    /// A `CachePadded<Sender<M>>`.
     sender: Box<dyn Any + Send + Sync>,
     /// (queued, received) counts, for introspection.
     counts: fn(&(dyn Any + Send + Sync)) -> (usize, u64),
@@ -74,13 +63,13 @@ impl Published {
     pub(super) fn new<M: Send + 'static>(tx: Sender<M>) -> Self {
         Published {
             type_id: TypeId::of::<M>(),
-            sender: Box::new(Padded(tx)),
+            sender: Box::new(CachePadded::new(tx)),
             counts: |s| {
-                s.downcast_ref::<Padded<Sender<M>>>()
+                s.downcast_ref::<CachePadded<Sender<M>>>()
                     .map_or((0, 0), |tx| (tx.queued_len(), tx.received_count()))
             },
-            clone: |s| match s.downcast_ref::<Padded<Sender<M>>>() {
-                Some(tx) => Box::new(Padded(tx.0.clone())),
+            clone: |s| match s.downcast_ref::<CachePadded<Sender<M>>>() {
+                Some(tx) => Box::new(CachePadded::new((**tx).clone())),
                 None => unreachable!("a Published holds the Sender its TypeId names"),
             },
         }
@@ -111,13 +100,13 @@ impl Inbox {
             .iter()
             .find(|p| p.type_id == TypeId::of::<M>())?;
         let tx: *const (dyn Any + Send + Sync) = &*published.sender;
-        // SAFETY: `Published::new` stores every `Padded<Sender<M>>` beside
+        // SAFETY: `Published::new` stores every `CachePadded<Sender<M>>` beside
         // `TypeId::of::<M>()`, so the box found by that id holds one (the
         // cast skips `downcast_ref`'s virtual call).
-        Some(unsafe { &(*tx.cast::<Padded<Sender<M>>>()).0 })
+        Some(unsafe { &**tx.cast::<CachePadded<Sender<M>>>() })
     }
 
-    /// The address of the boxed `Padded<Sender<M>>` published for the
+    /// The address of the boxed `CachePadded<Sender<M>>` published for the
     /// message type `msg`, if any.
     pub(super) fn sender_ptr(&self, msg: TypeId) -> Option<*const ()> {
         let published = self.channels.iter().find(|p| p.type_id == msg)?;
@@ -127,13 +116,13 @@ impl Inbox {
 
     /// This inbox with `tx` published for `M` (replacing an older one).
     pub(super) fn with<M: Send + 'static>(&self, tx: Sender<M>) -> Inbox {
-        let mut channels: Vec<Padded<Published>> = self
+        let mut channels: Vec<CachePadded<Published>> = self
             .channels
             .iter()
             .filter(|p| p.type_id != TypeId::of::<M>())
-            .map(|p| Padded(p.0.clone()))
+            .map(|p| CachePadded::new((**p).clone()))
             .collect();
-        channels.push(Padded(Published::new(tx)));
+        channels.push(CachePadded::new(Published::new(tx)));
         Inbox {
             pid: self.pid,
             channels,
@@ -142,7 +131,7 @@ impl Inbox {
 }
 
 struct Chunk {
-    slots: [AtomicPtr<Padded<Inbox>>; CHUNK],
+    slots: [AtomicPtr<CachePadded<Inbox>>; CHUNK],
 }
 
 /// The read side of one runtime's registry.
@@ -181,7 +170,7 @@ impl ReadSide {
         // SAFETY: chunks live as long as `self` (F4).
         let inbox = unsafe { &*chunk }.slots[lo].load(Ordering::Acquire);
         // SAFETY: as for `names`: live until after this closure (F1, F2).
-        (!inbox.is_null()).then(|| unsafe { &(*inbox).0 })
+        (!inbox.is_null()).then(|| unsafe { &**inbox })
     }
 
     // ----- writers: the tables lock is held (F1) -----
@@ -191,7 +180,11 @@ impl ReadSide {
     /// refreshes its owner's names under the same hold of the lock, then
     /// retires it (F5).
     #[must_use = "the replaced inbox's owner's names must be refreshed, then the inbox retired (F5)"]
-    pub(super) fn set_inbox(&self, index: u32, inbox: Option<Inbox>) -> Option<Box<Padded<Inbox>>> {
+    pub(super) fn set_inbox(
+        &self,
+        index: u32,
+        inbox: Option<Inbox>,
+    ) -> Option<Box<CachePadded<Inbox>>> {
         let (hi, lo) = (index as usize / CHUNK, index as usize % CHUNK);
         let Some(top) = self.inboxes.get(hi) else {
             unreachable!("slot index {index} beyond MAX_ACTORS_LIMIT");
@@ -204,7 +197,7 @@ impl ReadSide {
             }));
             top.store(chunk, Ordering::Release);
         }
-        let new = inbox.map_or(null_mut(), |i| Box::into_raw(Box::new(Padded(i))));
+        let new = inbox.map_or(null_mut(), |i| Box::into_raw(Box::new(CachePadded::new(i))));
         // SAFETY: chunks live as long as `self` (F4).
         let old = unsafe { &*chunk }.slots[lo].swap(new, Ordering::AcqRel);
         if old.is_null() {

@@ -3,7 +3,8 @@
 //! through, which keeps the lock-free side ([`ReadSide`]) in step.
 
 use super::names::NameValue;
-use super::read_side::{Inbox, Padded, Published, ReadSide};
+use super::read_side::{Inbox, Published, ReadSide};
+use crossbeam_utils::CachePadded;
 use smarm_core::hash::{hash_bytes as name_hash, BuildWordHasher};
 use smarm_core::signal;
 use smarm_core::{Pid, Sender};
@@ -121,7 +122,7 @@ impl Locked<'_> {
     fn set_inbox(&self, index: u32, pid: Option<Pid>, inbox: Option<Inbox>) {
         let replaced = self.read_side.set_inbox(index, inbox);
         if let Some(old) = &replaced {
-            self.refresh_names_of(old.0.pid);
+            self.refresh_names_of(old.pid);
         }
         if let Some(pid) = pid {
             self.refresh_names_of(pid);
@@ -129,7 +130,7 @@ impl Locked<'_> {
         // Only now does no published value point at it (F5).
         if let Some(old) = replaced {
             debug_assert!(
-                !self.a_name_points_at(old.0.pid, &old.0),
+                !self.a_name_points_at(old.pid, &old),
                 "registry: retiring an inbox a published name still points at (read side (F5))"
             );
             retire(old);
@@ -172,7 +173,7 @@ impl Locked<'_> {
                 signal::on_exit(pid, |pid, _| super::forget(pid));
                 Inbox {
                     pid,
-                    channels: vec![Padded(Published::new(tx))],
+                    channels: vec![CachePadded::new(Published::new(tx))],
                 }
             }
         };
