@@ -23,6 +23,13 @@
 //! - (I2) A context is resumed by at most one thread at a time, and only
 //!   after the switch that suspended it has completed (the slot word's
 //!   state machine and the run queues' locks order the handoff).
+//! - (I3) While an actor runs, its stack's link points at the save cell of
+//!   the scheduler running it (`set_link` before every resume, by the
+//!   loop and by a direct handoff), so the trampoline's call frame
+//!   information leads an unwinder from the actor's frames into that
+//!   scheduler's (gdb's `bt`, `std::backtrace`, a panic's own unwind
+//!   stops earlier, at the entry frame's catch). Frame-pointer unwinders
+//!   stop at the trampoline (its saved rbp is 0).
 //!
 //! # Safety
 //!
@@ -32,7 +39,7 @@
 #[cfg(target_arch = "x86_64")]
 mod x86_64;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86_64::{init_stack, resume, switch};
+pub(crate) use x86_64::{init_stack, resume, set_link, switch};
 
 #[cfg(not(target_arch = "x86_64"))]
 compile_error!("smarm's context switch is implemented for x86_64 only");

@@ -436,6 +436,10 @@ fn resume(shared: &Shared, w: &Worker, pid: Pid, slot: &Slot) {
             }
         }
         let sp = runner.sp;
+        if let Some(stack) = &runner.stack {
+            // Unwinding from the actor leads back here (context's link).
+            crate::context::set_link(stack.top(), w.sched_sp.as_ptr());
+        }
         #[cfg(feature = "budget-accounting")]
         let start = crate::clock::now();
         if sp.is_null() {
@@ -552,9 +556,18 @@ pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
         // SAFETY: `pid` is in this scheduler's next slot and we are inside
         // its owner operation (next slot (N1)), so this scheduler owns its
         // runner cells (slot (I2)); nothing else reads them now.
-        let sp = unsafe { slot.runner() }.sp;
+        let runner = unsafe { slot.runner() };
         // A first run starts from the loop.
-        (!sp.is_null()).then_some((slot, sp))
+        if runner.sp.is_null() {
+            return None;
+        }
+        if let Some(stack) = &runner.stack {
+            // SAFETY: as above, the stack is this scheduler's to touch.
+            // Unwinding from it leads to this scheduler's context, parked
+            // in `run_actor` (context's link).
+            unsafe { crate::context::set_link(stack.top(), w.sched_sp.as_ptr()) };
+        }
+        Some((slot, runner.sp))
     })?;
     w.pick.tick.set(tick);
     w.pick.lifo_streak.set(w.pick.lifo_streak.get() + 1);
