@@ -5,7 +5,7 @@ use super::{Dest, Message, Node, SendError};
 use crate::pid::Pid;
 use crate::term;
 use crate::term::{Term, ToTerm};
-use smarm_core::channel::{channel, Receiver};
+use smarm_core::channel::{Receiver, channel};
 use smarm_core::{RecvError, RecvTimeoutError};
 use std::time::Duration;
 use thiserror::Error;
@@ -110,14 +110,13 @@ impl Drop for Mailbox {
         let _ = self.node.with_state(|s| {
             s.procs.mailboxes.remove(&id);
             s.procs.owners.remove(&id);
-            if let Some(name) = name {
-                if s.procs
+            if let Some(name) = name
+                && s.procs
                     .names
                     .get(&name)
                     .is_some_and(|(held, _)| *held == id)
-                {
-                    s.procs.names.remove(&name);
-                }
+            {
+                s.procs.names.remove(&name);
             }
         });
         // Its process ends: whoever watches it hears why (an owner
@@ -155,7 +154,7 @@ impl Node {
 
     /// As [`register`](Node::register), with a bounded mailbox of
     /// `capacity` messages: a message from another node that finds it full
-    /// is dropped and counted ([`Stats::dropped_full`]), since the
+    /// is dropped and counted ([`Stats::dropped_full`](super::Stats::dropped_full)), since the
     /// connection's reader must never wait; a send from this node into it
     /// is dropped the same way.
     ///
@@ -184,10 +183,10 @@ impl Node {
         };
         let id = self
             .with_state(|s| {
-                if let Some(name) = name {
-                    if s.procs.names.contains_key(name) {
-                        return None;
-                    }
+                if let Some(name) = name
+                    && s.procs.names.contains_key(name)
+                {
+                    return None;
                 }
                 let id = s.procs.next_pid_id();
                 s.procs.mailboxes.insert(id, tx.clone());
