@@ -16,8 +16,8 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -138,10 +138,10 @@ fn main() {
         threads.push(thread::spawn(move || {
             let cmd = resp(&[b"DEBUG", b"CRASH-SHARD", victim.to_string().as_bytes()]);
             while !stats.stop.load(Ordering::Relaxed) {
-                if let Ok(mut c) = connect(port) {
-                    if exchange(&mut c, &cmd, b"-ERR shard unavailable\r\n") {
-                        stats.crashes.fetch_add(1, Ordering::Relaxed);
-                    }
+                if let Ok(mut c) = connect(port)
+                    && exchange(&mut c, &cmd, b"-ERR shard unavailable\r\n")
+                {
+                    stats.crashes.fetch_add(1, Ordering::Relaxed);
                 }
                 thread::sleep(Duration::from_secs(1));
             }

@@ -21,7 +21,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed check must fail the run
 
 use smarm::runtime::{self, Config};
-use smarm::{channel, Sender};
+use smarm::{Sender, channel};
 use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -11,7 +11,7 @@
 //! serves EPMD itself when none runs (so `-start_epmd false` finds it);
 //! `ERL_EPMD_PORT` moves both to another port.
 
-use smarm::dist::term::{atom, tuple, Term};
+use smarm::dist::term::{Term, atom, tuple};
 use smarm::dist::{Node, NodeEvent, Pid};
 
 fn main() {

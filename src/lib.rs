@@ -34,19 +34,19 @@
 pub use smarm_core::actor::in_span;
 pub use smarm_core::introspect::SNAPSHOT_FORMAT_VERSION;
 pub use smarm_core::{
-    actor_info, heap_accounting, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot,
-    RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
+    ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
+    actor_info, heap_accounting, snapshot, tree, tree_from,
 };
 pub use smarm_core::{
-    channel, exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all,
-    require_actor, run, select, select_timeout, self_pid, sleep, spawn, spawn_under, try_select,
-    try_select_timeout, try_spawn, yield_now, BoundedReceiver, Builder, JoinError, JoinHandle,
-    JoinTimeoutError, LockTimeout, Mutex, MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError,
-    Selectable, SendError, SendTimeoutError, Sender, SpawnError, TrySendError,
-};
-pub use smarm_core::{
-    demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
     Addressable, Down, DownReason, Exit, ExitReason, Killed, Monitor, MonitorId, MonitorRef,
+    demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
+};
+pub use smarm_core::{
+    BoundedReceiver, Builder, JoinError, JoinHandle, JoinTimeoutError, LockTimeout, Mutex,
+    MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
+    SendTimeoutError, Sender, SpawnError, TrySendError, channel, exit_with, hibernate, in_actor,
+    is_alive, request_stop, request_stop_all, require_actor, run, select, select_timeout, self_pid,
+    sleep, spawn, spawn_under, try_select, try_select_timeout, try_spawn, yield_now,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),
@@ -57,7 +57,7 @@ pub use smarm_core::{
 pub mod runtime {
     pub use smarm_core::config::{DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE};
     pub use smarm_core::runtime::{
-        current, init, run, Config, ConfigError, Running, RunningFuture, Runtime, RuntimeHandle,
+        Config, ConfigError, Running, RunningFuture, Runtime, RuntimeHandle, current, init, run,
     };
 }
 
@@ -66,8 +66,9 @@ pub mod runtime {
 /// ([`wait_readable`](io::wait_readable), [`FdArm`](io::FdArm), ...).
 pub mod io {
     pub use smarm_core::io::{
-        block_on_io, block_on_io_scoped, read, wait_readable, wait_readable_timeout, wait_writable,
-        wait_writable_timeout, write, FdArm, OsSignals, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS,
+        BLOCKING_KEEP_ALIVE, FdArm, MAX_BLOCKING_THREADS, OsSignals, block_on_io,
+        block_on_io_scoped, read, wait_readable, wait_readable_timeout, wait_writable,
+        wait_writable_timeout, write,
     };
 }
 
@@ -75,8 +76,8 @@ pub mod io {
 /// plain thread), mirroring `std::net` and `std::os::unix::net`.
 pub mod net {
     pub use smarm_core::io::net::{
-        Incoming, TcpListener, TcpSocket, TcpStream, UdpSocket, UnixDatagram, UnixIncoming,
-        UnixListener, UnixStream, DEFAULT_BACKLOG,
+        DEFAULT_BACKLOG, Incoming, TcpListener, TcpSocket, TcpStream, UdpSocket, UnixDatagram,
+        UnixIncoming, UnixListener, UnixStream,
     };
 }
 
@@ -89,7 +90,7 @@ pub mod future {
 
 /// Time: `sleep`, message timers.
 pub mod time {
-    pub use smarm_core::time::{cancel_timer, send_after_to, sleep, TimerId};
+    pub use smarm_core::time::{TimerId, cancel_timer, send_after_to, sleep};
 }
 
 /// Erlang distribution (feature `dist`): nodes that join BEAM clusters
@@ -110,8 +111,8 @@ pub mod actor {
     pub use smarm_otp::typed::*;
 }
 pub use smarm_otp::{
-    install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,
-    spawn_addr, unregister, whereis, Name, RegisterError,
+    Name, RegisterError, install, lookup_as, register, send, send_after, send_after_named,
+    send_dyn, send_to, spawn_addr, unregister, whereis,
 };
 
 /// Crash reports and supervisor reports, and where they go
@@ -175,7 +176,7 @@ pub mod registry {
 }
 
 #[doc(inline)]
-pub use smarm_core::{check_timeslice, NoPreempt, PreemptingAlloc};
+pub use smarm_core::{NoPreempt, PreemptingAlloc, check_timeslice};
 
 /// A timeslice safepoint for loops that never block: yields to other
 /// actors once the running actor has used its timeslice

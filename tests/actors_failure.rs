@@ -4,9 +4,9 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use support::{run_with, CountDrop, THREADS};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use support::{CountDrop, THREADS, run_with};
 
 #[test]
 fn panicking_actor_join_returns_payload_and_others_are_unaffected() {

@@ -5,11 +5,11 @@
 
 mod support;
 
-use smarm::{channel, hibernate, Receiver, WaitingOn};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use smarm::{Receiver, WaitingOn, channel, hibernate};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::{parked_on, proc_status_kib, rerun_in_child, run_with, CountDrop, THREADS};
+use support::{CountDrop, THREADS, parked_on, proc_status_kib, rerun_in_child, run_with};
 
 /// Sum what arrives, hibernating between messages, until a 0 or the close.
 fn summer(total: u64, rx: Receiver<u64>) -> u64 {

@@ -4,12 +4,12 @@
 
 mod support;
 
-use smarm::runtime::{self, Config};
 use smarm::SpawnError;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use smarm::runtime::{self, Config};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 #[test]
 fn hundred_thousand_actors_all_joined() {

@@ -79,11 +79,13 @@ fn child(scenario: &str) -> ! {
         "gives_up" => app.run(|| {
             supervisor::start(
                 SupFlags::new(Strategy::OneForOne).intensity(2, Duration::from_secs(10)),
-                vec![ChildSpec::actor("crasher", || {
-                    smarm::sleep(Duration::from_millis(5));
-                    panic!("crashes every time");
-                })
-                .restart(Restart::Permanent)],
+                vec![
+                    ChildSpec::actor("crasher", || {
+                        smarm::sleep(Duration::from_millis(5));
+                        panic!("crashes every time");
+                    })
+                    .restart(Restart::Permanent),
+                ],
             )
         }),
         "start_fails" => app.run(|| Err(StartError::SupervisorDown)),
@@ -117,14 +119,14 @@ fn run_child(test: &str, scenario: &str, signal: Option<libc::c_int>) -> (Vec<St
     let mut lines = Vec::new();
     for line in stdout.lines() {
         let line = line.unwrap();
-        if line.ends_with("ready") {
-            if let Some(sig) = signal {
-                // Let the children print their starts (ChildSpec::actor
-                // returns once each runs), then signal.
-                std::thread::sleep(Duration::from_millis(50));
-                // SAFETY: signalling our own child process.
-                assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-            }
+        if line.ends_with("ready")
+            && let Some(sig) = signal
+        {
+            // Let the children print their starts (ChildSpec::actor
+            // returns once each runs), then signal.
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: signalling our own child process.
+            assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
         }
         lines.push(line);
     }
@@ -160,7 +162,9 @@ fn sigterm_stops_the_tree_in_reverse_start_order_and_exits_zero() {
     let (lines, code) = run_child(test, "graceful", Some(libc::SIGTERM));
     assert_eq!(
         events(&lines),
-        ["start 1", "start 2", "start 3", "stop 3", "stop 2", "stop 1", "exit 0"],
+        [
+            "start 1", "start 2", "start 3", "stop 3", "stop 2", "stop 1", "exit 0"
+        ],
         "{lines:?}"
     );
     assert_eq!(code, 0);

@@ -9,7 +9,7 @@ use smarm::channel::bounded;
 use smarm::{RecvTimeoutError, SendError, SendTimeoutError, TrySendError, WaitingOn};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{parked_on, proc_status_kib, rerun_in_child, run_with, THREADS};
+use support::{THREADS, parked_on, proc_status_kib, rerun_in_child, run_with};
 
 #[test]
 fn try_send_hands_the_message_back_when_full_or_closed() {

@@ -3,9 +3,9 @@
 
 mod support;
 
-use smarm::{channel, RecvError, RecvTimeoutError, SendError};
+use smarm::{RecvError, RecvTimeoutError, SendError, channel};
 use std::time::{Duration, Instant};
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 #[test]
 fn messages_arrive_in_order_and_close_after_the_last_sender() {

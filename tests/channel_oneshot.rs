@@ -3,11 +3,11 @@
 
 mod support;
 
-use smarm::channel::{oneshot, OneshotError};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use smarm::channel::{OneshotError, oneshot};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{run_with, CountDrop, THREADS};
+use support::{CountDrop, THREADS, run_with};
 
 const LONG: Duration = Duration::from_secs(10);
 

@@ -4,11 +4,11 @@
 
 mod support;
 
-use smarm::channel::{await_reply, ReplyError, ReplySender};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use smarm::channel::{ReplyError, ReplySender, await_reply};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{run_with, CountDrop, Rng, THREADS};
+use support::{CountDrop, Rng, THREADS, run_with};
 
 const LONG: Duration = Duration::from_secs(10);
 
@@ -107,8 +107,11 @@ fn a_stopped_caller_leaves_no_call_open() {
         let sender = keep_rx.recv().unwrap();
         assert!(sender.is_waited_on());
         smarm::request_stop(caller.pid());
-        // Stopped (a clean exit), not past the wait into `unreachable!`.
-        caller.join().unwrap();
+        // Stopped, not past the wait into `unreachable!`.
+        assert_eq!(
+            caller.join().unwrap_err().reason(),
+            smarm::DownReason::Stopped
+        );
         assert!(!sender.is_waited_on());
         let Err(back) = sender.send(CountDrop(drops.clone())) else {
             panic!("a reply reached a caller that is gone")

@@ -5,7 +5,7 @@ mod support;
 
 use smarm::{channel, select, select_timeout};
 use std::time::{Duration, Instant};
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 #[test]
 fn ready_arms_are_reported_in_priority_order() {
@@ -101,7 +101,10 @@ fn a_stop_unwinds_a_select() {
         });
         smarm::sleep(Duration::from_millis(5));
         smarm::request_stop(waiter.pid());
-        waiter.join().unwrap();
+        assert_eq!(
+            waiter.join().unwrap_err().reason(),
+            smarm::DownReason::Stopped
+        );
     });
 }
 

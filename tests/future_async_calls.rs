@@ -10,7 +10,7 @@ use smarm::gen_server::{self, CallError, Ctx, Flow, GenServer, GenServerRef, Ini
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 enum Req {

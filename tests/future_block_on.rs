@@ -4,16 +4,16 @@
 
 mod support;
 
-use smarm::future::{block_on, block_on_timeout, Elapsed};
-use smarm::runtime::{self, Config};
 use smarm::WaitingOn;
-use std::future::{poll_fn, Future};
+use smarm::future::{Elapsed, block_on, block_on_timeout};
+use smarm::runtime::{self, Config};
+use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use support::{parked_on, run_with, CountDrop, HangGuard, THREADS};
+use support::{CountDrop, HangGuard, THREADS, parked_on, run_with};
 
 /// What a test future shares with its wakers: each poll leaves a waker
 /// in `waker` and counts itself; a firing takes the waker and wakes it.
@@ -45,7 +45,10 @@ impl Shared {
 }
 
 /// A future ready once `needed` firings have landed.
-fn needing(shared: &Arc<Shared>, needed: usize) -> impl Future<Output = usize> + Send + 'static {
+fn needing(
+    shared: &Arc<Shared>,
+    needed: usize,
+) -> impl Future<Output = usize> + Send + 'static + use<> {
     let shared = shared.clone();
     poll_fn(move |cx| {
         shared.polls.fetch_add(1, Ordering::SeqCst);

@@ -6,13 +6,13 @@
 
 mod support;
 
+use smarm::WaitingOn;
 use smarm::future::block_on;
 use smarm::runtime::{Config, Runtime};
-use smarm::WaitingOn;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{parked_on, run_with, HangGuard};
+use support::{HangGuard, parked_on, run_with};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[test]

@@ -10,7 +10,7 @@ static ALLOC: smarm::PreemptingAlloc = smarm::PreemptingAlloc::system().with_hea
 
 use smarm::runtime::{self, Config};
 use smarm::supervisor::{self, ChildSpec, Restart, Strategy, SupFlags};
-use smarm::{actor_info, self_pid, Builder, DownReason};
+use smarm::{Builder, DownReason, actor_info, self_pid};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -227,27 +227,29 @@ fn a_supervisor_restarts_a_child_stopped_for_its_heap_limit() {
         let s = starts.clone();
         let sup = supervisor::start(
             SupFlags::new(Strategy::OneForOne).intensity(5, Duration::from_secs(10)),
-            vec![ChildSpec::new("hoarder", move || {
-                let n = s.fetch_add(1, Ordering::SeqCst);
-                let tx = reasons_tx.clone();
-                let child = Builder::new()
-                    .link()
-                    .max_heap_size(2 * MIB)
-                    .spawn(move || {
-                        tx.send(n).unwrap();
-                        if n == 0 {
-                            let mut hoard = Vec::new();
-                            loop {
-                                hoard.push(black_box(vec![0u8; 64 * 1024]));
-                                smarm::yield_now();
+            vec![
+                ChildSpec::new("hoarder", move || {
+                    let n = s.fetch_add(1, Ordering::SeqCst);
+                    let tx = reasons_tx.clone();
+                    let child = Builder::new()
+                        .link()
+                        .max_heap_size(2 * MIB)
+                        .spawn(move || {
+                            tx.send(n).unwrap();
+                            if n == 0 {
+                                let mut hoard = Vec::new();
+                                loop {
+                                    hoard.push(black_box(vec![0u8; 64 * 1024]));
+                                    smarm::yield_now();
+                                }
                             }
-                        }
-                        smarm::sleep(Duration::from_secs(3600));
-                    })
-                    .map_err(supervisor::StartError::Spawn)?;
-                Ok(child.pid())
-            })
-            .restart(Restart::Permanent)],
+                            smarm::sleep(Duration::from_secs(3600));
+                        })
+                        .map_err(supervisor::StartError::Spawn)?;
+                    Ok(child.pid())
+                })
+                .restart(Restart::Permanent),
+            ],
         )
         .unwrap();
         assert_eq!(reasons.recv().unwrap(), 0);

@@ -3,7 +3,7 @@
 
 mod support;
 
-use smarm::{actor_info, channel, snapshot, tree, ActorState, Addressable, Name, WaitingOn};
+use smarm::{ActorState, Addressable, Name, WaitingOn, actor_info, channel, snapshot, tree};
 use std::time::Duration;
 use support::{parked_on, run_with};
 
@@ -162,10 +162,11 @@ fn mailbox_depth_and_names_come_from_the_registry() {
         let me = actor_info(smarm::self_pid()).unwrap();
         assert_eq!(me.names, vec!["slow"]);
         let snap = snapshot();
-        assert!(snap
-            .actors
-            .iter()
-            .any(|a| a.pid == slow.erase() && a.mailbox_depth == 3));
+        assert!(
+            snap.actors
+                .iter()
+                .any(|a| a.pid == slow.erase() && a.mailbox_depth == 3)
+        );
         assert!(snap.to_string().contains("[slow]"));
         gate_tx.send(()).unwrap();
         done_rx.recv().unwrap(); // it has drained its inbox

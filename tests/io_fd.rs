@@ -3,12 +3,12 @@
 
 mod support;
 
-use smarm::io::{block_on_io, wait_readable, wait_readable_timeout, FdArm};
+use smarm::io::{FdArm, block_on_io, wait_readable, wait_readable_timeout};
 use std::io::ErrorKind;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{parked_on, run_with, CountDrop, HangGuard, THREADS};
+use support::{CountDrop, HangGuard, THREADS, parked_on, run_with};
 
 fn pipe() -> (RawFd, RawFd) {
     let mut fds = [0; 2];
@@ -168,7 +168,10 @@ fn stopping_an_actor_parked_on_an_fd_leaves_the_fd_registrable() {
             });
             smarm::sleep(Duration::from_millis(5));
             smarm::request_stop(waiter.pid());
-            waiter.join().unwrap();
+            assert_eq!(
+                waiter.join().unwrap_err().reason(),
+                smarm::DownReason::Stopped
+            );
             assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1);
             // The next actor can wait on the same fd.
             let next = smarm::spawn(move || wait_readable(r).unwrap());
@@ -207,7 +210,10 @@ fn an_fd_wait_in_a_destructor_ended_by_a_second_stop_leaves_nothing_registered()
             smarm::request_stop(stopped.pid()); // unwinds into the destructor's wait
             assert_eq!(parked_on(stopped.pid()), Some(smarm::WaitingOn::Fd));
             smarm::request_stop(stopped.pid()); // ends that wait, not by the fd
-            stopped.join().unwrap();
+            assert_eq!(
+                stopped.join().unwrap_err().reason(),
+                smarm::DownReason::Stopped
+            );
             let next = smarm::spawn(move || wait_readable(r).unwrap());
             smarm::sleep(Duration::from_millis(5));
             assert_eq!(smarm::io::write(w, b"z").unwrap(), 1);
@@ -286,8 +292,8 @@ fn a_closed_and_reused_fd_number_can_be_waited_on_again() {
 /// polls deliver it, with the system monitor off.
 #[test]
 fn readiness_is_delivered_while_every_scheduler_is_busy() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     for threads in THREADS {
         let config = smarm::runtime::Config::exact(threads).blocked_after(None);
         let timed_out = Arc::new(AtomicUsize::new(0));

@@ -8,10 +8,10 @@ mod support;
 
 use smarm::net::{TcpListener, TcpStream, UnixStream};
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::{run_with, HangGuard, Rng, THREADS};
+use support::{HangGuard, Rng, THREADS, run_with};
 
 /// Bytes each client sends, in writes of 1..=CHUNK bytes.
 const TOTAL: usize = 200_000;

@@ -6,11 +6,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::Value;
+use smarm::Reply;
 use smarm::gen_server::{Ctx, Flow, GenServer, InitError, ServerName};
 use smarm::net::TcpStream;
 use smarm::observer::{Observer, ObserverError};
 use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
-use smarm::Reply;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::time::Duration;

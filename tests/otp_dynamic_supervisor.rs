@@ -9,10 +9,10 @@ use smarm::supervisor::{
     self, ChildSpec, DynamicName, DynamicSpec, DynamicSupervisor, Restart, Shutdown,
     StartChildError, Strategy, SupFlags,
 };
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::{run_with, CountDrop};
+use support::{CountDrop, run_with};
 
 #[test]
 fn a_hundred_thousand_children_start_with_their_arguments_and_all_stop_on_shutdown() {

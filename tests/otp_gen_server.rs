@@ -4,12 +4,12 @@
 
 mod support;
 
+use smarm::DownReason;
 use smarm::gen_server::{
     self, Builder, CallError, Ctx, Flow, GenServer, InitError, Reply, ServerName, StartError,
     StopReason,
 };
 use smarm::time::TimerId;
-use smarm::DownReason;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::run_with;

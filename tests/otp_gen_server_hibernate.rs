@@ -5,11 +5,11 @@
 
 mod support;
 
-use smarm::gen_server::{Builder, Ctx, Flow, GenServer, InitError, Reply, StopReason};
 use smarm::WaitingOn;
+use smarm::gen_server::{Builder, Ctx, Flow, GenServer, InitError, Reply, StopReason};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{parked_on, run_with, THREADS};
+use support::{THREADS, parked_on, run_with};
 
 /// Counts casts; hibernates after each when told to; reports terminate.
 struct Sleeper {

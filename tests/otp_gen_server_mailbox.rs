@@ -8,9 +8,9 @@ mod support;
 use smarm::gen_server::{
     Builder, CallError, Ctx, Flow, GenServer, GenServerRef, InitError, Reply, TryCastError,
 };
-use smarm::{channel, Down, Exit, Receiver, Sender};
+use smarm::{Down, Exit, Receiver, Sender, channel};
 use std::time::Duration;
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 /// Records what it handles; `Block` makes it wait on its gate.
 struct Log {

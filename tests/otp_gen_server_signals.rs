@@ -10,7 +10,7 @@ use smarm::{Down, DownReason, Exit, MonitorRef, Pid};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 /// What a [`Watcher`] saw, in the order it saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]

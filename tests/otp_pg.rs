@@ -7,7 +7,7 @@ use smarm::channel;
 use smarm::pg::{self, Group};
 use smarm::registry::SendError;
 use std::time::Duration;
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 const POOL: Group<u32> = Group::new("pool");
 

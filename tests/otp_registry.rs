@@ -5,8 +5,8 @@ mod support;
 
 use smarm::registry::SendError;
 use smarm::{
-    channel, register, send, send_after, send_after_named, send_dyn, send_to, spawn_addr,
-    unregister, whereis, Addressable, Name, RegisterError,
+    Addressable, Name, RegisterError, channel, register, send, send_after, send_after_named,
+    send_dyn, send_to, spawn_addr, unregister, whereis,
 };
 use std::time::Duration;
 use support::run_with;

@@ -6,7 +6,7 @@ mod support;
 
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply, ServerName, StartError};
 use smarm::supervisor::{self, ChildSpec, Restart, Shutdown, Strategy, SupFlags};
-use smarm::{channel, DownReason, Pid, Receiver, Sender};
+use smarm::{DownReason, Pid, Receiver, Sender, channel};
 use std::collections::HashMap;
 use std::time::Duration;
 use support::run_with;
@@ -160,7 +160,9 @@ fn one_for_all_restarts_every_child_in_order() {
         log.send("b", Cmd::Crash);
         assert_eq!(
             log.next(6),
-            ["stop b", "stop c", "stop a", "start a", "start b", "start c"],
+            [
+                "stop b", "stop c", "stop a", "start a", "start b", "start c"
+            ],
             "the others stop in reverse order, then all start in order"
         );
         assert!(log.quiet());
@@ -291,7 +293,9 @@ fn a_three_level_tree_shuts_down_in_reverse_start_order() {
         let mut log = Log::new(rx);
         assert_eq!(
             log.next(6),
-            ["start a", "start b", "start c", "start d", "start e", "start f"]
+            [
+                "start a", "start b", "start c", "start d", "start e", "start f"
+            ]
         );
         top.shutdown().unwrap();
         assert_eq!(
@@ -373,9 +377,10 @@ fn a_dynamic_supervisor_restarts_crashing_children_and_forgets_temporary_ones() 
             smarm::sleep(Duration::from_millis(10));
         }
         assert_eq!(kids.len(), N / 2, "temporary children are forgotten");
-        assert!(kids
-            .iter()
-            .all(|k| k.pid.is_some() && k.restart == Restart::Permanent));
+        assert!(
+            kids.iter()
+                .all(|k| k.pid.is_some() && k.restart == Restart::Permanent)
+        );
         assert!(sup.terminate_child(kids[0].pid.unwrap()).unwrap());
         assert_eq!(sup.which_children().unwrap().len(), N / 2 - 1);
         sup.shutdown().unwrap();
@@ -409,8 +414,10 @@ fn a_supervised_named_server_is_back_under_its_name() {
     run_with(2, || {
         let sup = supervisor::start(
             SupFlags::new(Strategy::OneForOne).intensity(10, Duration::from_secs(5)),
-            vec![ChildSpec::named_server::<Named>("named", NAMED, || ())
-                .shutdown(Shutdown::Timeout(Duration::from_secs(1)))],
+            vec![
+                ChildSpec::named_server::<Named>("named", NAMED, || ())
+                    .shutdown(Shutdown::Timeout(Duration::from_secs(1))),
+            ],
         )
         .unwrap();
         let first = gen_server::whereis_server(NAMED).unwrap();

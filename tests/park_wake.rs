@@ -15,10 +15,10 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 fn sleep_fires_under_saturation(threads: usize) {
     run_with(threads, move || {

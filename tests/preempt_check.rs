@@ -56,8 +56,8 @@ fn sleeper_beside_spinner_on(config: Config, use_check: bool, spin_for: Duration
             sleeper_overruns,
         });
     });
-    let outcome = out.lock().unwrap().take().unwrap();
-    outcome
+
+    out.lock().unwrap().take().unwrap()
 }
 
 #[test]
@@ -115,12 +115,17 @@ fn without_a_safepoint_a_spinner_keeps_its_thread_and_a_spare_runs_the_rest() {
 #[test]
 fn request_stop_ends_a_check_loop() {
     runtime::init(Config::exact(1)).run(|| {
-        let spinner = smarm::spawn(|| loop {
-            smarm::check!();
+        let spinner = smarm::spawn(|| {
+            loop {
+                smarm::check!();
+            }
         });
         smarm::sleep(Duration::from_millis(5));
         smarm::request_stop(spinner.pid());
-        spinner.join().unwrap();
+        assert_eq!(
+            spinner.join().unwrap_err().reason(),
+            smarm::DownReason::Stopped
+        );
     });
 }
 

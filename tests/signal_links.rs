@@ -3,11 +3,11 @@
 
 mod support;
 
-use smarm::{channel, demonitor, link, monitor, spawn_link, trap_exit, DownReason, Killed};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use smarm::{DownReason, Killed, channel, demonitor, link, monitor, spawn_link, trap_exit};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::{run_with, CountDrop, THREADS};
+use support::{CountDrop, THREADS, run_with};
 
 #[test]
 fn a_monitor_gets_exactly_one_down_with_the_reason() {

@@ -7,8 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
-use smarm::runtime::{self, Config};
 use smarm::DownReason;
+use smarm::runtime::{self, Config};
 use std::sync::{Arc, Mutex};
 
 /// A field of /proc/self/status, in KiB.

@@ -11,9 +11,9 @@
 
 mod support;
 
+use smarm::DownReason;
 use smarm::runtime::{self, Config};
 use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
-use smarm::DownReason;
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 

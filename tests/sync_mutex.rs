@@ -4,10 +4,10 @@
 mod support;
 
 use smarm::{LockTimeout, Mutex};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{run_with, THREADS};
+use support::{THREADS, run_with};
 
 fn wait_until(mut cond: impl FnMut() -> bool) {
     let t0 = Instant::now();
@@ -146,7 +146,10 @@ fn a_stopped_waiter_leaves_the_queue_and_the_lock_moves_on() {
         let next = smarm::spawn(move || *m3.lock().unwrap() += 1);
         wait_until(|| m.waiting() == 2);
         smarm::request_stop(stopped.pid());
-        stopped.join().unwrap();
+        assert_eq!(
+            stopped.join().unwrap_err().reason(),
+            smarm::DownReason::Stopped
+        );
         assert_eq!(m.waiting(), 1);
         drop(held);
         next.join().unwrap();

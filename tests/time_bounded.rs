@@ -6,7 +6,7 @@
 mod support;
 
 use std::time::{Duration, Instant};
-use support::{run_with, Rng, THREADS};
+use support::{Rng, THREADS, run_with};
 
 /// Long-timeout waits that end at once leave a cached timer far in the
 /// future; a short wait after them must still time out on time.

@@ -4,10 +4,10 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{run_with, Rng, THREADS};
+use support::{Rng, THREADS, run_with};
 
 #[test]
 fn thousand_sleepers_with_random_deadlines_never_wake_early() {

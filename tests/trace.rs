@@ -5,7 +5,7 @@
 
 use smarm::runtime::{Config, Runtime};
 use smarm::trace::{EventKind, QueueKind, TraceError};
-use smarm::{channel, spawn, Pid, WaitingOn};
+use smarm::{Pid, WaitingOn, channel, spawn};
 use std::collections::HashMap;
 
 const ROUNDS: usize = 200;

@@ -8,7 +8,7 @@
 
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
 use smarm::runtime::{Config, Runtime};
-use smarm::{channel, Builder};
+use smarm::{Builder, channel};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -7,9 +7,9 @@
 //! (the timers of EXPIRE, SET EX/PX), unless a write replaced it first.
 
 use crate::resp::Reply;
+use smarm::Name;
 use smarm::channel::OneshotSender;
 use smarm::gen_server::{Ctx, Flow, GenServer, InitError, Reply as CallReply, ServerName};
-use smarm::Name;
 use std::cmp::Reverse;
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BinaryHeap, HashMap};

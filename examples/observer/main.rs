@@ -68,6 +68,8 @@ fn write_trace(file: &str) {
 
 #[cfg(not(feature = "trace"))]
 fn write_trace(_: &str) {
-    eprintln!("--trace needs the trace feature: cargo run --features observer,trace --example observer -- --trace FILE");
+    eprintln!(
+        "--trace needs the trace feature: cargo run --features observer,trace --example observer -- --trace FILE"
+    );
     std::process::exit(2);
 }

@@ -14,7 +14,7 @@
 
 use smarm::gen_server::{Ctx, Flow, GenServer, InitError, ServerName};
 use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags, SupervisorRef};
-use smarm::{channel, Name, Reply};
+use smarm::{Name, Reply, channel};
 use std::time::Duration;
 
 /// Takes orders; counts them.

@@ -5,13 +5,13 @@
 //! SQLite query, a tonic unary call from an actor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
+use smarm::Reply;
 use smarm::future::block_on;
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError};
-use smarm::runtime::{init, Config};
-use smarm::Reply;
+use smarm::runtime::{Config, init};
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// hyper's http1 server, one actor per connection, with hyper's default
 /// settings (no `half_close` workaround), answering reqwest GETs made from
@@ -24,20 +24,22 @@ fn reqwest_from_100_actors_against_a_hyper_server_inside_actors() {
         let addr = listener.local_addr().unwrap();
         let connections = Arc::new(AtomicUsize::new(0));
         let c = connections.clone();
-        let server = smarm::spawn(move || loop {
-            let (stream, _) = block_on(async { listener.accept().await }).unwrap();
-            c.fetch_add(1, Ordering::SeqCst);
-            smarm::spawn(move || {
-                let service = hyper::service::service_fn(|req: hyper::Request<_>| async move {
-                    let body = format!("hello {}", req.uri().path());
-                    Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(
-                        hyper::body::Bytes::from(body),
-                    )))
+        let server = smarm::spawn(move || {
+            loop {
+                let (stream, _) = block_on(async { listener.accept().await }).unwrap();
+                c.fetch_add(1, Ordering::SeqCst);
+                smarm::spawn(move || {
+                    let service = hyper::service::service_fn(|req: hyper::Request<_>| async move {
+                        let body = format!("hello {}", req.uri().path());
+                        Ok::<_, Infallible>(hyper::Response::new(http_body_util::Full::new(
+                            hyper::body::Bytes::from(body),
+                        )))
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                    let _ = block_on(conn); // until the client closes
                 });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                let _ = block_on(conn); // until the client closes
-            });
+            }
         });
         let client = reqwest::Client::new();
         let gets: Vec<_> = (0..100)
@@ -209,7 +211,7 @@ fn an_sqlx_sqlite_query_from_an_actor() {
 mod grpc {
     //! A unary gRPC service written as tonic's code generator writes it
     //! (no `protoc` needed): `hello.Greeter/SayHello`.
-    use tonic::codegen::{http, Body, BoxFuture, Service, StdError};
+    use tonic::codegen::{Body, BoxFuture, Service, StdError, http};
 
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct HelloRequest {

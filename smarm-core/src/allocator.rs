@@ -14,7 +14,7 @@
 //! each block also carries the tag of the actor it is charged to, in a
 //! header below it (the `heap` module's design and invariants).
 
-use crate::scheduler::{alloc_safepoint, Section};
+use crate::scheduler::{Section, alloc_safepoint};
 use std::alloc::{GlobalAlloc, Layout, System};
 
 /// A global allocator that preempts actors at allocations.

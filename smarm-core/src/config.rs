@@ -174,10 +174,10 @@ impl Config {
         if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&self.stack_size) {
             return Err(ConfigError::StackSize(self.stack_size));
         }
-        if let Some(after) = self.blocked_after {
-            if after < std::time::Duration::from_millis(1) {
-                return Err(ConfigError::BlockedAfter(after));
-            }
+        if let Some(after) = self.blocked_after
+            && after < std::time::Duration::from_millis(1)
+        {
+            return Err(ConfigError::BlockedAfter(after));
         }
         Ok(())
     }

@@ -103,25 +103,26 @@ mod timer; //             the sharded timer heaps, bounded waits
 pub mod trace; //         runtime trace events, Chrome Trace export
 
 pub use actor::{
-    exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all, require_actor,
-    self_pid, spawn, spawn_under, try_spawn, yield_now, Addressable, Builder, ExitReason,
-    JoinError, JoinFuture, JoinHandle, JoinTimeoutError, Pid, SpawnError,
+    Addressable, Builder, ExitReason, JoinError, JoinFuture, JoinHandle, JoinTimeoutError, Pid,
+    SpawnError, exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all,
+    require_actor, self_pid, spawn, spawn_under, try_spawn, yield_now,
 };
 pub use allocator::PreemptingAlloc;
 pub use channel::{
-    channel, select, select_timeout, try_select, try_select_timeout, BoundedReceiver, Receiver,
-    RecvError, RecvTimeoutError, Selectable, SendError, SendTimeoutError, Sender, TrySendError,
+    BoundedReceiver, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
+    SendTimeoutError, Sender, TrySendError, channel, select, select_timeout, try_select,
+    try_select_timeout,
 };
 pub use introspect::{
-    actor_info, heap_accounting, snapshot, tree, tree_from, ActorInfo, ActorState, RuntimeSnapshot,
-    RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
+    ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
+    actor_info, heap_accounting, snapshot, tree, tree_from,
 };
 pub use lock::no_preempt::NoPreempt;
 pub use runtime::run;
 pub use scheduler::check_timeslice;
 pub use signal::{
-    demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink, Down,
-    DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef,
+    Down, DownReason, Exit, Killed, Monitor, MonitorId, MonitorRef, demonitor, link, monitor,
+    monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
 };
 pub use sync::{LockTimeout, Mutex, MutexGuard};
 pub use time::sleep;

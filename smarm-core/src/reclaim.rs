@@ -31,7 +31,7 @@
 //!   thread between actors (or when the runtime is dropped).
 
 use crate::lock::{LockClass, RawMutex};
-use crate::loom::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::{AtomicU64, AtomicUsize, Ordering, fence};
 use crossbeam_utils::CachePadded;
 use std::any::Any;
 
@@ -132,8 +132,8 @@ impl Reclaimer {
 mod loom_models {
     use super::*;
     use loom::cell::UnsafeCell;
-    use loom::sync::atomic::AtomicPtr;
     use loom::sync::Arc;
+    use loom::sync::atomic::AtomicPtr;
     use loom::thread;
 
     /// A published value; "dropping" it writes to the cell, so loom

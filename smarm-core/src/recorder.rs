@@ -23,7 +23,7 @@
 //! - (R3) `head` counts events ever begun in the ring; it only grows, and
 //!   it is published (Release) after the event's stamp is even.
 
-use crate::loom::{fence, AtomicBool, AtomicU64, Ordering};
+use crate::loom::{AtomicBool, AtomicU64, Ordering, fence};
 
 /// How many runtimes of the process are recording. An event point tests
 /// this one static (no pointer to follow, no register to free) and goes

@@ -387,10 +387,10 @@ fn upward_imports(src: &Path) -> BTreeSet<String> {
         };
         let src_text = fs::read_to_string(&file).unwrap();
         for mut path in paths_in(&src_text, &module) {
-            if path.len() == 1 {
-                if let Some(module) = reexports.get(&path[0]) {
-                    path = module.clone();
-                }
+            if path.len() == 1
+                && let Some(module) = reexports.get(&path[0])
+            {
+                path = module.clone();
             }
             let Some((to, to_layer)) = layer_of(&table, &path) else {
                 continue;

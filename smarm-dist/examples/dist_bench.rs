@@ -13,7 +13,7 @@
 //! `workload=dist_roundtrip value=<us per round trip>`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark fails loudly
 
-use smarm::dist::term::{atom, tuple, FixInteger, Term};
+use smarm::dist::term::{FixInteger, Term, atom, tuple};
 use smarm::dist::{Node, Pid};
 use std::time::{Duration, Instant};
 
@@ -49,14 +49,16 @@ fn server(name: &str, epmd: u16) {
         let sink = node.register("sink").unwrap();
         let echo = node.register("echo").unwrap();
         println!("READY");
-        smarm::spawn(move || loop {
-            let msg = echo.recv().unwrap();
-            if msg.term == atom("stop") {
-                return;
+        smarm::spawn(move || {
+            loop {
+                let msg = echo.recv().unwrap();
+                if msg.term == atom("stop") {
+                    return;
+                }
+                let Term::Tuple(t) = &msg.term else { continue };
+                let from = Pid::from_term(&t.elements[0]).unwrap();
+                echo.send(&from, t.elements[1].clone()).unwrap();
             }
-            let Term::Tuple(t) = &msg.term else { continue };
-            let from = Pid::from_term(&t.elements[0]).unwrap();
-            echo.send(&from, t.elements[1].clone()).unwrap();
         });
         let mut count = 0i32;
         loop {

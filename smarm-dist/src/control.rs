@@ -3,7 +3,7 @@
 //! ...), read into [`Control`] and written from it.
 
 use crate::pid::Pid;
-use crate::term::{atom, tuple, Atom, FixInteger, Term};
+use crate::term::{Atom, FixInteger, Term, atom, tuple};
 
 /// SEND: `{2, Unused, ToPid}`, message follows.
 pub const SEND: i32 = 2;

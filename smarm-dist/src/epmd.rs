@@ -16,8 +16,8 @@
 //!   [`MAX_REQUEST`] or a connection idle past [`REQUEST_TIMEOUT`] before
 //!   its request is closed, so a bad client costs one actor briefly.
 
-use smarm_core::io::net::{TcpListener, TcpStream};
 use smarm_core::Mutex;
+use smarm_core::io::net::{TcpListener, TcpStream};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -202,7 +202,7 @@ pub fn register(host: Ipv4Addr, port: u16, entry: &NodeEntry) -> io::Result<Regi
                     "EPMD refused to register {:?}: the name is taken",
                     entry.name
                 ),
-            ))
+            ));
         }
         _ => return Err(bad("unexpected EPMD reply to ALIVE2_REQ")),
     };
@@ -442,10 +442,10 @@ fn alive(mut stream: TcpStream, table: &Mutex<Table>, body: &[u8]) {
             }
         }
     }
-    if let Ok(mut t) = table.lock() {
-        if t.nodes.get(&name).is_some_and(|(_, held)| *held == id) {
-            t.nodes.remove(&name);
-        }
+    if let Ok(mut t) = table.lock()
+        && t.nodes.get(&name).is_some_and(|(_, held)| *held == id)
+    {
+        t.nodes.remove(&name);
     }
 }
 

@@ -29,7 +29,9 @@ const MAX_MESSAGE: usize = 2048;
 #[derive(Debug, Error)]
 pub enum HandshakeError {
     /// The peer's digest did not match: its cookie differs from ours.
-    #[error("the node {peer} answered the cookie challenge wrongly: the two nodes' cookies differ (set the same cookie on both)")]
+    #[error(
+        "the node {peer} answered the cookie challenge wrongly: the two nodes' cookies differ (set the same cookie on both)"
+    )]
     BadCookie {
         /// The peer's name, as it gave it.
         peer: String,
@@ -43,7 +45,9 @@ pub enum HandshakeError {
         status: String,
     },
     /// The peer lacks capabilities every supported OTP release has.
-    #[error("the node {peer} lacks distribution capabilities smarm needs (flags {missing:#x}): it is older than OTP 23")]
+    #[error(
+        "the node {peer} lacks distribution capabilities smarm needs (flags {missing:#x}): it is older than OTP 23"
+    )]
     MissingFlags {
         /// The peer.
         peer: String,
@@ -242,7 +246,7 @@ pub fn initiate(
             return Err(HandshakeError::Refused {
                 peer: peer_name.to_string(),
                 status: String::from_utf8_lossy(other).into_owned(),
-            })
+            });
         }
     }
     let (their_flags, their_challenge, creation, name) = parse_name(&read_message(stream)?, true)?;
@@ -257,7 +261,7 @@ pub fn initiate(
         Ok(ack) => ack,
         // The acceptor closes the connection on a wrong digest.
         Err(HandshakeError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-            return Err(HandshakeError::BadCookie { peer: name })
+            return Err(HandshakeError::BadCookie { peer: name });
         }
         Err(e) => return Err(e),
     };

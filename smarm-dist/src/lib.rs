@@ -38,9 +38,9 @@ mod pid;
 pub mod term;
 
 pub use node::{
-    call, node, nodes, send, Builder, CallError, Dest, GenCall, Mailbox, Message, Node, NodeEvent,
-    RegisterError, ReplyTo, SendError, Servable, StartError, Stats, DEFAULT_MAX_FRAME,
-    DEFAULT_TICKTIME,
+    Builder, CallError, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME, Dest, GenCall, Mailbox, Message, Node,
+    NodeEvent, RegisterError, ReplyTo, SendError, Servable, StartError, Stats, call, node, nodes,
+    send,
 };
 pub use pid::Pid;
 /// `#[derive(Term)]`: [`ToTerm`] and [`FromTerm`] for a struct or enum

@@ -5,7 +5,7 @@
 
 mod support;
 
-use smarm::dist::{self, term::atom, Node, SendError, Term};
+use smarm::dist::{self, Node, SendError, Term, term::atom};
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
 use std::time::Duration;
 use support::free_port;

@@ -13,14 +13,14 @@
 mod support;
 
 use smarm::dist::term::{
-    self, atom, tuple, BigInteger, Binary, FixInteger, Float, List, Map, Term,
+    self, BigInteger, Binary, FixInteger, Float, List, Map, Term, atom, tuple,
 };
 use smarm::dist::{FromTerm, Node, NodeEvent, Pid, ToTerm};
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
 use std::sync::mpsc;
 use std::time::Duration;
 use support::terms::*;
-use support::{free_port, require_erl, Erl};
+use support::{Erl, free_port, require_erl};
 
 const LONG: Duration = Duration::from_secs(30);
 

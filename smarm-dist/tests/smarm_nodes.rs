@@ -11,7 +11,7 @@ use smarm::dist::control::Control;
 use smarm::dist::epmd;
 use smarm::dist::flags::Flags;
 use smarm::dist::handshake::{self, Local};
-use smarm::dist::term::{self, atom, tuple, FixInteger, Term};
+use smarm::dist::term::{self, FixInteger, Term, atom, tuple};
 use smarm::dist::{Node, NodeEvent};
 use smarm::net::TcpStream;
 use std::io::{Read, Write};

@@ -6,7 +6,7 @@
 
 mod support;
 
-use smarm::dist::term::{self, decode, encode, Binary, FromTerm, FromTermError, ToTerm};
+use smarm::dist::term::{self, Binary, FromTerm, FromTermError, ToTerm, decode, encode};
 use smarm::dist::{Pid, Term};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;

@@ -1,7 +1,7 @@
 //! The code `#[derive(Actor)]` emits (see the crate docs for an example of
 //! the expansion).
 
-use crate::model::{snake_case, ActorEnum, Shape, Variant};
+use crate::model::{ActorEnum, Shape, Variant, snake_case};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 

@@ -36,18 +36,21 @@ pub(crate) enum Shape {
 }
 
 pub(crate) fn read(input: DeriveInput) -> syn::Result<ActorEnum> {
-    let data =
-        match input.data {
-            Data::Enum(data) => data,
-            Data::Struct(s) => return Err(syn::Error::new(
+    let data = match input.data {
+        Data::Enum(data) => data,
+        Data::Struct(s) => {
+            return Err(syn::Error::new(
                 s.struct_token.span,
                 "#[derive(Actor)] goes on a message enum (one variant per message), not a struct",
-            )),
-            Data::Union(u) => return Err(syn::Error::new(
+            ));
+        }
+        Data::Union(u) => {
+            return Err(syn::Error::new(
                 u.union_token.span,
                 "#[derive(Actor)] goes on a message enum (one variant per message), not a union",
-            )),
-        };
+            ));
+        }
+    };
     if !input.generics.params.is_empty() {
         return Err(syn::Error::new_spanned(
             &input.generics,
@@ -125,13 +128,13 @@ fn read_variant(v: syn::Variant) -> syn::Result<Variant> {
             "a message can carry one reply slot (`Reply<T>`); this is a second one",
         ));
     }
-    if let Some(&at) = replies.first() {
-        if at + 1 != fields.len() {
-            return Err(syn::Error::new_spanned(
-                &fields[at].ty,
-                "the reply slot (`Reply<T>`) must be the message's last field",
-            ));
-        }
+    if let Some(&at) = replies.first()
+        && at + 1 != fields.len()
+    {
+        return Err(syn::Error::new_spanned(
+            &fields[at].ty,
+            "the reply slot (`Reply<T>`) must be the message's last field",
+        ));
     }
     let mut args = Vec::new();
     let mut reply = None;

@@ -137,7 +137,7 @@ pub(crate) fn derive(input: DeriveInput) -> syn::Result<TokenStream> {
             return Err(syn::Error::new(
                 u.union_token.span,
                 "#[derive(Term)] goes on a struct or an enum, not a union",
-            ))
+            ));
         }
     };
     let krate = options
@@ -304,7 +304,7 @@ fn struct_bodies(
             return Err(syn::Error::new(
                 Span::call_site(),
                 "#[term(tuple)] on a unit struct would be the empty tuple: leave it an atom, or use #[term(record)]",
-            ))
+            ));
         }
         (Fields::Unit, _) => (
             quote!(#d::atom(#tag)),

@@ -38,9 +38,9 @@
 
 use crate::gen_server::StartError;
 use crate::supervisor::SupervisorRef;
+use smarm_core::DownReason;
 use smarm_core::io::OsSignals;
 use smarm_core::runtime::{self, Config, Runtime};
-use smarm_core::DownReason;
 use std::process::{ExitCode, Termination};
 use std::time::{Duration, Instant};
 
@@ -259,16 +259,15 @@ impl Application {
         let watchdog = std::thread::Builder::new()
             .name("smarm-app-watchdog".into())
             .spawn(move || {
-                if let Ok(code) = forced.recv() {
-                    if finished.recv_timeout(kill_grace)
+                if let Ok(code) = forced.recv()
+                    && finished.recv_timeout(kill_grace)
                         == Err(std::sync::mpsc::RecvTimeoutError::Timeout)
-                    {
-                        eprintln!(
-                            "smarm: actors still running {kill_grace:?} after the shutdown \
+                {
+                    eprintln!(
+                        "smarm: actors still running {kill_grace:?} after the shutdown \
                              deadline; exiting"
-                        );
-                        std::process::exit(i32::from(code));
-                    }
+                    );
+                    std::process::exit(i32::from(code));
                 }
             });
         let runtime = runtime.unwrap_or_else(|| std::sync::Arc::new(runtime::init(config)));

@@ -19,6 +19,6 @@ pub mod supervisor; // start, watch and restart children; trees of them
 pub mod typed; //      typed actors: a derived message enum and its handler
 
 pub use registry::{
-    install, lookup_as, register, send, send_after, send_after_named, send_dyn, send_to,
-    spawn_addr, unregister, whereis, Name, RegisterError, SendError,
+    Name, RegisterError, SendError, install, lookup_as, register, send, send_after,
+    send_after_named, send_dyn, send_to, spawn_addr, unregister, whereis,
 };

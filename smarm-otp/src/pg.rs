@@ -56,9 +56,9 @@
 
 use crate::key::{AtomTableFull, TypedKey};
 use crate::registry::SendError;
-use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::channel::{Receiver, Sender, channel};
 use smarm_core::hash::BuildWordHasher;
-use smarm_core::{runtime, signal, Pid};
+use smarm_core::{Pid, runtime, signal};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -122,17 +122,20 @@ fn serve<M: Actor>(
         return;
     }
     let mut last: Option<&'static str> = None;
-    let ended = crate::behaviour::termination::run(|| loop {
-        match inbox.recv() {
-            Ok(msg) => {
-                let variant = msg.variant();
-                last = Some(variant);
-                let flow = crate::behaviour::callback!("handle", msg = variant, state.handle(msg));
-                if let Flow::Stop(reason) = flow {
-                    return reason;
+    let ended = crate::behaviour::termination::run(|| {
+        loop {
+            match inbox.recv() {
+                Ok(msg) => {
+                    let variant = msg.variant();
+                    last = Some(variant);
+                    let flow =
+                        crate::behaviour::callback!("handle", msg = variant, state.handle(msg));
+                    if let Flow::Stop(reason) = flow {
+                        return reason;
+                    }
                 }
+                Err(_) => return StopReason::Normal,
             }
-            Err(_) => return StopReason::Normal,
         }
     });
     if ended.panicked() {

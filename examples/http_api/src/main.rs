@@ -29,12 +29,12 @@
 use axum::extract::{Json, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
+use smarm::Reply;
 use smarm::application::{AppExit, Application};
 use smarm::future::block_on;
 use smarm::gen_server::{self, CallError, Ctx, Flow, GenServer, InitError, ServerName, StopReason};
 use smarm::runtime::{Config, RuntimeHandle};
 use smarm::supervisor::{self, ChildSpec, Restart, Strategy, SupFlags};
-use smarm::Reply;
 use std::io::Write;
 use std::process::{ExitCode, Termination};
 use std::sync::{Arc, Mutex};

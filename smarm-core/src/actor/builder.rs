@@ -5,11 +5,11 @@
 //! link or monitor made here cannot miss an early exit, as one made after
 //! `spawn` returns could.
 
-use super::spawn::{spawn_backpressure, spawn_in, SpawnOpts};
+use super::spawn::{SpawnOpts, spawn_backpressure, spawn_in};
 use super::{JoinHandle, Pid, SpawnError};
 use crate::config::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 use crate::scheduler::with_current_actor;
-use crate::signal::{with_live_signals, Monitor, Signals};
+use crate::signal::{Monitor, Signals, with_live_signals};
 
 /// Options for one actor, then [`spawn`](Builder::spawn).
 ///

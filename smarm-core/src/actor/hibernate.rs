@@ -5,8 +5,8 @@
 use crate::channel::Selectable;
 pub use crate::scheduler::Hibernation;
 use crate::scheduler::{Arm, Hibernating};
-use crate::slot::table::{entry, Entry};
 use crate::slot::WaitId;
+use crate::slot::table::{Entry, entry};
 use std::marker::PhantomData;
 
 /// Hibernate: give up this actor's stack until `waits_on` is ready, then

@@ -77,7 +77,10 @@ impl<T> JoinHandle<T> {
     /// the reason it ended otherwise ([`JoinError::reason`]). An actor
     /// stopped with [`request_stop`](crate::request_stop) has no value to
     /// give: a `JoinHandle<()>` joins it as `Ok(())`, any other as
-    /// `Err` with [`DownReason::Stopped`](crate::DownReason::Stopped).
+    /// `Err` with [`DownReason::Stopped`](crate::DownReason::Stopped). That
+    /// includes an actor whose closure never returns: a `loop` without a
+    /// `break` has the type `!` (edition 2024), so its handle joins only
+    /// with an `Err` saying how it ended, a stop or a failure.
     ///
     /// ```
     /// smarm::run(|| {

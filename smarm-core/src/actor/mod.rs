@@ -45,13 +45,13 @@ pub use crate::slot::{Addressable, ExitReason, Pid};
 pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;
-pub use hibernate::{hibernate, Hibernation};
+pub use hibernate::{Hibernation, hibernate};
 pub use join::{JoinFuture, JoinHandle, JoinTimeoutError};
 pub use outcome::JoinError;
 #[cfg(feature = "tracing")]
 pub use span::in_span;
 
-pub(crate) use spawn::{alive_in, spawn_in, ExitWith, SpawnOpts};
+pub(crate) use spawn::{ExitWith, SpawnOpts, alive_in, spawn_in};
 pub use spawn::{
     exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, self_pid, spawn,
     spawn_under, try_spawn, yield_now,

@@ -6,9 +6,9 @@ use super::{JoinHandle, SpawnError};
 use crate::loom::Ordering;
 use crate::scheduler::Shared;
 use crate::scheduler::{self, with_current_actor};
-use crate::slot::table::entry;
-use crate::slot::table::Entry;
 use crate::slot::ExitReason;
+use crate::slot::table::Entry;
+use crate::slot::table::entry;
 use crate::slot::{Pid, Slot};
 
 /// Start a new actor running `f` and return its [`JoinHandle`].
@@ -340,11 +340,12 @@ fn claim_slot(shared: &Shared, max_heap_size: u64) -> Result<(u32, &Slot), Spawn
         });
     };
     // Its heap account starts afresh before it can run (heap (A3)).
-    if let Some(accounts) = &shared.accounts {
-        if accounts.start(index, max_heap_size, &slot.stop).is_none() && max_heap_size != 0 {
-            shared.slots.release(index);
-            return Err(SpawnError::NoHeapAccount);
-        }
+    if let Some(accounts) = &shared.accounts
+        && accounts.start(index, max_heap_size, &slot.stop).is_none()
+        && max_heap_size != 0
+    {
+        shared.slots.release(index);
+        return Err(SpawnError::NoHeapAccount);
     }
     Ok((index, slot))
 }
@@ -412,10 +413,10 @@ fn record_span(slot: &Slot, span: tracing::Span, pid: Pid, label: Option<String>
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::runtime::{init, Config};
+    use crate::runtime::{Config, init};
     use crate::scheduler;
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
     /// A stop request that lands while an actor is finishing (after its
     /// last safepoint, before it reads as Done) is left in its slot; the

@@ -12,13 +12,13 @@
 //!
 //! [`Receiver`]: super::Receiver
 
-use super::mpsc::{new_chan, register_current, Chan, RecvError, RecvTimeoutError, Sender, Taken};
-use super::timed::{recv_timeout, Taking};
+use super::mpsc::{Chan, RecvError, RecvTimeoutError, Sender, Taken, new_chan, register_current};
+use super::timed::{Taking, recv_timeout};
 use crate::lock::thread_wait;
 use crate::scheduler;
 use crate::slot::WaitId;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// Create a bounded channel: at most `capacity` messages wait in it. A

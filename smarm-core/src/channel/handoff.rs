@@ -20,7 +20,7 @@
 //! [`register`]: WaiterCell::register
 //! [`to_wake`]: WaiterCell::to_wake
 
-use crate::loom::{fence, AtomicU32, Ordering};
+use crate::loom::{AtomicU32, Ordering, fence};
 
 /// The epoch of the wait a handoff's waiter parked in (see the module
 /// docs).

@@ -12,8 +12,8 @@
 
 use super::*;
 use crate::config::Config;
-use crate::slot::word::{ParkCommit, State};
 use crate::slot::Pid;
+use crate::slot::word::{ParkCommit, State};
 use crate::stack::StackPool;
 use loom::thread;
 

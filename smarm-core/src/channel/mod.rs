@@ -105,10 +105,10 @@ mod room;
 pub(crate) mod select;
 mod timed;
 
-pub use bounded_receiver::{bounded, BoundedReceiver};
-pub use mpsc::{channel, Receiver, RecvError, RecvTimeoutError, SendError, Sender};
-pub use oneshot::{oneshot, OneshotError, OneshotReceiver, OneshotSender};
+pub use bounded_receiver::{BoundedReceiver, bounded};
+pub use mpsc::{Receiver, RecvError, RecvTimeoutError, SendError, Sender, channel};
+pub use oneshot::{OneshotError, OneshotReceiver, OneshotSender, oneshot};
 pub use recv_async::RecvAsync;
-pub use reply::{await_reply, await_reply_as, ReplyError, ReplySender};
+pub use reply::{ReplyError, ReplySender, await_reply, await_reply_as};
 pub use room::{SendAsync, SendTimeoutError, TrySendError};
-pub use select::{select, select_timeout, try_select, try_select_timeout, Selectable};
+pub use select::{Selectable, select, select_timeout, try_select, try_select_timeout};

@@ -2,7 +2,7 @@
 //! channels and fds.
 
 use super::waker::Held;
-use crate::channel::select::{sealed, Selectable};
+use crate::channel::select::{Selectable, sealed};
 use crate::slot::Pid;
 use std::cell::RefCell;
 use std::future::Future;

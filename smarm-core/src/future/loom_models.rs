@@ -5,8 +5,8 @@
 
 use super::cell::{Armed, WakeCell};
 use crate::slot::word::{ParkCommit, SlotWord, State, Unpark};
-use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 
 fn running_word() -> SlotWord {

@@ -102,11 +102,11 @@ mod waker;
 mod loom_models;
 
 #[cfg(feature = "tokio")]
-pub(crate) use self::tokio::{prepare as prepare_tokio, TokioSlot};
+pub use self::tokio::{DEFAULT_TOKIO_THREADS, TokioError};
 #[cfg(feature = "tokio")]
-pub use self::tokio::{TokioError, DEFAULT_TOKIO_THREADS};
+pub(crate) use self::tokio::{TokioSlot, prepare as prepare_tokio};
 pub use arm::FutureArm;
-pub use block_on::{block_on, block_on_timeout, Elapsed};
-pub use reply::{async_reply, AsyncReply, AsyncReplySender};
+pub use block_on::{Elapsed, block_on, block_on_timeout};
+pub use reply::{AsyncReply, AsyncReplySender, async_reply};
 #[doc(hidden)] // for smarm-otp's call timeouts
-pub use timer::{sleep_until, SleepUntil};
+pub use timer::{SleepUntil, sleep_until};

@@ -4,8 +4,8 @@
 //! context.
 
 use crate::scheduler::{Enter, Shared, ThreadContext};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::runtime::{Handle, Runtime};
 
 /// Worker threads of a tokio runtime smarm starts itself, unless

@@ -3,7 +3,7 @@
 //! outlives the await (F5), and the `RawWaker` vtable over it.
 
 use super::cell::WakeCell;
-use crate::loom::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 use crate::scheduler::Shared;
 use crate::slot::{Pid, WaitId};
 use std::cell::Cell;

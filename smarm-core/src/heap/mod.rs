@@ -118,11 +118,7 @@ pub(crate) fn running_tripped() -> bool {
 /// the tag, keeping the block aligned.
 #[inline]
 pub(crate) const fn header_for(align: usize) -> usize {
-    if align > TAG {
-        align
-    } else {
-        TAG
-    }
+    if align > TAG { align } else { TAG }
 }
 
 /// Charge `size` bytes to the running actor and return the tag to write

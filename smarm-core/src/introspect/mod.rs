@@ -55,9 +55,9 @@ mod display;
 mod info;
 mod read;
 
-pub use crate::actor::extras::{set_extras_hook, ActorExtras};
+pub use crate::actor::extras::{ActorExtras, set_extras_hook};
 pub use info::{
-    ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SchedulerStats, TreeNode, WaitingOn,
-    SNAPSHOT_FORMAT_VERSION,
+    ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SNAPSHOT_FORMAT_VERSION, SchedulerStats,
+    TreeNode, WaitingOn,
 };
 pub use read::{actor_info, heap_accounting, snapshot, tree, tree_from};

@@ -3,9 +3,9 @@
 
 use super::info::*;
 use crate::scheduler;
-use crate::slot::word::State;
 use crate::slot::Pid;
 use crate::slot::Slot;
+use crate::slot::word::State;
 use std::sync::atomic::Ordering;
 
 /// Every actor that currently exists: running, queued, parked, or finished

@@ -1,12 +1,12 @@
 //! Fd readiness: the epoll set the schedulers poll, waits, `FdArm`,
 //! `read` and `write`.
 
-use crate::channel::select::sealed::Sealed;
 use crate::channel::Selectable;
+use crate::channel::select::sealed::Sealed;
 use crate::lock::{LockClass, RawMutex};
-use crate::scheduler::netpoll::{PollEvents, PollSource};
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
+use crate::scheduler::netpoll::{PollEvents, PollSource};
 use crate::scheduler::{self, Wait};
 use crate::slot::{Pid, WaitId};
 use std::collections::HashMap;
@@ -350,10 +350,10 @@ fn register_current(
 /// Undo `register_current` if the registration is still ours.
 fn cancel_current(fd: RawFd, wait: WaitId, readable: bool) {
     scheduler::with_worker(|_, shared| {
-        if let Some(driver) = super::running_driver(shared) {
-            if driver.epoll.cancel(fd, wait, readable) {
-                shared.fd_wait_ended();
-            }
+        if let Some(driver) = super::running_driver(shared)
+            && driver.epoll.cancel(fd, wait, readable)
+        {
+            shared.fd_wait_ended();
         }
     });
 }

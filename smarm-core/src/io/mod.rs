@@ -73,13 +73,13 @@ mod epoll;
 pub mod net;
 mod os_signal;
 
-pub use blocking::{block_on_io, block_on_io_scoped, BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS};
+pub use blocking::{BLOCKING_KEEP_ALIVE, MAX_BLOCKING_THREADS, block_on_io, block_on_io_scoped};
 pub use epoll::{
-    read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write, FdArm,
+    FdArm, read, wait_readable, wait_readable_timeout, wait_writable, wait_writable_timeout, write,
 };
 pub use os_signal::OsSignals;
 
-pub(crate) use epoll::{wait_registered, Registration};
+pub(crate) use epoll::{Registration, wait_registered};
 
 use crate::scheduler::Shared;
 use std::sync::Arc;

@@ -27,8 +27,8 @@
 use super::FdArm;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// Highest signal number handled (Linux's `SIGRTMAX` is 64).
 const MAX_SIGNAL: usize = 64;

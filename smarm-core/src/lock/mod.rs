@@ -37,6 +37,6 @@ mod raw_mutex;
 mod std_lock;
 pub(crate) mod thread_wait;
 
-pub(crate) use lock_class::{assert_no_locks_held, LockClass};
+pub(crate) use lock_class::{LockClass, assert_no_locks_held};
 pub(crate) use raw_mutex::{RawMutex, RawMutexGuard};
 pub(crate) use std_lock::lock_std;

@@ -3,7 +3,7 @@
 //! proofs).
 
 use super::parker::Parker;
-use crate::loom::{fence, AtomicU64, Ordering};
+use crate::loom::{AtomicU64, Ordering, fence};
 use crossbeam_utils::CachePadded;
 use std::time::Instant;
 

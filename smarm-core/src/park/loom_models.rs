@@ -50,27 +50,29 @@ fn chain_propagation() {
         let consumers: Vec<_> = (0..2usize)
             .map(|id| {
                 let (c, items, consumed) = (c.clone(), items.clone(), consumed.clone());
-                thread::spawn(move || loop {
-                    if consumed.load(O::SeqCst) == 2 {
-                        c.wake_all(); // release a sibling still parked
-                        break;
-                    }
-                    let cur = items.load(O::SeqCst);
-                    if cur > 0
-                        && items
-                            .compare_exchange(cur, cur - 1, O::SeqCst, O::SeqCst)
-                            .is_ok()
-                    {
-                        consumed.fetch_add(1, O::SeqCst);
-                        // The chain rule, as the scheduler loop expresses it.
-                        if items.load(O::SeqCst) > 0 {
-                            c.wake_one_if_idle();
+                thread::spawn(move || {
+                    loop {
+                        if consumed.load(O::SeqCst) == 2 {
+                            c.wake_all(); // release a sibling still parked
+                            break;
                         }
-                        continue;
+                        let cur = items.load(O::SeqCst);
+                        if cur > 0
+                            && items
+                                .compare_exchange(cur, cur - 1, O::SeqCst, O::SeqCst)
+                                .is_ok()
+                        {
+                            consumed.fetch_add(1, O::SeqCst);
+                            // The chain rule, as the scheduler loop expresses it.
+                            if items.load(O::SeqCst) > 0 {
+                                c.wake_one_if_idle();
+                            }
+                            continue;
+                        }
+                        let _ = c.park(id, None, || {
+                            items.load(O::SeqCst) > 0 || consumed.load(O::SeqCst) == 2
+                        });
                     }
-                    let _ = c.park(id, None, || {
-                        items.load(O::SeqCst) > 0 || consumed.load(O::SeqCst) == 2
-                    });
                 })
             })
             .collect();
@@ -137,17 +139,19 @@ fn unkept_timer_is_taken_up() {
         let heap_min = Arc::new(Mutex::new(None::<Instant>)); // the timers mutex stand-in
         let idle = {
             let (c, heap_min) = (c.clone(), heap_min.clone());
-            thread::spawn(move || loop {
-                // The idle step: claim the role for the earliest timer under
-                // the timers lock, else park with the re-check.
-                let claimed = {
-                    let g = heap_min.lock().unwrap();
-                    g.is_some_and(|d| c.try_arm_timer(0, d))
-                };
-                if claimed {
-                    return; // it keeps time now
+            thread::spawn(move || {
+                loop {
+                    // The idle step: claim the role for the earliest timer under
+                    // the timers lock, else park with the re-check.
+                    let claimed = {
+                        let g = heap_min.lock().unwrap();
+                        g.is_some_and(|d| c.try_arm_timer(0, d))
+                    };
+                    if claimed {
+                        return; // it keeps time now
+                    }
+                    let _ = c.park(0, None, || c.timer_unkept());
                 }
-                let _ = c.park(0, None, || c.timer_unkept());
             })
         };
         {
@@ -203,11 +207,13 @@ fn unkept_timer_in_another_shard_is_taken_up() {
         let due = c.deadline_nanos(Instant::now() + Duration::from_secs(1));
         let idle = {
             let c = c.clone();
-            thread::spawn(move || loop {
-                if c.keep_time(0).is_some() {
-                    return; // it keeps time now
+            thread::spawn(move || {
+                loop {
+                    if c.keep_time(0).is_some() {
+                        return; // it keeps time now
+                    }
+                    let _ = c.park(0, None, || c.timer_unkept());
                 }
-                let _ = c.park(0, None, || c.timer_unkept());
             })
         };
         c.note_deadline_at(1, due);
@@ -226,12 +232,14 @@ fn a_later_insert_behind_a_pending_timer_strands_nothing() {
         let first = c.deadline_nanos(Instant::now() + Duration::from_secs(1));
         let idle = {
             let c = c.clone();
-            thread::spawn(move || loop {
-                if let Some(d) = c.keep_time(0) {
-                    assert_eq!(c.deadline_nanos(d), first, "armed past the earliest timer");
-                    return;
+            thread::spawn(move || {
+                loop {
+                    if let Some(d) = c.keep_time(0) {
+                        assert_eq!(c.deadline_nanos(d), first, "armed past the earliest timer");
+                        return;
+                    }
+                    let _ = c.park(0, None, || c.timer_unkept());
                 }
-                let _ = c.park(0, None, || c.timer_unkept());
             })
         };
         c.note_deadline_at(0, first);
@@ -250,11 +258,13 @@ fn termination_no_park_past_done() {
         let consumers: Vec<_> = (0..2usize)
             .map(|id| {
                 let (c, done) = (c.clone(), done.clone());
-                thread::spawn(move || loop {
-                    if done.load(O::SeqCst) == 1 {
-                        break;
+                thread::spawn(move || {
+                    loop {
+                        if done.load(O::SeqCst) == 1 {
+                            break;
+                        }
+                        let _ = c.park(id, None, || done.load(O::SeqCst) == 1);
                     }
-                    let _ = c.park(id, None, || done.load(O::SeqCst) == 1);
                 })
             })
             .collect();

@@ -2,8 +2,8 @@
 
 use super::coordinator::NO_DEADLINE;
 use super::*;
-use std::sync::atomic::{AtomicUsize, Ordering as O};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as O};
 use std::time::{Duration, Instant};
 
 fn wait_for(mut cond: impl FnMut() -> bool, what: &str) {

@@ -3,9 +3,9 @@
 //! state; and [`Running`], a runtime started with [`Runtime::start`]
 //! whose root can be joined from a thread or awaited.
 
-use super::local::RuntimeRef;
 use super::Runtime;
-use crate::actor::{spawn_in, JoinHandle, SpawnError, SpawnOpts};
+use super::local::RuntimeRef;
+use crate::actor::{JoinHandle, SpawnError, SpawnOpts, spawn_in};
 use crate::scheduler::Shared;
 use std::any::Any;
 use std::future::{Future, IntoFuture};

@@ -44,6 +44,6 @@ mod local;
 mod run;
 
 pub use crate::config::{Config, ConfigError};
-pub use handle::{current, Running, RunningFuture, RuntimeHandle};
-pub use local::{defer_drop, with_runtime_local, RuntimeRef};
-pub use run::{init, run, Runtime};
+pub use handle::{Running, RunningFuture, RuntimeHandle, current};
+pub use local::{RuntimeRef, defer_drop, with_runtime_local};
+pub use run::{Runtime, init, run};

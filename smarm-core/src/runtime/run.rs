@@ -1,7 +1,7 @@
 //! [`Runtime`]: assembling the schedulers' shared state, running the
 //! root actor on them, and the end of a run.
 
-use crate::actor::{spawn_in, Outcome, SpawnOpts};
+use crate::actor::{Outcome, SpawnOpts, spawn_in};
 use crate::config::{Config, ConfigError};
 use crate::scheduler::Shared;
 use crate::slot::Pid;

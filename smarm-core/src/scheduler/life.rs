@@ -99,7 +99,7 @@
 //! containment off.
 
 use super::current::Worker;
-use super::{current_worker, preempt, with_worker, Intent, Shared, Wait, WaitingOn};
+use super::{Intent, Shared, Wait, WaitingOn, current_worker, preempt, with_worker};
 use crate::loom::Ordering;
 use crate::slot::table::{Entry, Value};
 use crate::slot::{Pid, Slot, WaitId};

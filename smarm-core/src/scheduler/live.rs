@@ -113,8 +113,8 @@ fn bump(counter: &AtomicU64) {
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::*;
-    use loom::sync::atomic::AtomicBool;
     use loom::sync::Arc;
+    use loom::sync::atomic::AtomicBool;
     use loom::thread;
 
     /// Root P (spawned off-scheduler) runs on scheduler 0, spawns C and

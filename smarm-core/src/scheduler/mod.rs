@@ -126,13 +126,13 @@ pub(crate) mod wait;
 mod worker;
 
 pub(crate) use current::{
-    current_pid, current_worker, in_actor, outside_actor, with_current_actor,
-    with_current_actor_in_section, with_worker, worker_busy, Section, Worker,
+    Section, Worker, current_pid, current_worker, in_actor, outside_actor, with_current_actor,
+    with_current_actor_in_section, with_worker, worker_busy,
 };
 pub use life::Hibernation;
 pub(crate) use life::{
-    hold_lock, recover as recover_overflow, unhold_lock, Arm, HeapLimitKilled, Hibernating,
-    Overflowed,
+    Arm, HeapLimitKilled, Hibernating, Overflowed, hold_lock, recover as recover_overflow,
+    unhold_lock,
 };
 pub(crate) use live::LiveCount;
 pub(crate) use preempt::alloc_safepoint;
@@ -140,12 +140,12 @@ pub use preempt::check_timeslice;
 pub(crate) use run_queue::RunQueue;
 pub(crate) use shared::Shared;
 pub(crate) use stats::Counters;
-pub(crate) use switch::{check_stop, yield_now, yield_without_stop, Intent, StopSignal};
+pub(crate) use switch::{Intent, StopSignal, check_stop, yield_now, yield_without_stop};
 use switch::{park, park_deaf_to_stop, switch_out, unwind_stop};
 pub(crate) use termination::Verdict;
 #[cfg(feature = "tokio")]
 pub(crate) use thread_context::Enter;
 pub(crate) use thread_context::ThreadContext;
 pub use wait::WaitingOn;
-pub(crate) use wait::{bounded_wait, BoundedWaiter, Deadline, Registered, Wait, WakeToken};
+pub(crate) use wait::{BoundedWaiter, Deadline, Registered, Wait, WakeToken, bounded_wait};
 pub(crate) use worker::run_worker;

@@ -28,7 +28,7 @@
 //! - (I3) No preemption while the thread is unwinding: the panic machinery
 //!   (hook, payload, unwinder) allocates and holds locks of its own.
 
-use super::{switch_out, with_worker, Intent};
+use super::{Intent, switch_out, with_worker};
 use crate::clock;
 use crate::lock::no_preempt::{countdown_expired, gate_open};
 

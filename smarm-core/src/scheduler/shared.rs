@@ -15,7 +15,7 @@ use super::next_slot::NextSlot;
 use super::stacks::StackCache;
 use super::stats::{BlockedRecord, Counters};
 use super::termination::RunState;
-use super::{with_worker, RunQueue, Worker};
+use super::{RunQueue, Worker, with_worker};
 use crate::config::Config;
 use crate::locals::RuntimeLocals;
 use crate::loom::{AtomicU64, Ordering};
@@ -64,11 +64,7 @@ fn push_displaced(own: &SchedulerQueues, prev: Pid) {
 
 /// The mask of schedulers `0..n`.
 pub(super) fn low_bits(n: usize) -> u64 {
-    if n >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << n) - 1
-    }
+    if n >= 64 { u64::MAX } else { (1u64 << n) - 1 }
 }
 
 /// The schedulers' queues: one entry per scheduler (spares included), which
@@ -386,11 +382,11 @@ impl Shared {
     /// Wake `pid` from its wait `epoch`, or (`None`, a stop request) from
     /// whatever it waits for.
     fn unpark(&self, pid: Pid, epoch: Option<u32>) {
-        if let Some(slot) = self.slots.get(pid.index()) {
-            if slot.word.unpark_at(pid.generation(), epoch) == Unpark::Enqueue {
-                trace_event!(self, Wake, pid.to_bits(), self.running_pid_bits());
-                self.enqueue_woken(pid, slot);
-            }
+        if let Some(slot) = self.slots.get(pid.index())
+            && slot.word.unpark_at(pid.generation(), epoch) == Unpark::Enqueue
+        {
+            trace_event!(self, Wake, pid.to_bits(), self.running_pid_bits());
+            self.enqueue_woken(pid, slot);
         }
     }
 

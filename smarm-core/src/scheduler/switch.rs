@@ -114,11 +114,12 @@ fn leave_for(
     #[cfg(feature = "trace")]
     trace_switch_out(shared, pid, slot, intent);
     let carried = (w.actor.sections.get(), w.actor.held_locks.get());
-    if intent == Intent::Park && pin == 0 {
-        if let Some(next_sp) = worker::direct_target(w, shared) {
-            w.actor.handed_off.set(Some(pid));
-            return Some(Some((slot.sp_ptr(), next_sp, carried)));
-        }
+    if intent == Intent::Park
+        && pin == 0
+        && let Some(next_sp) = worker::direct_target(w, shared)
+    {
+        w.actor.handed_off.set(Some(pid));
+        return Some(Some((slot.sp_ptr(), next_sp, carried)));
     }
     w.actor.intent.set(intent);
     // The section count belongs to this actor: it is restored where the
@@ -149,10 +150,8 @@ fn back_from_switch(
         .current
         .get()
         .and_then(|pid| shared.slots.get(pid.index()));
-    if leave_bounded {
-        if let Some(slot) = slot {
-            crate::timer::bounded::leave(slot);
-        }
+    if leave_bounded && let Some(slot) = slot {
+        crate::timer::bounded::leave(slot);
     }
     observe_stop && slot.is_some_and(|slot| slot.stop.load(crate::loom::Ordering::Acquire))
 }

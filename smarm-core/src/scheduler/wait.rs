@@ -39,7 +39,7 @@
 //!   registration) retires itself: no waker registered for it can reach a
 //!   later wait.
 
-use super::{park, with_worker, Worker};
+use super::{Worker, park, with_worker};
 use crate::park::Coordinator;
 use crate::scheduler::Shared;
 use crate::slot::{Pid, WaitId};
@@ -400,10 +400,11 @@ pub(crate) fn bounded_wait<W: BoundedWaiter>(
         if let Some(out) = waiter.ready() {
             return out;
         }
-        if (woken || expire_at_once) && deadline.as_ref().is_some_and(Deadline::passed) {
-            if let Some(out) = waiter.timed_out() {
-                return out;
-            }
+        if (woken || expire_at_once)
+            && deadline.as_ref().is_some_and(Deadline::passed)
+            && let Some(out) = waiter.timed_out()
+        {
+            return out;
         }
         woken = true;
         let mut wait = Wait::open(what, W::WAITS_ON);

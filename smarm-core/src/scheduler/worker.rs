@@ -132,10 +132,10 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
     let queues = w.own();
     // Pinned actors (preempted, or unwinding) wait their turn behind other
     // work, but are taken first now and then so they cannot starve.
-    if tick.is_multiple_of(FAIRNESS_TICK) {
-        if let Some(pid) = queues.pinned.pop_front() {
-            return Some(pid);
-        }
+    if tick.is_multiple_of(FAIRNESS_TICK)
+        && let Some(pid) = queues.pinned.pop_front()
+    {
+        return Some(pid);
     }
     let next = queues.next.take();
     if w.pick.lifo_streak.get() < LIFO_STREAK {
@@ -148,10 +148,10 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
         queues.local.push_back(pid);
     }
     w.pick.lifo_streak.set(0);
-    if tick.is_multiple_of(INJECTOR_TICK) {
-        if let Some(pid) = shared.sched.injector.pop_front() {
-            return Some(pid);
-        }
+    if tick.is_multiple_of(INJECTOR_TICK)
+        && let Some(pid) = shared.sched.injector.pop_front()
+    {
+        return Some(pid);
     }
     let local = if tick.is_multiple_of(FAIRNESS_TICK) {
         queues.local.pop_back()
@@ -598,9 +598,9 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
     let Some(parked) = w.actor.handed_off.take() else {
         return;
     };
-    if let Some(slot) = shared.slots.get(parked.index()) {
-        if slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue {
-            shared.enqueue_yielded(w, parked, slot);
-        }
+    if let Some(slot) = shared.slots.get(parked.index())
+        && slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue
+    {
+        shared.enqueue_yielded(w, parked, slot);
     }
 }

@@ -1,9 +1,9 @@
 //! Links: two actors that share a fate, and exit trapping.
 
 use super::record::{ExitSink, Links};
-use super::{with_live_signals, DownReason, Signals};
-use crate::actor::{spawn_in, JoinHandle, SpawnError, SpawnOpts};
-use crate::channel::{channel, Receiver};
+use super::{DownReason, Signals, with_live_signals};
+use crate::actor::{JoinHandle, SpawnError, SpawnOpts, spawn_in};
+use crate::channel::{Receiver, channel};
 use crate::scheduler;
 use crate::scheduler::Shared;
 use crate::slot::Pid;

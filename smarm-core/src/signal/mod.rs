@@ -36,12 +36,12 @@ mod on_exit;
 mod record;
 
 pub use crate::slot::DownReason;
-pub use link::{link, spawn_link, trap_exit, trap_exit_with, unlink, Exit, Killed};
+pub use link::{Exit, Killed, link, spawn_link, trap_exit, trap_exit_with, unlink};
 pub(crate) use monitor::prearranged as prearranged_monitor;
-pub use monitor::{demonitor, monitor, monitor_with, Down, Monitor, MonitorId, MonitorRef};
+pub use monitor::{Down, Monitor, MonitorId, MonitorRef, demonitor, monitor, monitor_with};
 pub use on_exit::on_exit;
 
 use link::deliver_exit;
 pub(crate) use record::{
-    erase_signals, notify_exit, signals_of, take_signals, with_live_signals, Signals,
+    Signals, erase_signals, notify_exit, signals_of, take_signals, with_live_signals,
 };

@@ -20,7 +20,7 @@
 
 use super::record::DownSink;
 use super::with_live_signals;
-use crate::channel::{channel, Receiver};
+use crate::channel::{Receiver, channel};
 use crate::scheduler;
 use crate::scheduler::Shared;
 use crate::slot::{DownReason, Pid};

@@ -2,12 +2,12 @@
 //! trapping and exit callbacks, and its label), how the slot holds it, and
 //! the signals its exit sends.
 
-use super::{deliver_exit, Down, DownReason, Exit, MonitorId};
+use super::{Down, DownReason, Exit, MonitorId, deliver_exit};
 use crate::hash::BuildWordHasher;
 use crate::scheduler::Shared;
-use crate::slot::word::State;
 use crate::slot::Cold;
 use crate::slot::Pid;
+use crate::slot::word::State;
 use std::collections::HashSet;
 
 /// What a slot records about who watches and links to its actor, and the

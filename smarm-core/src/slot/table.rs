@@ -1,11 +1,11 @@
 //! The slab of slots: segments allocated on demand, a free list, and the
 //! runner-owned cells of each slot.
 
-use super::word::SlotWord;
 use super::Cold;
 use super::SlotError;
+use super::word::SlotWord;
 use crate::lock::{LockClass, RawMutex};
-use crate::loom::{AtomicBool, AtomicU32, AtomicU64, AtomicU8};
+use crate::loom::{AtomicBool, AtomicU8, AtomicU32, AtomicU64};
 use crate::stack::Stack;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, Ordering};

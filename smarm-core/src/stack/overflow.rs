@@ -17,8 +17,8 @@
 
 use super::GUARD_SIZE;
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Most chunks the handler can recognise (64 stacks each: 4M stacks).
 const MAX_CHUNKS: usize = 65_536;

@@ -1,7 +1,7 @@
 //! The stack pool: chunked `mmap`, guard installation, the mapping budget.
 
 use super::StackError;
-use super::{overflow, Stack, GUARD_SIZE};
+use super::{GUARD_SIZE, Stack, overflow};
 use crate::lock::{LockClass, RawMutex};
 use crate::mapping::Commit;
 
@@ -491,7 +491,7 @@ fn read_max_map_count() -> usize {
 #[cfg(all(test, not(loom)))]
 #[allow(clippy::unwrap_used)] // a failed step should fail loudly here
 mod tests {
-    use super::{StackPool, SCAVENGE_AFTER, WARM_STACKS};
+    use super::{SCAVENGE_AFTER, StackPool, WARM_STACKS};
     use std::time::{Duration, Instant};
 
     /// Whether the page at `addr` is resident.

@@ -34,7 +34,7 @@
 use super::heap::{TimerAction, TimerHeap};
 use super::timers::Timers;
 use crate::lock::RawMutex;
-use crate::loom::{fence, Ordering};
+use crate::loom::{Ordering, fence};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, SlotTable, WaitId};
 

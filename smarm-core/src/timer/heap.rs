@@ -161,11 +161,11 @@ impl TimerHeap {
         self.later_len += 1;
         // Timers armed together usually share the latest bucket: reach it
         // down the tree's right edge, without a key search.
-        if let Some(mut last) = self.later.last_entry() {
-            if *last.key() == ms {
-                last.get_mut().add(entry);
-                return;
-            }
+        if let Some(mut last) = self.later.last_entry()
+            && *last.key() == ms
+        {
+            last.get_mut().add(entry);
+            return;
         }
         match self.later.entry(ms) {
             std::collections::btree_map::Entry::Occupied(mut bucket) => bucket.get_mut().add(entry),

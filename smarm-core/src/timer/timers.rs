@@ -9,7 +9,7 @@
 //! `seq` (`heap.rs`), which is how a cancel from anywhere finds it.
 
 use super::bounded;
-use super::heap::{shard_of_seq, Entry, TimerAction, TimerHeap, TimerId};
+use super::heap::{Entry, TimerAction, TimerHeap, TimerId, shard_of_seq};
 use crate::lock::{LockClass, RawMutex};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, WaitId};

@@ -95,10 +95,8 @@ impl Writer<'_> {
             | EventKind::Preempt { pid }
             | EventKind::Exit { pid, .. } => {
                 let ends_run = self.open[tid].as_ref().is_some_and(|run| run.pid == pid);
-                if ends_run {
-                    if let Some(run) = self.open[tid].take() {
-                        self.push(slice(trace, tid, &run, at_us, end_name(&event.kind)));
-                    }
+                if ends_run && let Some(run) = self.open[tid].take() {
+                    self.push(slice(trace, tid, &run, at_us, end_name(&event.kind)));
                 }
                 if let EventKind::Exit { .. } = event.kind {
                     self.push(instant(trace, tid, at_us, event));

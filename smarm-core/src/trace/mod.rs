@@ -50,7 +50,7 @@
 mod chrome;
 
 use crate::recorder::{Kind, Marks, Queue};
-use crate::scheduler::{with_current_actor, WaitingOn};
+use crate::scheduler::{WaitingOn, with_current_actor};
 use crate::slot::Pid;
 use std::collections::HashMap;
 use std::time::Duration;

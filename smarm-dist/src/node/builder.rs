@@ -1,13 +1,13 @@
 //! Starting a node: its options ([`Builder`]), the cookie, the EPMD
 //! registration (or serving EPMD when none answers) and its keeper.
 
-use super::{current, Inner, Node, State, Stats, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME};
+use super::{DEFAULT_MAX_FRAME, DEFAULT_TICKTIME, Inner, Node, State, Stats, current};
 use crate::epmd;
 use crate::epmd::{NodeEntry, Registration};
 use crate::flags::Flags;
 use crate::handshake::Local;
-use smarm_core::io::net::TcpListener;
 use smarm_core::Mutex;
+use smarm_core::io::net::TcpListener;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -22,7 +22,9 @@ pub enum StartError {
     )]
     BadName(String),
     /// No cookie was given and `~/.erlang.cookie` could not be read.
-    #[error("smarm::dist::Node::start: no cookie given and {path} could not be read ({error}): pass one with Builder::cookie")]
+    #[error(
+        "smarm::dist::Node::start: no cookie given and {path} could not be read ({error}): pass one with Builder::cookie"
+    )]
     NoCookie {
         /// The cookie file tried.
         path: String,
@@ -216,7 +218,7 @@ pub(super) fn register_or_serve(
         match epmd::register(Ipv4Addr::LOCALHOST, port, entry) {
             Ok(r) => return Ok((r, None)),
             Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
-                return Err(StartError::NameTaken(entry.name.clone()))
+                return Err(StartError::NameTaken(entry.name.clone()));
             }
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 match epmd::Server::start(Ipv4Addr::LOCALHOST, port) {

@@ -13,7 +13,7 @@ use crate::control::Control;
 use crate::node::Dest;
 use crate::pid::Pid;
 use crate::term::ToTerm;
-use crate::term::{atom, tuple, Atom, ImproperList, List, Term};
+use crate::term::{Atom, ImproperList, List, Term, atom, tuple};
 use smarm_core::RecvTimeoutError;
 use std::time::{Duration, Instant};
 use thiserror::Error;

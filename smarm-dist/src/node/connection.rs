@@ -3,19 +3,19 @@
 //! which decodes and delivers every frame and declares the peer down (the
 //! module docs' (N1)-(N3)).
 
-use super::wire::{write_loop, Direct, FrameError, FrameReader, Next, Out, Outbox};
-use super::{link, log, monitor, Node, NodeEvent, SendError, PASS_THROUGH};
+use super::wire::{Direct, FrameError, FrameReader, Next, Out, Outbox, write_loop};
+use super::{Node, NodeEvent, PASS_THROUGH, SendError, link, log, monitor};
 use crate::control::Control;
 use crate::flags::Flags;
 use crate::handshake::{HandshakeError, Status};
 use crate::{epmd, handshake, term};
+use smarm_core::Mutex;
 use smarm_core::channel::channel;
 use smarm_core::io::net::{TcpListener, TcpStream};
-use smarm_core::Mutex;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 pub(super) struct Conn {
     pub(super) tx: Outbox,

@@ -19,8 +19,8 @@
 //!   request is logged and left unanswered (the caller's own timeout or
 //!   monitor ends its call), as a request the node does not implement.
 
-use super::{log, Mailbox, Node};
-use crate::term::{atom, Term};
+use super::{Mailbox, Node, log};
+use crate::term::{Term, atom};
 use std::time::Duration;
 
 /// The registered name of the node's kernel process.

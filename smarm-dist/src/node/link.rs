@@ -22,9 +22,9 @@
 use super::{Mailbox, Node, SendError, State};
 use crate::control::Control;
 use crate::pid::Pid;
-use crate::term::{atom, Atom, Term};
-use smarm_core::channel::{channel, Sender};
+use crate::term::{Atom, Term, atom};
 use smarm_core::DownReason;
+use smarm_core::channel::{Sender, channel};
 
 /// What a link's proxy is told.
 pub(super) enum LinkSignal {

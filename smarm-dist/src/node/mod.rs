@@ -62,7 +62,7 @@ pub use call::{CallError, GenCall, ReplyTo};
 pub use mailbox::{Mailbox, RegisterError};
 
 use tables::State;
-use wire::{encode_frame, Out};
+use wire::{Out, encode_frame};
 
 use crate::control::Control;
 use crate::epmd;
@@ -70,10 +70,10 @@ use crate::flags;
 use crate::handshake::{HandshakeError, Local};
 use crate::pid::Pid;
 use crate::term::{FromTerm, FromTermError, Term, ToTerm};
-use smarm_core::channel::{channel, Receiver};
 use smarm_core::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use smarm_core::channel::{Receiver, channel};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use thiserror::Error;
 

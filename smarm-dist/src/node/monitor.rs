@@ -17,7 +17,7 @@ use super::{Message, Node, SendError, State};
 use crate::control::Control;
 use crate::node::{Dest, Mailbox};
 use crate::pid::Pid;
-use crate::term::{atom, tuple, Atom, Reference, Term};
+use crate::term::{Atom, Reference, Term, atom, tuple};
 use std::sync::atomic::Ordering;
 
 /// A monitor a mailbox of ours holds.
@@ -59,14 +59,14 @@ pub(super) fn node_down(s: &mut State, peer: &str) {
         .map(|(r, _)| r.clone())
         .collect();
     for reference in fired {
-        if let Some(w) = s.signals.watching.remove(&reference) {
-            if let Some(tx) = s.procs.mailboxes.get(&w.mailbox) {
-                let term = down_message(&reference, &w.down, atom("noconnection"));
-                let _ = tx.try_send(Message {
-                    from: Pid::from_term(&w.down),
-                    term,
-                });
-            }
+        if let Some(w) = s.signals.watching.remove(&reference)
+            && let Some(tx) = s.procs.mailboxes.get(&w.mailbox)
+        {
+            let term = down_message(&reference, &w.down, atom("noconnection"));
+            let _ = tx.try_send(Message {
+                from: Pid::from_term(&w.down),
+                term,
+            });
         }
     }
     for watchers in s.signals.watched.values_mut() {

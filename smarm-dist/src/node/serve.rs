@@ -23,8 +23,8 @@
 //! - (S2) The name is registered while the server lives, and only then.
 
 use super::link::reason_term;
-use super::{log, Mailbox, Message, Node, RegisterError};
-use crate::term::{atom, tuple, FromTerm, ToTerm};
+use super::{Mailbox, Message, Node, RegisterError, log};
+use crate::term::{FromTerm, ToTerm, atom, tuple};
 use smarm_core::{monitor, select, spawn};
 use smarm_otp::gen_server::{GenServer, GenServerRef, Reply};
 

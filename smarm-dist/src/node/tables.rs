@@ -4,10 +4,10 @@
 //! subscribers) and the signals across nodes (links and monitors).
 
 use super::connection::Conn;
-use super::{link, monitor, Message, NodeEvent};
+use super::{Message, NodeEvent, link, monitor};
 use crate::pid::Pid;
 use crate::term::Term;
-use smarm_core::channel::{channel, Receiver, Sender};
+use smarm_core::channel::{Receiver, Sender, channel};
 use std::collections::{HashMap, HashSet};
 
 /// Everything a node keeps under its lock.

@@ -6,13 +6,13 @@
 use super::PASS_THROUGH;
 use crate::term;
 use crate::term::Term;
+use smarm_core::Mutex;
 use smarm_core::channel::{Receiver, Sender};
 use smarm_core::io::net::TcpStream;
-use smarm_core::Mutex;
 use std::io;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 /// What the writer of a connection is handed.
@@ -90,14 +90,14 @@ impl Outbox {
                     > BURST.as_nanos() as u64
         };
         // Only an actor may park in a write; callbacks queue.
-        if smarm_core::in_actor() && idle() {
-            if let Some(mut stream) = d.stream.try_lock() {
-                if d.queued.load(Ordering::Acquire) == 0 {
-                    let written = stream.write_all(&frame);
-                    d.wrote();
-                    return written.map_err(|_| ());
-                }
-            }
+        if smarm_core::in_actor()
+            && idle()
+            && let Some(mut stream) = d.stream.try_lock()
+            && d.queued.load(Ordering::Acquire) == 0
+        {
+            let written = stream.write_all(&frame);
+            d.wrote();
+            return written.map_err(|_| ());
         }
         d.queued.fetch_add(1, Ordering::AcqRel);
         self.tx.send(Out::Frame(frame)).map_err(|_| {
@@ -196,7 +196,7 @@ impl FrameReader {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "the peer closed the connection",
-                    ))
+                    ));
                 }
                 Ok(k) => self.end += k,
                 Err(e)

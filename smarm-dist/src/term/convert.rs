@@ -290,7 +290,9 @@ macro_rules! from_integers {
     )*};
 }
 
-from_integers!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize);
+from_integers!(
+    i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize
+);
 
 impl ToTerm for char {
     fn to_term(&self) -> Term {
@@ -628,7 +630,7 @@ impl FromTerm for Binary {
 /// What `#[derive(Term)]` expands to calls; not an API of its own.
 #[doc(hidden)]
 pub mod derive {
-    use super::{atom_name, FromTerm, FromTermError, Term, ToTerm};
+    use super::{FromTerm, FromTermError, Term, ToTerm, atom_name};
     use crate::term::{Atom, Map, Tuple};
     use std::collections::HashMap;
 

@@ -23,8 +23,8 @@
 //! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
 //!   unused fails the call.
 
-use smarm_core::channel::{await_reply_as, ReplyError, ReplySender};
-use smarm_core::future::{async_reply, AsyncReplySender};
+use smarm_core::channel::{ReplyError, ReplySender, await_reply_as};
+use smarm_core::future::{AsyncReplySender, async_reply};
 use std::future::Future;
 use std::pin::pin;
 use std::task::Poll;
@@ -232,9 +232,11 @@ where
     R: Send,
     D: Future<Output = Result<(), Req>>,
 {
-    let mut deadline = pin!(Instant::now()
-        .checked_add(timeout)
-        .map(smarm_core::future::sleep_until));
+    let mut deadline = pin!(
+        Instant::now()
+            .checked_add(timeout)
+            .map(smarm_core::future::sleep_until)
+    );
     let mut timed_out = std::future::poll_fn(|cx| match deadline.as_mut().as_pin_mut() {
         Some(sleep) => sleep.poll(cx),
         None => Poll::Pending, // too far away to represent: never

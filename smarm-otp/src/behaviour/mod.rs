@@ -39,6 +39,6 @@ mod reason;
 pub(crate) mod start;
 pub(crate) mod termination;
 
-pub use call::{call, call_as, call_async, CallError, Reply, DEFAULT_CALL_TIMEOUT};
+pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async};
 pub use reason::{InitError, StartError, StopReason};
-pub(crate) use start::{start, Started};
+pub(crate) use start::{Started, start};

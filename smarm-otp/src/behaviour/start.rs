@@ -5,8 +5,8 @@
 //! and a supervisor's children are up.
 
 use super::StartError;
-use smarm_core::channel::{channel, Sender};
 use smarm_core::Pid;
+use smarm_core::channel::{Sender, channel};
 
 /// Where a starting actor reports `Ok(())` once ready, or its error. If it
 /// drops this without reporting (it panicked), the start fails with

@@ -8,7 +8,7 @@
 
 use super::StopReason;
 use std::any::Any;
-use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 /// A loop that has ended, not yet acted on.
 pub(crate) struct Ended {

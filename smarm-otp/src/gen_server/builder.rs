@@ -2,9 +2,9 @@
 //! [`Builder`] behind them.
 
 use super::server::Inbox;
-use super::{server, Envelope, GenServer, GenServerRef, ServerName, StartError};
-use smarm_core::channel::{bounded, channel, Sender};
+use super::{Envelope, GenServer, GenServerRef, ServerName, StartError, server};
 use smarm_core::Pid;
+use smarm_core::channel::{Sender, bounded, channel};
 use std::time::Duration;
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,

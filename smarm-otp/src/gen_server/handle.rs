@@ -3,10 +3,10 @@
 
 use super::server::{Envelope, Msg};
 use super::{GenServer, StartError};
-use crate::behaviour::{call_as, call_async, CallError, Reply, DEFAULT_CALL_TIMEOUT};
+use crate::behaviour::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call_as, call_async};
 use crate::registry::{self, Name};
-use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
 use smarm_core::Pid;
+use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -104,7 +104,7 @@ impl<G: GenServer> GenServerRef<G> {
     /// Deliver a request, waiting for room in a bounded mailbox; `what`
     /// names the public call for the misuse panics.
     fn deliver(&self, what: &'static str, msg: Msg<G>) -> Result<(), Msg<G>> {
-        self.inbox.send_as(what, Envelope(msg)).map_err(|e| e.0 .0)
+        self.inbox.send_as(what, Envelope(msg)).map_err(|e| e.0.0)
     }
 
     /// Deliver a message core hands over from a callback (an exit, a
@@ -113,7 +113,7 @@ impl<G: GenServer> GenServerRef<G> {
     pub(super) fn deliver_system(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
         self.inbox
             .send_past_capacity(Envelope(msg))
-            .map_err(|e| e.0 .0)
+            .map_err(|e| e.0.0)
     }
 
     /// Make a call whose request `request` builds: the send waits for
@@ -132,7 +132,7 @@ impl<G: GenServer> GenServerRef<G> {
         call_as(
             what,
             request,
-            |msg| self.inbox.send(Envelope(msg)).map_err(|e| e.0 .0),
+            |msg| self.inbox.send(Envelope(msg)).map_err(|e| e.0.0),
             timeout,
         )
     }
@@ -311,7 +311,7 @@ impl<G: GenServer> GenServerRef<G> {
         async move {
             match self.inbox.send_async(Envelope(Msg::Cast(msg))).await {
                 Ok(()) => Ok(()),
-                Err(e) => match e.0 .0 {
+                Err(e) => match e.0.0 {
                     Msg::Cast(msg) => Err(CastError(msg)),
                     _ => unreachable!("a failed send hands back the message sent"),
                 },

@@ -80,12 +80,12 @@ mod handle;
 mod server;
 
 pub use crate::behaviour::{
-    call, call_as, call_async, CallError, InitError, Reply, StartError, StopReason,
-    DEFAULT_CALL_TIMEOUT,
+    CallError, DEFAULT_CALL_TIMEOUT, InitError, Reply, StartError, StopReason, call, call_as,
+    call_async,
 };
 pub use behaviour::{Flow, GenServer};
-pub use builder::{start, start_link, start_named, Builder};
+pub use builder::{Builder, start, start_link, start_named};
 pub use handle::{
-    whereis_server, whereis_server_in, CastError, GenServerRef, Request, ServerName, TryCastError,
+    CastError, GenServerRef, Request, ServerName, TryCastError, whereis_server, whereis_server_in,
 };
 pub use server::{Ctx, Envelope};

@@ -30,12 +30,12 @@ use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopRe
 use crate::behaviour::callback;
 use smarm_core::actor::Hibernation;
 use smarm_core::channel::{
-    channel, BoundedReceiver, Receiver, RecvError, RecvTimeoutError, Selectable, Sender,
+    BoundedReceiver, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, channel,
 };
-use smarm_core::time::{cancel_timer, TimerId};
+use smarm_core::time::{TimerId, cancel_timer};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// A message for a server of type `G` (what its mailbox carries). Opaque:
@@ -181,11 +181,11 @@ pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
         sys_pending: Arc::new(AtomicBool::new(false)),
         parent,
     };
-    if let Some(name) = name {
-        if let Err(e) = super::handle::register_server(name, &ctx.me) {
-            let _ = started.send(Err(e));
-            return Hibernation::none();
-        }
+    if let Some(name) = name
+        && let Err(e) = super::handle::register_server(name, &ctx.me)
+    {
+        let _ = started.send(Err(e));
+        return Hibernation::none();
     }
     let state = match callback!("init", server = server::<G>(), G::init(args, &mut ctx)) {
         Ok(state) => state,

@@ -1,7 +1,7 @@
 //! The observer protocol: a [`RuntimeSnapshot`] as JSON, `format_version`
 //! first, and the history of scheduler samples.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use smarm_core::introspect::{ActorInfo, ActorState, RuntimeSnapshot, SchedulerStats, WaitingOn};
 
 /// `snapshot` as the JSON object `/api/snapshot` serves. `uptime_ms`

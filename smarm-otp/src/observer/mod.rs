@@ -54,7 +54,7 @@ mod http;
 mod json;
 mod top;
 
-pub use top::{run_top, top_text, TopBy};
+pub use top::{TopBy, run_top, top_text};
 
 use http::ReadError;
 use json::Sample;

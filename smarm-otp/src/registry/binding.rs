@@ -4,9 +4,9 @@
 
 use super::tables::{Locked, Tables};
 use super::{Name, ReadSide, RegisterError};
-use smarm_core::channel::{channel, Receiver, Sender};
-use smarm_core::{introspect, runtime};
+use smarm_core::channel::{Receiver, Sender, channel};
 use smarm_core::{Addressable, Pid};
+use smarm_core::{introspect, runtime};
 use std::sync::{Mutex, MutexGuard};
 
 /// The registry of one runtime: the locked tables, and their lock-free
@@ -133,7 +133,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
         let held = t.holder(text);
         match held {
             Some(holder) if holder != me => {
-                return Err(RegisterError::NameTaken { name: text, holder })
+                return Err(RegisterError::NameTaken { name: text, holder });
             }
             Some(_) => {
                 let registered = t.binding_type(text);
@@ -166,7 +166,7 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
                 return Err(RegisterError::OtherChannel {
                     name: text,
                     msg: msg_name,
-                })
+                });
             }
             None => t.publish(me, tx),
         }

@@ -11,7 +11,9 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum RegisterError {
     /// A live actor already holds the name.
-    #[error("smarm: the name {name:?} is held by the live actor {holder}; unregister it first or pick another name")]
+    #[error(
+        "smarm: the name {name:?} is held by the live actor {holder}; unregister it first or pick another name"
+    )]
     NameTaken {
         /// The name.
         name: &'static str,
@@ -19,7 +21,9 @@ pub enum RegisterError {
         holder: Pid,
     },
     /// The caller already holds another name for this message type.
-    #[error("smarm: this actor already holds the name {held:?} for messages of type {msg}; an actor takes one name per message type (unregister {held:?} first)")]
+    #[error(
+        "smarm: this actor already holds the name {held:?} for messages of type {msg}; an actor takes one name per message type (unregister {held:?} first)"
+    )]
     AlreadyNamed {
         /// The name asked for.
         name: &'static str,
@@ -29,7 +33,9 @@ pub enum RegisterError {
         msg: &'static str,
     },
     /// The caller holds the name already, for another message type.
-    #[error("smarm: this actor holds the name {name:?} for messages of type {registered}, not {asked}; one name has one message type")]
+    #[error(
+        "smarm: this actor holds the name {name:?} for messages of type {registered}, not {asked}; one name has one message type"
+    )]
     OtherType {
         /// The name.
         name: &'static str,
@@ -41,7 +47,9 @@ pub enum RegisterError {
     /// The caller already published a different channel for this message
     /// type (by another `register` or `install`): the name would silently
     /// redirect it.
-    #[error("smarm: this actor already published another channel for messages of type {msg}; register the name with that channel (a clone of its Sender)")]
+    #[error(
+        "smarm: this actor already published another channel for messages of type {msg}; register the name with that channel (a clone of its Sender)"
+    )]
     OtherChannel {
         /// The name asked for.
         name: &'static str,

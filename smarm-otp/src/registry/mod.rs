@@ -69,7 +69,7 @@ mod read_side;
 mod send;
 mod tables;
 
-pub use crate::key::{AtomTableFull, ATOM_LIMIT};
+pub use crate::key::{ATOM_LIMIT, AtomTableFull};
 pub(crate) use binding::ensure_introspection_hook;
 pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis, whereis_in};
 pub use error::{RegisterError, SendError};

@@ -28,8 +28,8 @@
 use super::read_side::Inbox;
 use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
 use crossbeam_utils::CachePadded;
-use smarm_core::hash::hash_bytes as name_hash;
 use smarm_core::Sender;
+use smarm_core::hash::hash_bytes as name_hash;
 use std::any::{Any, TypeId};
 use std::ptr::{null, null_mut};
 

@@ -1,6 +1,6 @@
 //! Sending by name and by pid, at once or after a delay.
 
-use super::{with_read_side, with_tables, with_tables_of, Name, ReadSide, SendError};
+use super::{Name, ReadSide, SendError, with_read_side, with_tables, with_tables_of};
 use smarm_core::channel::Sender;
 use smarm_core::time;
 use smarm_core::time::TimerId;

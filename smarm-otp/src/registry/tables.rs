@@ -5,7 +5,7 @@
 use super::names::NameValue;
 use super::read_side::{Inbox, Published, ReadSide};
 use crossbeam_utils::CachePadded;
-use smarm_core::hash::{hash_bytes as name_hash, BuildWordHasher};
+use smarm_core::hash::{BuildWordHasher, hash_bytes as name_hash};
 use smarm_core::signal;
 use smarm_core::{Pid, Sender};
 use std::any::TypeId;

@@ -57,11 +57,11 @@
 //! - (D3) Stopping many children asks them all first and waits after, so
 //!   a shutdown of N children takes one shutdown timeout, not N.
 
-use super::server::{is_failure, report_child, RestartLog};
+use super::server::{RestartLog, is_failure, report_child};
 use super::spec::{Restart, Shutdown};
 use crate::gen_server::{
-    self, CallError, Ctx, Flow, GenServer, GenServerRef, InitError, Reply, ServerName, StartError,
-    StopReason, DEFAULT_CALL_TIMEOUT,
+    self, CallError, Ctx, DEFAULT_CALL_TIMEOUT, Flow, GenServer, GenServerRef, InitError, Reply,
+    ServerName, StartError, StopReason,
 };
 use smarm_core::report::SupervisorAction;
 use smarm_core::{Exit, Pid};
@@ -169,7 +169,9 @@ impl<A: Clone + Send + 'static> DynamicSpec<A> {
 pub enum StartChildError<A> {
     /// `max_children` children run already; `arg` comes back (to answer
     /// the client, say, before closing its connection).
-    #[error("smarm: dynamic supervisor already runs its max_children ({max}) children; retry when one exits")]
+    #[error(
+        "smarm: dynamic supervisor already runs its max_children ({max}) children; retry when one exits"
+    )]
     MaxChildren {
         /// The limit.
         max: usize,

@@ -3,7 +3,7 @@
 
 use super::server::{Request, Response, Supervisor};
 use super::{ChildKind, ChildSpec, Restart, StartError, SupFlags};
-use crate::gen_server::{self, CallError, GenServerRef, DEFAULT_CALL_TIMEOUT};
+use crate::gen_server::{self, CallError, DEFAULT_CALL_TIMEOUT, GenServerRef};
 use smarm_core::Pid;
 use std::time::Duration;
 

@@ -70,6 +70,6 @@ pub use crate::gen_server::StartError;
 pub use dynamic::{
     DynamicName, DynamicServer, DynamicSpec, DynamicStartFn, DynamicSupervisor, StartChildError,
 };
-pub use handle::{start, start_link, ChildInfo, ChildRef, SupervisorRef};
+pub use handle::{ChildInfo, ChildRef, SupervisorRef, start, start_link};
 pub(crate) use server::restarts_of;
 pub use spec::{ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};

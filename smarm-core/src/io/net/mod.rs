@@ -50,8 +50,8 @@ pub use unix::{UnixDatagram, UnixIncoming, UnixListener, UnixStream};
 use super::Registration;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The listen backlog of [`TcpListener::bind`] and [`UnixListener::bind`]
@@ -207,7 +207,7 @@ impl Timeouts {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "smarm: cannot set a zero timeout (use None for no timeout)",
-                ))
+                ));
             }
             Some(t) => u64::try_from(t.as_nanos()).unwrap_or(u64::MAX),
         };

@@ -2,7 +2,7 @@
 //! writes and connect park the actor, and `TcpSocket` for the options that
 //! must be set before `bind` or `connect`.
 
-use super::{addr, fd_conversions, retry, socket, stream_io, timeout_methods, wait, SocketIo};
+use super::{SocketIo, addr, fd_conversions, retry, socket, stream_io, timeout_methods, wait};
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};

@@ -1,6 +1,6 @@
 //! UDP: a socket whose receives (and, rarely, sends) park the actor.
 
-use super::{fd_conversions, tcp::each_addr, timeout_methods, SocketIo};
+use super::{SocketIo, fd_conversions, tcp::each_addr, timeout_methods};
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 

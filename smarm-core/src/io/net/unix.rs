@@ -1,7 +1,7 @@
 //! Unix domain sockets: a listener, a stream and a datagram socket whose
 //! blocking calls park the actor, mirroring `std::os::unix::net`.
 
-use super::{fd_conversions, retry, socket, stream_io, timeout_methods, SocketIo};
+use super::{SocketIo, fd_conversions, retry, socket, stream_io, timeout_methods};
 use std::io;
 use std::net::Shutdown;
 use std::os::fd::{AsRawFd, OwnedFd};
