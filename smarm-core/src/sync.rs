@@ -222,8 +222,7 @@ impl<T> Mutex<T> {
         // From queueing for the lock to releasing it: a section (an
         // overflow of the holder aborts rather than keep the lock forever).
         let section = scheduler::Section::enter();
-        let actor = current_actor();
-        let me = actor.unwrap_or_else(|| Owner::Thread(std::thread::current().id()));
+        let me = current_actor().unwrap_or_else(|| Owner::Thread(std::thread::current().id()));
         {
             let mut st = self.core.state.lock();
             if st.owner.is_none() {
@@ -236,9 +235,15 @@ impl<T> Mutex<T> {
             }
         }
         let deadline = Instant::now().checked_add(timeout);
-        match actor {
-            Some(me) => self.wait_as_actor(me, deadline, timeout, section),
-            None => self.wait_as_thread(me, deadline, timeout, section),
+        let granted = match me {
+            Owner::Actor(..) => self.wait_as_actor(me, deadline),
+            Owner::Thread(id) => self.wait_as_thread(me, id, deadline),
+        };
+        // Granted wins even if the deadline passed too.
+        if granted {
+            Ok(self.guard(section))
+        } else {
+            Err(LockTimeout { waited: timeout })
         }
     }
 
@@ -285,13 +290,8 @@ impl<T> Mutex<T> {
         self.core.state.lock().poisoned = false;
     }
 
-    fn wait_as_actor(
-        &self,
-        me: Owner,
-        deadline: Option<Instant>,
-        timeout: Duration,
-        section: scheduler::Section,
-    ) -> Result<MutexGuard<'_, T>, LockTimeout> {
+    /// An actor's wait for the lock, queued: whether it was granted.
+    fn wait_as_actor(&self, me: Owner, deadline: Option<Instant>) -> bool {
         let mut waiter = LockWait {
             core: &self.core,
             queued: Queued {
@@ -300,29 +300,17 @@ impl<T> Mutex<T> {
                 armed: false,
             },
         };
-        let granted = scheduler::bounded_wait(
+        scheduler::bounded_wait(
             "Mutex::lock",
             &mut waiter,
             deadline.map(Deadline::At),
             false,
-        );
-        if granted {
-            Ok(self.guard(section)) // granted (even if the deadline passed too)
-        } else {
-            Err(LockTimeout { waited: timeout })
-        }
+        )
     }
 
-    fn wait_as_thread(
-        &self,
-        me: Owner,
-        deadline: Option<Instant>,
-        timeout: Duration,
-        section: scheduler::Section,
-    ) -> Result<MutexGuard<'_, T>, LockTimeout> {
-        let Owner::Thread(id) = me else {
-            unreachable!("a thread waiter has a thread owner")
-        };
+    /// A plain thread's wait for the lock (lock::thread_wait): whether it
+    /// was granted.
+    fn wait_as_thread(&self, me: Owner, id: ThreadId, deadline: Option<Instant>) -> bool {
         self.core.state.lock().waiters.push_back(Waiter::Thread {
             id,
             thread: std::thread::current(),
@@ -331,7 +319,7 @@ impl<T> Mutex<T> {
         crate::lock::thread_wait::wait_until(deadline, |expired| {
             let mut st = self.core.state.lock();
             if st.owner == Some(me) {
-                return Some(true); // granted (even if the deadline passed too)
+                return Some(true);
             }
             if expired {
                 st.waiters.retain(|w| w.owner() != me);
@@ -339,8 +327,6 @@ impl<T> Mutex<T> {
             }
             None
         })
-        .then(|| self.guard(section))
-        .ok_or(LockTimeout { waited: timeout })
     }
 }
 

@@ -151,6 +151,24 @@ fn serve<M: Actor>(
     ended.finish();
 }
 
+/// `Deliver::deliver_async` sending with `$send` (an async method of
+/// `$this` taking the message) and mapping its error with `$error`.
+macro_rules! deliver_async_by {
+    (|$this:ident, $msg:ident| $send:expr, $error:path) => {
+        #[allow(clippy::manual_async_fn)] // the signature promises `Send`
+        fn deliver_async(
+            &self,
+            $msg: M,
+        ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
+        where
+            Self: Sync,
+        {
+            let $this = self;
+            async move { $send.await.map_err(|e| $error(e.0)) }
+        }
+    };
+}
+
 /// How the derived client methods deliver: to a pid, to a name, to a
 /// server, or on a channel.
 #[doc(hidden)]
@@ -181,20 +199,10 @@ impl<M: Actor> Deliver<M> for smarm_core::channel::Sender<M> {
             .map_err(|e| crate::registry::SendError::Closed(e.0))
     }
 
-    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
-    fn deliver_async(
-        &self,
-        msg: M,
-    ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
-    where
-        Self: Sync,
-    {
-        async move {
-            self.send_async(msg)
-                .await
-                .map_err(|e| crate::registry::SendError::Closed(e.0))
-        }
-    }
+    deliver_async_by!(
+        |tx, msg| tx.send_async(msg),
+        crate::registry::SendError::Closed
+    );
 }
 
 impl<M: Actor> Deliver<M> for Pid<M> {
@@ -283,18 +291,8 @@ impl<M: Actor, H: Handler<M>> Deliver<M> for GenServerRef<Served<M, H>> {
             .map_err(|e| crate::registry::SendError::Dead(e.0))
     }
 
-    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
-    fn deliver_async(
-        &self,
-        msg: M,
-    ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
-    where
-        Self: Sync,
-    {
-        async move {
-            self.cast_async(msg)
-                .await
-                .map_err(|e| crate::registry::SendError::Dead(e.0))
-        }
-    }
+    deliver_async_by!(
+        |server, msg| server.cast_async(msg),
+        crate::registry::SendError::Dead
+    );
 }

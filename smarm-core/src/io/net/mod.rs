@@ -285,6 +285,65 @@ macro_rules! fd_conversions {
 }
 use fd_conversions;
 
+/// Methods a smarm socket passes straight to the std socket in its `inner`
+/// field, with std's signatures and meaning; `try_clone` also shares the
+/// timeouts of the `io` field (N2).
+macro_rules! delegate_methods {
+    ($ty:ident: $($method:ident),+ $(,)?) => {
+        impl $ty {
+            $(delegate_methods!(@ $ty $method);)+
+        }
+    };
+    (@ $ty:ident local_addr) => {
+        /// The local address.
+        pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+            self.inner.local_addr()
+        }
+    };
+    (@ $ty:ident peer_addr) => {
+        /// The connected peer's address.
+        pub fn peer_addr(&self) -> std::io::Result<SocketAddr> {
+            self.inner.peer_addr()
+        }
+    };
+    (@ $ty:ident shutdown) => {
+        /// Shut down the read half, the write half, or both.
+        pub fn shutdown(&self, how: std::net::Shutdown) -> std::io::Result<()> {
+            self.inner.shutdown(how)
+        }
+    };
+    (@ $ty:ident set_ttl) => {
+        /// Set the IP time-to-live (a listener's: that of the connections
+        /// it accepts).
+        pub fn set_ttl(&self, ttl: u32) -> std::io::Result<()> {
+            self.inner.set_ttl(ttl)
+        }
+    };
+    (@ $ty:ident ttl) => {
+        /// The IP time-to-live.
+        pub fn ttl(&self) -> std::io::Result<u32> {
+            self.inner.ttl()
+        }
+    };
+    (@ $ty:ident take_error) => {
+        /// The pending socket error (`SO_ERROR`), cleared by reading it.
+        pub fn take_error(&self) -> std::io::Result<Option<std::io::Error>> {
+            self.inner.take_error()
+        }
+    };
+    (@ $ty:ident try_clone) => {
+        /// A second handle on the same socket with its own fd (`dup`), so
+        /// more actors can use it; it shares the timeouts (N2).
+        pub fn try_clone(&self) -> std::io::Result<$ty> {
+            Ok($ty {
+                inner: self.inner.try_clone()?,
+                io: self.io.cloned(),
+            })
+        }
+    };
+}
+use delegate_methods;
+
 /// The timeout accessors of a socket with an `io: SocketIo` field (std's
 /// signatures, N2), and its `receiving` / `sending` retries bounded by
 /// them.

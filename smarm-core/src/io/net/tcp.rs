@@ -2,9 +2,12 @@
 //! writes and connect park the actor, and `TcpSocket` for the options that
 //! must be set before `bind` or `connect`.
 
-use super::{SocketIo, addr, fd_conversions, retry, socket, stream_io, timeout_methods, wait};
+use super::{
+    SocketIo, addr, delegate_methods, fd_conversions, retry, socket, stream_io, timeout_methods,
+    wait,
+};
 use std::io;
-use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
@@ -97,26 +100,6 @@ impl TcpListener {
         Incoming { listener: self }
     }
 
-    /// The address it listens on.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-
-    /// Set the IP time-to-live of the connections it accepts.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.inner.set_ttl(ttl)
-    }
-
-    /// The IP time-to-live.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.inner.ttl()
-    }
-
-    /// The pending socket error (`SO_ERROR`), cleared by reading it.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
-    }
-
     /// A second handle on the same listener (`dup`).
     pub fn try_clone(&self) -> io::Result<TcpListener> {
         Ok(TcpListener::wrap(self.inner.try_clone()?))
@@ -124,6 +107,7 @@ impl TcpListener {
 }
 
 fd_conversions!(TcpListener, std::net::TcpListener);
+delegate_methods!(TcpListener: local_addr, set_ttl, ttl, take_error);
 
 /// The iterator of [`TcpListener::incoming`].
 #[derive(Debug)]
@@ -174,21 +158,6 @@ impl TcpStream {
         self.receiving("TcpStream::peek", || self.inner.peek(buf))
     }
 
-    /// Shut down the read half, the write half, or both.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.shutdown(how)
-    }
-
-    /// The remote address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.peer_addr()
-    }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-
     /// Disable (or re-enable) Nagle's algorithm.
     pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
         self.inner.set_nodelay(nodelay)
@@ -198,33 +167,10 @@ impl TcpStream {
     pub fn nodelay(&self) -> io::Result<bool> {
         self.inner.nodelay()
     }
-
-    /// Set the IP time-to-live.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.inner.set_ttl(ttl)
-    }
-
-    /// The IP time-to-live.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.inner.ttl()
-    }
-
-    /// The pending socket error (`SO_ERROR`), cleared by reading it.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
-    }
-
-    /// A second handle on the same connection with its own fd (`dup`), so
-    /// more actors can read or write; it shares the timeouts (N2).
-    pub fn try_clone(&self) -> io::Result<TcpStream> {
-        Ok(TcpStream {
-            inner: self.inner.try_clone()?,
-            io: self.io.cloned(),
-        })
-    }
 }
 
 fd_conversions!(TcpStream, std::net::TcpStream);
+delegate_methods!(TcpStream: shutdown, peer_addr, local_addr, set_ttl, ttl, take_error, try_clone);
 timeout_methods!(TcpStream);
 stream_io!(TcpStream, "TcpStream");
 

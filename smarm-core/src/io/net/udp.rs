@@ -1,6 +1,6 @@
 //! UDP: a socket whose receives (and, rarely, sends) park the actor.
 
-use super::{SocketIo, fd_conversions, tcp::each_addr, timeout_methods};
+use super::{SocketIo, delegate_methods, fd_conversions, tcp::each_addr, timeout_methods};
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
@@ -79,16 +79,6 @@ impl UdpSocket {
         self.receiving("UdpSocket::peek", || self.inner.peek(buf))
     }
 
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-
-    /// The connected peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.peer_addr()
-    }
-
     /// Allow (or forbid) sending to broadcast addresses.
     pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
         self.inner.set_broadcast(on)
@@ -97,16 +87,6 @@ impl UdpSocket {
     /// Whether broadcast is allowed.
     pub fn broadcast(&self) -> io::Result<bool> {
         self.inner.broadcast()
-    }
-
-    /// Set the IP time-to-live.
-    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
-        self.inner.set_ttl(ttl)
-    }
-
-    /// The IP time-to-live.
-    pub fn ttl(&self) -> io::Result<u32> {
-        self.inner.ttl()
     }
 
     /// Join an IPv4 multicast group on `interface`.
@@ -118,20 +98,8 @@ impl UdpSocket {
     pub fn join_multicast_v6(&self, group: &Ipv6Addr, interface: u32) -> io::Result<()> {
         self.inner.join_multicast_v6(group, interface)
     }
-
-    /// The pending socket error (`SO_ERROR`), cleared by reading it.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
-    }
-
-    /// A second handle on the same socket (`dup`); it shares the timeouts.
-    pub fn try_clone(&self) -> io::Result<UdpSocket> {
-        Ok(UdpSocket {
-            inner: self.inner.try_clone()?,
-            io: self.io.cloned(),
-        })
-    }
 }
 
 fd_conversions!(UdpSocket, std::net::UdpSocket);
+delegate_methods!(UdpSocket: local_addr, peer_addr, set_ttl, ttl, take_error, try_clone);
 timeout_methods!(UdpSocket);

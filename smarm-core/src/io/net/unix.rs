@@ -1,9 +1,10 @@
 //! Unix domain sockets: a listener, a stream and a datagram socket whose
 //! blocking calls park the actor, mirroring `std::os::unix::net`.
 
-use super::{SocketIo, fd_conversions, retry, socket, stream_io, timeout_methods};
+use super::{
+    SocketIo, delegate_methods, fd_conversions, retry, socket, stream_io, timeout_methods,
+};
 use std::io;
-use std::net::Shutdown;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::SocketAddr;
@@ -110,16 +111,6 @@ impl UnixListener {
         UnixIncoming { listener: self }
     }
 
-    /// The address it listens on.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-
-    /// The pending socket error (`SO_ERROR`), cleared by reading it.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
-    }
-
     /// A second handle on the same listener (`dup`).
     pub fn try_clone(&self) -> io::Result<UnixListener> {
         Ok(UnixListener::wrap(self.inner.try_clone()?))
@@ -127,6 +118,7 @@ impl UnixListener {
 }
 
 fd_conversions!(UnixListener, std::os::unix::net::UnixListener);
+delegate_methods!(UnixListener: local_addr, take_error);
 
 /// The iterator of [`UnixListener::incoming`].
 #[derive(Debug)]
@@ -193,38 +185,10 @@ impl UnixStream {
         let (a, b) = std::os::unix::net::UnixStream::pair()?;
         Ok((UnixStream::from(a), UnixStream::from(b)))
     }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-
-    /// The peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.peer_addr()
-    }
-
-    /// Shut down the read half, the write half, or both.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.shutdown(how)
-    }
-
-    /// The pending socket error (`SO_ERROR`), cleared by reading it.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
-    }
-
-    /// A second handle on the same connection (`dup`); it shares the
-    /// timeouts.
-    pub fn try_clone(&self) -> io::Result<UnixStream> {
-        Ok(UnixStream {
-            inner: self.inner.try_clone()?,
-            io: self.io.cloned(),
-        })
-    }
 }
 
 fd_conversions!(UnixStream, std::os::unix::net::UnixStream);
+delegate_methods!(UnixStream: local_addr, peer_addr, shutdown, take_error, try_clone);
 timeout_methods!(UnixStream);
 stream_io!(UnixStream, "UnixStream");
 
@@ -302,35 +266,8 @@ impl UnixDatagram {
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.receiving("UnixDatagram::recv", || self.inner.recv(buf))
     }
-
-    /// The local address.
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
-    }
-
-    /// The connected peer's address.
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.peer_addr()
-    }
-
-    /// Shut down the read half, the write half, or both.
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.shutdown(how)
-    }
-
-    /// The pending socket error (`SO_ERROR`), cleared by reading it.
-    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        self.inner.take_error()
-    }
-
-    /// A second handle on the same socket (`dup`); it shares the timeouts.
-    pub fn try_clone(&self) -> io::Result<UnixDatagram> {
-        Ok(UnixDatagram {
-            inner: self.inner.try_clone()?,
-            io: self.io.cloned(),
-        })
-    }
 }
 
 fd_conversions!(UnixDatagram, std::os::unix::net::UnixDatagram);
+delegate_methods!(UnixDatagram: local_addr, peer_addr, shutdown, take_error, try_clone);
 timeout_methods!(UnixDatagram);
