@@ -12,7 +12,10 @@
 //! that wakes an actor, a scheduler that asks whether the runtime is done),
 //! it owns a small trait or function value that the upper layer installs.
 //! `tests/layers.rs` reads this table and fails on any `crate::` or
-//! `super::` path that reaches a layer above its module's.
+//! `super::` path that reaches a layer above its module's, and on a
+//! folder whose modules sit on two layers: each row names folders (and
+//! single-file modules), and a folder is one room. `docs/architecture.md`
+//! in the repository describes every room of every crate.
 //!
 //! ```text layers
 //! 0 loom clock config context hash heap lock locals mapping reclaim stack
