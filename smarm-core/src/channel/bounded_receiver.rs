@@ -12,9 +12,10 @@
 //!
 //! [`Receiver`]: super::Receiver
 
-use super::mpsc::{Chan, RecvError, RecvTimeoutError, Sender, Taken, new_chan, register_current};
+use super::mpsc::{
+    Chan, RecvError, RecvTimeoutError, Sender, Taken, new_chan, wait_or_park_thread,
+};
 use super::timed::{Taking, recv_timeout};
-use crate::lock::thread_wait;
 use crate::scheduler;
 use crate::slot::WaitId;
 use std::sync::Arc;
@@ -180,16 +181,7 @@ impl<T> BoundedReceiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                match register_current(&mut g, what) {
-                    Some(wait) => wait,
-                    None => {
-                        // A plain thread, inline as in `Receiver::recv`.
-                        g.waker = Some(thread_wait::thread_waker());
-                        drop(g);
-                        thread_wait::park_until(None);
-                        continue;
-                    }
-                }
+                wait_or_park_thread!(g, what)
             };
             wait.park();
         }

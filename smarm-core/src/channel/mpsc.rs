@@ -14,7 +14,6 @@ use super::queue::Queue;
 use super::recv_async::RecvAsync;
 use super::room::{self, Room, SendTimeoutError, TrySendError};
 use super::timed::{Taking, recv_timeout};
-use crate::lock::thread_wait::{self, thread_waker};
 use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, Wait, WaitingOn};
@@ -25,6 +24,29 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use thiserror::Error;
+
+/// In a receive loop, with the channel's lock held in `$g`: the running
+/// actor's wait, registered on the channel, for the loop to park on; on a
+/// plain thread, register its waker instead, drop `$g` and the other
+/// guards, park the thread (lock::thread_wait (T1)) and `continue` the
+/// loop. Inline in the loop, not through `wait_until`: moving the guards
+/// into a helper costs the actor path 9 to 14 instructions per receive
+/// (callgrind, pingpong1).
+macro_rules! wait_or_park_thread {
+    ($g:ident, $what:expr $(, $guard:ident)*) => {
+        match $crate::channel::mpsc::register_current(&mut $g, $what) {
+            Some(wait) => wait,
+            None => {
+                $g.waker = Some($crate::lock::thread_wait::thread_waker());
+                drop($g);
+                $(drop($guard);)*
+                $crate::lock::thread_wait::park_until(None);
+                continue;
+            }
+        }
+    };
+}
+pub(super) use wait_or_park_thread;
 
 /// Create a channel and return its `(Sender, Receiver)` halves. The channel
 /// is unbounded and open until every `Sender` is dropped.
@@ -536,21 +558,7 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                match register_current(&mut g, "Receiver::recv") {
-                    Some(wait) => wait,
-                    None => {
-                        // A plain thread: park it until a send unparks it
-                        // (lock::thread_wait (T1)). Inline, not through
-                        // `wait_until` (here and in recv_match): moving the
-                        // guards into a helper costs the actor path 9 to 14
-                        // instructions per receive (callgrind, pingpong1).
-                        g.waker = Some(thread_waker());
-                        drop(g);
-                        drop(taken);
-                        thread_wait::park_until(None);
-                        continue;
-                    }
-                }
+                wait_or_park_thread!(g, "Receiver::recv", taken)
             };
             wait.park();
         }
@@ -665,17 +673,7 @@ impl<T> Receiver<T> {
                 if g.senders == 0 {
                     return Err(RecvError);
                 }
-                match register_current(&mut g, "Receiver::recv_match") {
-                    Some(wait) => wait,
-                    None => {
-                        // A plain thread, as in `recv`.
-                        g.waker = Some(thread_waker());
-                        drop(g);
-                        drop(taken);
-                        thread_wait::park_until(None);
-                        continue;
-                    }
-                }
+                wait_or_park_thread!(g, "Receiver::recv_match", taken)
             };
             wait.park();
         }

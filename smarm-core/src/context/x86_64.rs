@@ -20,6 +20,15 @@
 use super::EntryFn;
 use core::arch::naked_asm;
 
+/// The second half of a switch, once rsp holds the saved stack pointer of
+/// the context to resume: pop the registers `switch` pushed (the module
+/// docs' frame) and return into that context.
+macro_rules! restore_and_return {
+    () => {
+        "pop r15\npop r14\npop r13\npop r12\npop rbx\npop rbp\nret"
+    };
+}
+
 /// Save the current context's stack pointer through `save` and resume the
 /// context whose stack pointer is `load`.
 ///
@@ -39,13 +48,7 @@ pub(crate) unsafe extern "C" fn switch(save: *mut *mut u8, load: *mut u8) {
         "push r15",
         "mov [rdi], rsp",
         "mov rsp, rsi",
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
-        "ret",
+        restore_and_return!(),
     )
 }
 
@@ -56,21 +59,12 @@ pub(crate) unsafe extern "C" fn switch(save: *mut *mut u8, load: *mut u8) {
 ///
 /// # Safety
 ///
-/// As `switch`'s `load`; the current context is abandoned. (Its pops
-/// mirror `switch`'s on purpose: `switch` stays one straight run of
+/// As `switch`'s `load`; the current context is abandoned. (Its pops are
+/// `switch`'s, from one macro: `switch` stays one straight run of
 /// instructions, without a jump into this.)
 #[unsafe(naked)]
 pub(crate) unsafe extern "C" fn resume(load: *mut u8) -> ! {
-    naked_asm!(
-        "mov rsp, rdi",
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
-        "ret",
-    )
+    naked_asm!("mov rsp, rdi", restore_and_return!(),)
 }
 
 /// First code run on a fresh stack: call `entry(arg)` from r13/r12 with the
