@@ -48,34 +48,54 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// What a parked actor waits for, as introspection reports it. New kinds
-/// of wait may be added: match with a wildcard arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-#[non_exhaustive]
-pub enum WaitingOn {
+/// Declare `WaitingOn` and its `from_u8` from one list of kinds and their
+/// slot values, so the two cannot drift apart.
+macro_rules! waiting_on {
+    ($($(#[doc = $doc:literal])+ $kind:ident = $value:literal,)+) => {
+        /// What a parked actor waits for, as introspection reports it. New
+        /// kinds of wait may be added: match with a wildcard arm.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        #[non_exhaustive]
+        pub enum WaitingOn {
+            $($(#[doc = $doc])+ $kind = $value,)+
+        }
+
+        impl WaitingOn {
+            /// The value a slot holds, if it names one (0 is "none yet").
+            pub(crate) fn from_u8(v: u8) -> Option<WaitingOn> {
+                match v {
+                    $($value => Some(WaitingOn::$kind),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+waiting_on! {
     /// A message on a channel (`recv`, `recv_timeout`).
     Message = 1,
     /// Any of several channels or fds (`select`).
-    Select,
+    Select = 2,
     /// The reply to a call, or a oneshot's value.
-    Reply,
+    Reply = 3,
     /// An actor-aware `Mutex`.
-    Lock,
+    Lock = 4,
     /// An fd becoming readable or writable.
-    Fd,
+    Fd = 5,
     /// Another actor's exit (`JoinHandle::join`).
-    Join,
+    Join = 6,
     /// A timer (`sleep`).
-    Timer,
+    Timer = 7,
     /// A job on the blocking pool (`block_on_io`).
-    BlockingJob,
+    BlockingJob = 8,
     /// Room in a full bounded channel (`Sender::send`).
-    Room,
+    Room = 9,
     /// Anything, holding no stack (`smarm::hibernate`).
-    Hibernating,
+    Hibernating = 10,
     /// A future's waker (`smarm::future::block_on`).
-    Future,
+    Future = 11,
 }
 
 impl WaitingOn {
@@ -83,26 +103,6 @@ impl WaitingOn {
     #[inline]
     pub(crate) fn to_u8(self) -> u8 {
         self as u8
-    }
-
-    /// The value a slot holds, if it names one.
-    pub(crate) fn from_u8(v: u8) -> Option<WaitingOn> {
-        use WaitingOn::*;
-        [
-            Message,
-            Select,
-            Reply,
-            Lock,
-            Fd,
-            Join,
-            Timer,
-            BlockingJob,
-            Room,
-            Hibernating,
-            Future,
-        ]
-        .into_iter()
-        .find(|w| w.to_u8() == v)
     }
 }
 
@@ -442,5 +442,23 @@ struct Unregister<'a, W: BoundedWaiter> {
 impl<W: BoundedWaiter> Drop for Unregister<'_, W> {
     fn drop(&mut self) {
         self.waiter.unregister(self.id);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::WaitingOn;
+
+    /// Every kind survives the slot's byte, and no other byte names one.
+    #[test]
+    fn a_kind_round_trips_through_its_slot_value() {
+        let kinds: Vec<WaitingOn> = (0..=u8::MAX).filter_map(WaitingOn::from_u8).collect();
+        assert_eq!(kinds.len(), 11);
+        for kind in kinds {
+            assert_eq!(WaitingOn::from_u8(kind.to_u8()), Some(kind));
+        }
+        assert_eq!(WaitingOn::from_u8(0), None);
+        assert_eq!(WaitingOn::from_u8(1), Some(WaitingOn::Message));
+        assert_eq!(WaitingOn::from_u8(11), Some(WaitingOn::Future));
     }
 }
