@@ -106,7 +106,7 @@ use crate::slot::{Pid, Slot, WaitId};
 
 /// The actor has switched away for the last time: release its stack and
 /// its wait timer, hand the rest of its exit to the actor layer (outcome,
-/// joiner, monitors and links, recycling the slot: `Shared::exit_hook`),
+/// joiner, monitors and links, recycling the slot: the exit hook),
 /// and only then count it out of `live_actors` (the termination verdict's
 /// soundness rests on this order, runtime (I2)).
 #[inline(always)]

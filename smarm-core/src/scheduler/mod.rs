@@ -86,7 +86,7 @@
 //!
 //! - (I1) Only the scheduler thread itself touches its `Worker` (it lives
 //!   on that thread's stack and is reached through a thread-local); other
-//!   threads reach a scheduler only through `Shared::queues`.
+//!   threads reach a scheduler only through its `Schedulers::queues` entry.
 //! - (I2) Actor code never holds a reference derived from the thread-local
 //!   across a switch: after a switch the actor may be on another thread.
 //!   Every access re-reads it through the `#[inline(never)]`

@@ -3,9 +3,11 @@
 //!
 //! # Invariants
 //!
-//! - (K1) A scheduler's cache is touched only by its own thread, inside a
-//!   `with_worker` span (scheduler (I1)); it holds at most
-//!   [`STACK_CACHE_MAX`] stacks, all of the runtime's size.
+//! - (K1) A scheduler's cache is touched only by its own thread
+//!   (scheduler (I1)), inside `with_worker` spans while it runs actors and
+//!   once more when its loop ends (the cache goes back to the pool); after
+//!   each release it holds at most [`STACK_CACHE_MAX`] stacks, all of the
+//!   runtime's size.
 //! - (K2) A stack of another size than the runtime's goes back to the
 //!   process's pool of its size, never into a cache.
 

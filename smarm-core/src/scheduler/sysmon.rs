@@ -43,7 +43,7 @@
 //!   actors or touches their state.
 //! - (M2) A scheduler's blocked record is written only by the monitor, and
 //!   cleared once the scheduler resumes anything.
-//! - (M3) A spare's bit in `Shared::present` is set by the monitor before
+//! - (M3) A spare's bit in `Schedulers::present` is set by the monitor before
 //!   its thread starts and cleared by that thread as its last act, after
 //!   its queues are empty, it is offline to the reclaimer, and no actor is
 //!   pinned to it. While the bit is clear no wake targets the spare (its
