@@ -341,31 +341,30 @@ impl<T> Drop for SendWait<'_, T> {
 /// A plain thread's wait for room (lock::thread_wait): until the receiver
 /// moves its message in, the receiver goes, or the deadline.
 fn send_on_thread<T>(chan: &Chan<T>, value: T, deadline: Option<Instant>) -> Outcome<T> {
-    let mut value = Some(value);
-    let mut ticket = None;
+    let ticket = {
+        let mut g = chan.lock();
+        if !g.receiver_alive {
+            return Err(SendTimeoutError::Disconnected(value));
+        }
+        if !g.is_full() {
+            g.push(value);
+            return Ok(());
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(SendTimeoutError::Timeout(value));
+        }
+        let waker = SendWaker::Thread(std::thread::current());
+        match g.room.as_mut() {
+            Some(room) => room.block(value, waker),
+            None => {
+                g.push(value); // never full: unreachable, but never lose it
+                return Ok(());
+            }
+        }
+    };
+    // Blocked (B2): the receiver that moves the message in unparks us.
     thread_wait::wait_until(deadline, |expired| {
         let mut g = chan.lock();
-        let Some(ticket) = ticket else {
-            // First round: queue it if there is room, else join the
-            // blocked list (B2) with this thread as its waker.
-            let value = value.take()?;
-            if !g.receiver_alive {
-                return Some(Err(SendTimeoutError::Disconnected(value)));
-            }
-            if !g.is_full() {
-                g.push(value);
-                return Some(Ok(()));
-            }
-            if expired {
-                return Some(Err(SendTimeoutError::Timeout(value)));
-            }
-            let waker = SendWaker::Thread(std::thread::current());
-            match g.room.as_mut() {
-                Some(room) => ticket = Some(room.block(value, waker)),
-                None => g.push(value), // never full: unreachable, but never lose it
-            }
-            return ticket.is_none().then_some(Ok(()));
-        };
         if !g.is_blocked(ticket) {
             return Some(Ok(()));
         }
