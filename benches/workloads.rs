@@ -9,7 +9,13 @@
 //!
 //! Each workload runs in a fresh OS process (this binary re-executes
 //! itself), so memory figures do not inherit another workload's pools, and
-//! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads.
+//! gives up with a non-zero exit after 120 s. Runtime: 2 scheduler threads
+//! (1 for `pingpong1`, `yield` and `crash_heartbeat`, which measure one
+//! scheduler's floor and stalls). Beside the specification's workloads:
+//! `yield` (ns per switch of two actors yielding to each other),
+//! `timers_warm` (`timers` a second time in one process) and
+//! `crash_heartbeat` (a heartbeat's worst lateness beside crashing actors;
+//! run it with `RUST_BACKTRACE=1` and `=0`).
 //! With `--features trace`, `SMARM_BENCH_TRACE=1` runs each workload under a
 //! started trace.
 //! `SMARM_BENCH_STATS=1` prints the per-scheduler stats after the call workloads (on
@@ -26,7 +32,7 @@ use std::process::{Command, ExitCode};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const WORKLOADS: [&str; 18] = [
+const WORKLOADS: [&str; 21] = [
     "spawn",
     "pingpong",
     "pingpong1",
@@ -45,6 +51,9 @@ const WORKLOADS: [&str; 18] = [
     "call_hibernated",
     "spawn_1m",
     "memory_return",
+    "yield",
+    "timers_warm",
+    "crash_heartbeat",
 ];
 const CHILD_ENV: &str = "SMARM_BENCH_WORKLOAD";
 
@@ -117,6 +126,9 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
         "memory_hibernated" => memory_hibernated_workload,
         "spawn_1m" => spawn_1m_workload,
         "memory_return" => memory_return_workload,
+        "yield" => yield_workload,
+        "timers_warm" => timers_warm_workload,
+        "crash_heartbeat" => crash_heartbeat_workload,
         other => {
             eprintln!("unknown workload {other}; known: {WORKLOADS:?}");
             return ExitCode::FAILURE;
@@ -126,7 +138,7 @@ fn run_child(peer: &'static str, name: &str) -> ExitCode {
         Ok(n) => n
             .parse()
             .expect("SMARM_BENCH_THREADS: a number of schedulers"),
-        Err(_) if name == "pingpong1" => 1,
+        Err(_) if matches!(name, "pingpong1" | "yield" | "crash_heartbeat") => 1,
         Err(_) => 2,
     };
     let mut config = Config::exact(threads);
@@ -504,6 +516,11 @@ fn call_served_workload() -> (f64, &'static str) {
 const TIMERS_N: usize = 100_000;
 
 fn timers_workload() -> (f64, &'static str) {
+    (timers_burst(), "ms")
+}
+
+/// `TIMERS_N` actors each sleeping 50 ms, spawned at once and joined: ms.
+fn timers_burst() -> f64 {
     let t0 = Instant::now();
     let handles: Vec<_> = (0..TIMERS_N)
         .map(|_| smarm::spawn(|| smarm::sleep(Duration::from_millis(50))))
@@ -511,7 +528,77 @@ fn timers_workload() -> (f64, &'static str) {
     for h in handles {
         h.join().unwrap();
     }
-    (t0.elapsed().as_secs_f64() * 1e3, "ms")
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+/// `timers` a second time in the same process: the stack pool, the slot
+/// table and the timer heaps are warm (the first burst is an `EXTRA`).
+fn timers_warm_workload() -> (f64, &'static str) {
+    extra("cold", timers_burst(), "ms");
+    (timers_burst(), "ms")
+}
+
+const YIELDS: u64 = 2_000_000;
+
+/// Two actors yielding to each other on one scheduler: ns per switch
+/// (each `yield_now` is one switch away and one back in).
+fn yield_workload() -> (f64, &'static str) {
+    let t0 = Instant::now();
+    let yielders: Vec<_> = (0..2)
+        .map(|_| {
+            smarm::spawn(|| {
+                for _ in 0..YIELDS / 2 {
+                    smarm::yield_now();
+                }
+            })
+        })
+        .collect();
+    for y in yielders {
+        y.join().unwrap();
+    }
+    (t0.elapsed().as_nanos() as f64 / YIELDS as f64, "ns/switch")
+}
+
+const CRASHES: u32 = 5;
+
+/// A heartbeat actor sleeping 1 ms at a time beside an actor that panics
+/// `CRASHES` times, 100 ms apart, from 40 frames deep (a crash report's
+/// backtrace with `RUST_BACKTRACE=1`): the heartbeat's worst lateness, ms.
+/// Run it with `RUST_BACKTRACE=0` and `=1`: the difference is what crash
+/// reports cost the actors beside them.
+fn crash_heartbeat_workload() -> (f64, &'static str) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = Arc::new(AtomicBool::new(false));
+    let beating = done.clone();
+    let heartbeat = smarm::spawn(move || {
+        let mut worst = Duration::ZERO;
+        let mut lateness = Vec::new();
+        while !beating.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            smarm::sleep(Duration::from_millis(1));
+            let late = t.elapsed().saturating_sub(Duration::from_millis(1));
+            worst = worst.max(late);
+            lateness.push(late);
+        }
+        lateness.sort();
+        (worst, lateness[lateness.len() / 2])
+    });
+    fn deep(n: u32) -> u32 {
+        if n == 0 {
+            panic!("crash_heartbeat: the server went off");
+        }
+        std::hint::black_box(deep(n - 1)) + 1
+    }
+    for _ in 0..CRASHES {
+        smarm::sleep(Duration::from_millis(100));
+        let crasher = smarm::spawn(|| deep(40));
+        assert!(crasher.join().is_err());
+    }
+    smarm::sleep(Duration::from_millis(100));
+    done.store(true, Ordering::Relaxed);
+    let (worst, median) = heartbeat.join().unwrap();
+    extra("median_lateness", median.as_secs_f64() * 1e3, "ms");
+    (worst.as_secs_f64() * 1e3, "ms")
 }
 
 const MEMORY_N: usize = 100_000;
