@@ -268,6 +268,70 @@ fn a_plain_threads_panic_still_reaches_the_hook_installed_before() {
     );
 }
 
+/// Panics from a few frames down, so a backtrace has frames of its own.
+#[inline(never)]
+fn crash_from_depth(n: u32, what: &str) -> u32 {
+    if n == 0 {
+        panic!("{what}");
+    }
+    std::hint::black_box(crash_from_depth(n - 1, what)) + 1
+}
+
+#[test]
+fn default_reports_are_written_in_order_with_backtraces_before_run_returns() {
+    const ORDER: [&str; 4] = ["first crash", "second crash", "third crash", "fourth crash"];
+    const TOGETHER: usize = 40;
+    if std::env::var_os("SMARM_REPORTS_CHILD").is_some() {
+        run_with(2, || {
+            for what in ORDER {
+                let h = smarm::spawn(move || crash_from_depth(8, what));
+                assert!(h.join().is_err());
+            }
+            // Many at once, from both schedulers, just before the run
+            // ends: each written whole, and before `run` returns (their
+            // backtraces take the reporter longer than the run's end).
+            let together: Vec<_> = (0..TOGETHER)
+                .map(|_| smarm::spawn(|| crash_from_depth(30, "together")))
+                .collect();
+            for h in together {
+                assert!(h.join().is_err());
+            }
+        });
+        eprintln!("RUN-RETURNED");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "default_reports_are_written_in_order_with_backtraces_before_run_returns",
+            "--nocapture",
+        ])
+        .env("SMARM_REPORTS_CHILD", "1")
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let returned = stderr.find("RUN-RETURNED").expect("the child's marker");
+    let reports: Vec<&str> = stderr[..returned].split("=CRASH REPORT====").skip(1).collect();
+    assert_eq!(
+        reports.len(),
+        ORDER.len() + TOGETHER,
+        "every report before run returned: {stderr}"
+    );
+    for (report, what) in reports.iter().zip(ORDER) {
+        assert!(report.contains(&format!("panic: {what}")), "in order: {stderr}");
+    }
+    for report in &reports {
+        // Resolved to symbols where it was written.
+        assert!(
+            report.contains("backtrace:") && report.contains("crash_from_depth"),
+            "{report}"
+        );
+    }
+    assert!(reports[ORDER.len()..].iter().all(|r| r.contains("panic: together")));
+}
+
 #[test]
 fn every_scheduler_blocked_with_no_spare_left_is_reported_once_naming_the_actors() {
     let _ = reports(); // the collecting handler is installed

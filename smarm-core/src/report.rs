@@ -22,7 +22,13 @@
 //!
 //! The default handler writes each report to standard error (so a test
 //! harness that captures a test's output captures the reports of actors
-//! its runtime runs). With the `tracing` feature, while a `tracing`
+//! its runtime runs). On a runtime's thread it hands the report to the
+//! runtime's reporter thread, started at its first report, which formats
+//! and writes the reports in the order they were made: formatting a
+//! backtrace resolves its symbols, tens of milliseconds the first time,
+//! which would stall every actor queued behind the scheduler that made
+//! the report. `run` returns only once the reporter has written every
+//! report of the run. With the `tracing` feature, while a `tracing`
 //! subscriber is the default where the report is made (a runtime's
 //! schedulers take the one that was the default where it started), the
 //! default handler makes each report a `tracing` event instead (target
@@ -37,12 +43,15 @@
 //!   recorded for the same actor (pid and generation) on the finalising
 //!   thread; otherwise it goes without one. A stale record is overwritten
 //!   by the next panic on that thread.
+//! - (R3) A runtime's default-handler reports are written by one thread,
+//!   in the order they reached [`emit`], all of them before that
+//!   runtime's `run` returns ([`finish_run`]).
 
 use crate::slot::{DownReason, Pid};
 use std::backtrace::{Backtrace, BacktraceStatus};
 use std::cell::RefCell;
 use std::fmt;
-use std::sync::{Arc, Once, RwLock};
+use std::sync::{Arc, Mutex, Once, RwLock, mpsc};
 
 /// An actor ended by a panic, or stopped for crossing its heap limit.
 #[derive(Debug, Clone)]
@@ -248,7 +257,12 @@ static HANDLER: RwLock<Option<Handler>> = RwLock::new(None);
 /// Send every report of this process to `handler` instead of standard
 /// error: to a logger, to a test's collector, or nowhere (`|_| {}`).
 /// Process-wide, like a panic hook; the last call wins. The handler runs
-/// on a scheduler thread, outside any actor: it must not block for long.
+/// where the report is made, mostly on a scheduler thread outside any
+/// actor, before the crashed actor's monitors and joiners hear of its
+/// end: it must not block for long. Formatting a report that carries a
+/// backtrace resolves its symbols (tens of milliseconds the first time):
+/// a handler that prints such reports should hand them to a thread of its
+/// own, as the default handler does.
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
@@ -283,7 +297,70 @@ pub fn emit(report: Report) {
         Some(h) => h(&report),
         #[cfg(feature = "tracing")]
         None if subscribed() => to_tracing(&report),
-        None => eprintln!("{report}"),
+        None => write_to_stderr(report),
+    }
+}
+
+/// The default handler: on a runtime's thread, through its reporter
+/// (R3); elsewhere (or when the reporter cannot start), here.
+fn write_to_stderr(report: Report) {
+    let mut report = Some(report);
+    crate::scheduler::with_worker(|_, shared| {
+        shared.locals().get_or_default::<Reporter>().send(&mut report);
+    });
+    if let Some(report) = report {
+        eprintln!("{report}");
+    }
+}
+
+/// A runtime's reporter thread, started at its first default-handler
+/// report and ended by [`finish_run`] (R3).
+#[derive(Default)]
+struct Reporter(Mutex<Option<ReporterThread>>);
+
+struct ReporterThread {
+    tx: mpsc::Sender<Report>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Reporter {
+    /// Take `report` and queue it for the reporter thread, starting the
+    /// thread if it is not running; leaves it in place if that fails.
+    fn send(&self, report: &mut Option<Report>) {
+        let mut running = crate::lock::lock_std(&self.0);
+        if running.is_none() {
+            let (tx, rx) = mpsc::channel::<Report>();
+            // Spawned from a scheduler thread, it inherits the output
+            // capture a test harness gave the runtime's threads.
+            let started = std::thread::Builder::new()
+                .name("smarm-reporter".to_string())
+                .spawn(move || {
+                    for report in rx {
+                        eprintln!("{report}");
+                    }
+                });
+            if let Ok(thread) = started {
+                *running = Some(ReporterThread { tx, thread });
+            }
+        }
+        if let (Some(r), Some(queued)) = (running.as_ref(), report.take()) {
+            // The receiver lives until `finish_run` drops the sender.
+            if let Err(mpsc::SendError(back)) = r.tx.send(queued) {
+                *report = Some(back);
+            }
+        }
+    }
+}
+
+/// The end of a runtime's run, once its schedulers have stopped: wait
+/// until the reporter has written every report (R3).
+pub(crate) fn finish_run(shared: &crate::scheduler::Shared) {
+    let running = crate::lock::lock_std(&shared.locals().get_or_default::<Reporter>().0).take();
+    if let Some(ReporterThread { tx, thread }) = running {
+        drop(tx);
+        // A reporter that panicked (a report's `Display` did) has lost
+        // nothing more than that report; the run's outcome stands.
+        let _ = thread.join();
     }
 }
 

@@ -224,6 +224,7 @@ impl Runtime {
             }
         }
         crate::io::stop(shared);
+        crate::report::finish_run(shared);
         shared.end_run();
         if let Some(p) = scheduler_panic {
             std::panic::resume_unwind(p);
