@@ -1,0 +1,3 @@
+module smarm/gotwins
+
+go 1.19
