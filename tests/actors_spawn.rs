@@ -257,18 +257,37 @@ fn big_frame<const N: usize>() -> usize {
 }
 
 #[test]
-fn an_actor_with_a_one_mib_frame_runs_with_the_default_config() {
+fn an_actor_with_a_128_kib_frame_runs_with_the_default_config() {
     for threads in THREADS {
         run_with(threads, || {
-            let n = smarm::spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256));
+            let n = smarm::spawn(|| assert_eq!(big_frame::<{ 128 << 10 }>(), 32));
             n.join().unwrap();
         });
     }
     // And with `smarm::run`'s own defaults.
     smarm::run(|| {
-        smarm::spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256))
+        smarm::spawn(|| assert_eq!(big_frame::<{ 128 << 10 }>(), 32))
             .join()
             .unwrap()
+    });
+}
+
+#[test]
+fn an_actor_with_a_one_mib_frame_runs_with_a_one_mib_builder_stack() {
+    // The documented way to give one actor a thread's room.
+    smarm::run(|| {
+        let deep = smarm::Builder::new()
+            .stack_size((1 << 20) + (64 << 10))
+            .spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256))
+            .unwrap();
+        deep.join().unwrap();
+        // The default stack is too small for it: the actor ends alone,
+        // reported as an overflow.
+        let over = smarm::spawn(|| assert_eq!(big_frame::<{ 1 << 20 }>(), 256));
+        assert_eq!(
+            over.join().unwrap_err().reason(),
+            smarm::DownReason::StackOverflow
+        );
     });
 }
 

@@ -303,7 +303,13 @@ fn stack_pages_count_the_pages_a_deep_stack_uses() {
         let shallow = smarm::spawn(|| actor_info(self_pid()).unwrap().stack_pages.unwrap())
             .join()
             .unwrap();
-        let deep_pages = smarm::spawn(|| deep(200)).join().unwrap();
+        // 200 KiB of frames (twice that unoptimised): a stack of its own.
+        let deep_pages = smarm::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(|| deep(200))
+            .unwrap()
+            .join()
+            .unwrap();
         assert!(shallow >= 1, "a running actor's stack has a page in use");
         // The pages in use are resident (pooled stacks may hold more).
         assert!(deep_pages >= 200 * 1024 / 4096, "{deep_pages}");

@@ -17,15 +17,20 @@ pub const DEFAULT_SPARE_THREADS: usize = MAX_THREADS;
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
 /// Largest stack an actor may be given.
 pub const MAX_STACK_SIZE: usize = 1 << 30;
-/// The default actor stack: 1 MiB plus 60 KiB, so that code written for a
-/// thread (a 1 MiB local array, recursion a few thousand frames deep)
-/// runs in an actor, with the guard page making each stack's reservation
-/// 1 MiB + 64 KiB. It is virtual: an actor pays for the pages it touches
-/// (usually one) and, its stack spaced that far from its neighbours, about
-/// half a 4 KiB page-table page while it lives (2 MiB stacks, a
-/// `std::thread`'s default, would cost a whole one each: measured on the
-/// timers workload, 12% more time to start 100,000 actors cold).
-pub const DEFAULT_STACK_SIZE: usize = (1 << 20) + (60 << 10);
+/// The default actor stack: 252 KiB, with the guard page a 256 KiB
+/// reservation: a 128 KiB local array or recursion a thousand frames deep
+/// runs in an actor; an actor that needs a thread's room (a 1 MiB local,
+/// a deep parser) gets it from [`Builder::stack_size`](crate::Builder::stack_size)
+/// or [`Config::stack_size`]. The stack is virtual: an actor pays for the
+/// pages it touches (usually one) and its share of the page-table page
+/// that maps its stack beside its neighbours', one per 2 MiB of address
+/// space: an eighth of a 4 KiB page here. At 1 MiB + 60 KiB (the default
+/// before) that share was half a page: a parked actor cost 4,598 bytes of
+/// RSS and 2,180 of page tables (5,112 in all now), and a million actors
+/// took 4.9 s to spawn against 1.75 s now, mostly the kernel's page-table
+/// faults (the memory and spawn_1m workloads). 2 MiB stacks, a
+/// `std::thread`'s default, would cost a whole page-table page each.
+pub const DEFAULT_STACK_SIZE: usize = 252 << 10;
 
 /// Runtime configuration, passed to [`init`](crate::runtime::init).
 ///
@@ -50,7 +55,7 @@ pub struct Config {
 
 impl Default for Config {
     /// One scheduler thread per available core, 1,048,576 actors, stacks
-    /// of 1 MiB + 60 KiB ([`DEFAULT_STACK_SIZE`]: virtual, an actor pays
+    /// of 252 KiB ([`DEFAULT_STACK_SIZE`]: virtual, an actor pays
     /// only for the pages it touches), 1 ms timeslices.
     fn default() -> Self {
         let threads = std::thread::available_parallelism()

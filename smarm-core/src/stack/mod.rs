@@ -3,7 +3,7 @@
 //!
 //! # Design
 //!
-//! A stack is `size` usable bytes (default 1 MiB + 60 KiB, virtual: an
+//! A stack is `size` usable bytes (default 252 KiB, virtual: an
 //! actor pays only for the pages it touches, plus its share of the
 //! page-table pages that map them, one per 2 MiB of address space) above a
 //! 4 KiB guard page. Stacks of
