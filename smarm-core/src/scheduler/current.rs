@@ -67,6 +67,9 @@ pub(crate) struct Timeslice {
 pub(super) struct PickState {
     pub(super) lifo_streak: Cell<u32>,
     pub(super) tick: Cell<u32>,
+    /// The clock tick at which the local queue's back was last taken (at
+    /// first, when the scheduler started).
+    pub(super) back_taken_at: Cell<u64>,
 }
 
 impl Worker {
@@ -95,6 +98,7 @@ impl Worker {
             pick: PickState {
                 lifo_streak: Cell::new(0),
                 tick: Cell::new(0),
+                back_taken_at: Cell::new(crate::clock::now()),
             },
             stack_cache: std::cell::RefCell::new(Vec::new()),
         }

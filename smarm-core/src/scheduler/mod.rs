@@ -12,8 +12,11 @@
 //!    fresh child runs first: depth-first, so the live set stays small);
 //!    at most [`LIFO_STREAK`](worker::LIFO_STREAK) times in a row, so a ping-pong pair cannot
 //!    starve the queue;
-//! 2. the local queue front (every [`FAIRNESS_TICK`](worker::FAIRNESS_TICK)th pop, its back, so a
-//!    yielded actor is reached even under a stream of new work); every
+//! 2. the local queue front (on every [`FAIRNESS_TICK`](worker::FAIRNESS_TICK)th pop its back, at
+//!    most once in ten timeslices, so a yielded actor is reached even under
+//!    a stream of new work, while the oldest new work there, a spawning
+//!    tree's shallow nodes, is not started early and often: that grew
+//!    skynet's live set threefold); every
 //!    [`INJECTOR_TICK`](worker::INJECTOR_TICK)th pop the global injector comes first;
 //! 3. the global injector (work from threads that are not schedulers);
 //! 4. this scheduler's pinned queue (also taken first every
