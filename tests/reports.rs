@@ -313,14 +313,20 @@ fn default_reports_are_written_in_order_with_backtraces_before_run_returns() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let returned = stderr.find("RUN-RETURNED").expect("the child's marker");
-    let reports: Vec<&str> = stderr[..returned].split("=CRASH REPORT====").skip(1).collect();
+    let reports: Vec<&str> = stderr[..returned]
+        .split("=CRASH REPORT====")
+        .skip(1)
+        .collect();
     assert_eq!(
         reports.len(),
         ORDER.len() + TOGETHER,
         "every report before run returned: {stderr}"
     );
     for (report, what) in reports.iter().zip(ORDER) {
-        assert!(report.contains(&format!("panic: {what}")), "in order: {stderr}");
+        assert!(
+            report.contains(&format!("panic: {what}")),
+            "in order: {stderr}"
+        );
     }
     for report in &reports {
         // Resolved to symbols where it was written.
@@ -329,7 +335,11 @@ fn default_reports_are_written_in_order_with_backtraces_before_run_returns() {
             "{report}"
         );
     }
-    assert!(reports[ORDER.len()..].iter().all(|r| r.contains("panic: together")));
+    assert!(
+        reports[ORDER.len()..]
+            .iter()
+            .all(|r| r.contains("panic: together"))
+    );
 }
 
 #[test]

@@ -306,7 +306,10 @@ pub fn emit(report: Report) {
 fn write_to_stderr(report: Report) {
     let mut report = Some(report);
     crate::scheduler::with_worker(|_, shared| {
-        shared.locals().get_or_default::<Reporter>().send(&mut report);
+        shared
+            .locals()
+            .get_or_default::<Reporter>()
+            .send(&mut report);
     });
     if let Some(report) = report {
         eprintln!("{report}");

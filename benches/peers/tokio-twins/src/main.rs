@@ -38,7 +38,11 @@ fn main() {
                 for y in yielders {
                     y.await.expect("yielder");
                 }
-                report("yield", t.elapsed().as_nanos() as f64 / YIELDS as f64, "ns/switch");
+                report(
+                    "yield",
+                    t.elapsed().as_nanos() as f64 / YIELDS as f64,
+                    "ns/switch",
+                );
             });
         }
         "timers_warm" => {
