@@ -45,7 +45,7 @@
 //!   by the next panic on that thread.
 //! - (R3) A runtime's default-handler reports are written by one thread,
 //!   in the order they reached [`emit`], all of them before that
-//!   runtime's `run` returns ([`finish_run`]).
+//!   runtime's `run` returns (`finish_run`).
 
 use crate::slot::{DownReason, Pid};
 use std::backtrace::{Backtrace, BacktraceStatus};
