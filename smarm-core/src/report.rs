@@ -38,7 +38,11 @@
 //! # Invariants
 //!
 //! - (R1) The panic hook takes no lock and allocates only the record it
-//!   keeps (in a thread-local), so it is safe wherever a panic starts.
+//!   keeps (in a thread-local), so it is safe wherever a panic starts. Its
+//!   backtrace is the frames' addresses only ([`Backtrace`]), walked
+//!   without a lock: std's `Backtrace` takes one process-wide lock to
+//!   capture and to resolve, so a scheduler capturing a panic would wait
+//!   for the reporter resolving the previous one.
 //! - (R2) A crash report uses the recorded location only if it was
 //!   recorded for the same actor (pid and generation) on the finalising
 //!   thread; otherwise it goes without one. A stale record is overwritten
@@ -48,7 +52,6 @@
 //!   runtime's `run` returns (`finish_run`).
 
 use crate::slot::{DownReason, Pid};
-use std::backtrace::{Backtrace, BacktraceStatus};
 use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, Mutex, Once, RwLock, mpsc};
@@ -79,6 +82,97 @@ pub struct CrashReport {
     /// A backtrace, when `RUST_BACKTRACE` (or `RUST_LIB_BACKTRACE`) asks
     /// for one (resolved to symbols only when it is printed).
     pub backtrace: Option<Arc<Backtrace>>,
+}
+
+/// Where an actor panicked, as the stack's return addresses, captured by
+/// the panic hook and resolved to functions, files and lines the first
+/// time it is printed (`Display`, in std's backtrace format). Resolving
+/// reads the program's debug information: tens of milliseconds the first
+/// time in a process.
+pub struct Backtrace {
+    frames: std::sync::Mutex<backtrace::Backtrace>,
+}
+
+/// Frames kept of a crash's backtrace (the innermost ones).
+const MAX_FRAMES: usize = 256;
+
+impl Backtrace {
+    /// The calling thread's stack, unresolved, without taking a lock.
+    fn capture() -> Backtrace {
+        let mut frames = Vec::with_capacity(64);
+        // SAFETY: the unsynchronized walk is unsafe only where the
+        // platform's unwinder is not thread-safe; on Linux it is libgcc's
+        // `_Unwind_Backtrace`, which serialises its own caches, so walking
+        // here while another thread resolves or walks is sound.
+        unsafe {
+            backtrace::trace_unsynchronized(|frame| {
+                frames.push(backtrace::BacktraceFrame::from(frame.clone()));
+                frames.len() < MAX_FRAMES
+            });
+        }
+        Backtrace {
+            frames: std::sync::Mutex::new(backtrace::Backtrace::from(frames)),
+        }
+    }
+
+    /// Whether `RUST_LIB_BACKTRACE`, or failing it `RUST_BACKTRACE`, asks
+    /// for backtraces (as std's `Backtrace::capture` reads them: set and
+    /// not `0`), read once per process.
+    fn wanted() -> bool {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        static WANTED: AtomicU8 = AtomicU8::new(0); // 0 unread, 1 no, 2 yes
+        match WANTED.load(Ordering::Relaxed) {
+            1 => false,
+            2 => true,
+            _ => {
+                let asked = |var| std::env::var_os(var).map(|v| v != "0");
+                let yes = asked("RUST_LIB_BACKTRACE")
+                    .or_else(|| asked("RUST_BACKTRACE"))
+                    .unwrap_or(false);
+                WANTED.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+                yes
+            }
+        }
+    }
+}
+
+impl fmt::Display for Backtrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut frames = self.frames.lock().unwrap_or_else(|e| e.into_inner());
+        frames.resolve();
+        for (i, frame) in frames.frames().iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            let symbols = frame.symbols();
+            if symbols.is_empty() {
+                write!(f, "{i:4}: <unknown>")?;
+            }
+            for (k, symbol) in symbols.iter().enumerate() {
+                if k > 0 {
+                    writeln!(f)?;
+                }
+                match symbol.name() {
+                    Some(name) => write!(f, "{i:4}: {name:#}")?,
+                    None => write!(f, "{i:4}: <unknown>")?,
+                }
+                if let (Some(file), Some(line)) = (symbol.filename(), symbol.lineno()) {
+                    write!(f, "\n             at {}:{line}", file.display())?;
+                    if let Some(column) = symbol.colno() {
+                        write!(f, ":{column}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Backtrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let frames = self.frames.lock().unwrap_or_else(|e| e.into_inner());
+        write!(f, "Backtrace {{ {} frames }}", frames.frames().len())
+    }
 }
 
 /// What a supervisor did about a child that ended.
@@ -444,8 +538,7 @@ pub(crate) fn install_panic_hook() {
                 return previous(info);
             };
             let location = info.location().map(|l| l.to_string());
-            let bt = Backtrace::capture();
-            let backtrace = (bt.status() == BacktraceStatus::Captured).then(|| Arc::new(bt));
+            let backtrace = Backtrace::wanted().then(|| Arc::new(Backtrace::capture()));
             let record = Recorded {
                 pid,
                 location,
