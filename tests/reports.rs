@@ -343,6 +343,65 @@ fn default_reports_are_written_in_order_with_backtraces_before_run_returns() {
 }
 
 #[test]
+fn a_crash_reports_backtrace_follows_rust_lib_backtrace_then_rust_backtrace() {
+    if std::env::var_os("SMARM_REPORTS_CHILD").is_some() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        smarm::report::set_handler(move |r| {
+            if let Report::Crash(c) = r {
+                sink.lock().unwrap().push(c.backtrace.clone());
+            }
+        });
+        run_with(1, || {
+            assert!(smarm::spawn(|| crash_from_depth(2, "env")).join().is_err());
+        });
+        let seen = seen.lock().unwrap();
+        match &seen[..] {
+            [Some(bt)] => println!(
+                "CHILD-BACKTRACE {}",
+                bt.to_string().contains("crash_from_depth")
+            ),
+            [None] => println!("CHILD-NONE"),
+            other => println!("CHILD-UNEXPECTED {other:?}"),
+        }
+        return;
+    }
+    // As std reads them: RUST_LIB_BACKTRACE wins when set; "0" is off.
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (&[("RUST_BACKTRACE", "1")], "CHILD-BACKTRACE true"),
+        (&[("RUST_BACKTRACE", "0")], "CHILD-NONE"),
+        (
+            &[("RUST_BACKTRACE", "1"), ("RUST_LIB_BACKTRACE", "0")],
+            "CHILD-NONE",
+        ),
+        (
+            &[("RUST_BACKTRACE", "0"), ("RUST_LIB_BACKTRACE", "1")],
+            "CHILD-BACKTRACE true",
+        ),
+    ];
+    for (env, expected) in cases {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_crash_reports_backtrace_follows_rust_lib_backtrace_then_rust_backtrace",
+                "--nocapture",
+            ])
+            .env("SMARM_REPORTS_CHILD", "1")
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains(expected),
+            "{env:?}: expected {expected}\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
 fn every_scheduler_blocked_with_no_spare_left_is_reported_once_naming_the_actors() {
     let _ = reports(); // the collecting handler is installed
     let blocked: Vec<smarm::Pid> = smarm::runtime::init(
