@@ -38,11 +38,12 @@
 //! # Invariants
 //!
 //! - (R1) The panic hook takes no lock and allocates only the record it
-//!   keeps (in a thread-local), so it is safe wherever a panic starts. Its
-//!   backtrace is the frames' addresses only ([`Backtrace`]), walked
-//!   without a lock: std's `Backtrace` takes one process-wide lock to
-//!   capture and to resolve, so a scheduler capturing a panic would wait
-//!   for the reporter resolving the previous one.
+//!   keeps (in a thread-local), so it is safe wherever a panic starts
+//!   (the first panic of a process reads `RUST_BACKTRACE` once, as std
+//!   does). Its backtrace is the frames' addresses only ([`Backtrace`]),
+//!   walked without a lock: std's `Backtrace` takes one process-wide lock
+//!   to capture and to resolve, so a scheduler capturing a panic would
+//!   wait for the reporter resolving the previous one.
 //! - (R2) A crash report uses the recorded location only if it was
 //!   recorded for the same actor (pid and generation) on the finalising
 //!   thread; otherwise it goes without one. A stale record is overwritten
@@ -89,6 +90,27 @@ pub struct CrashReport {
 /// time it is printed (`Display`, in std's backtrace format). Resolving
 /// reads the program's debug information: tens of milliseconds the first
 /// time in a process.
+///
+/// ```
+/// use smarm::report::Report;
+/// use std::sync::{Arc, Mutex};
+///
+/// // A crash report carries one when RUST_BACKTRACE (or
+/// // RUST_LIB_BACKTRACE) asks for backtraces.
+/// let traces = Arc::new(Mutex::new(Vec::new()));
+/// let sink = traces.clone();
+/// smarm::report::set_handler(move |r| {
+///     if let Report::Crash(c) = r {
+///         // Kept unresolved: resolved where it is printed.
+///         sink.lock().unwrap().push(c.backtrace.clone());
+///     }
+/// });
+/// smarm::run(|| assert!(smarm::spawn(|| panic!("boom")).join().is_err()));
+/// for trace in traces.lock().unwrap().iter().flatten() {
+///     println!("{trace}"); // "   0: ...\n             at src/...", one per frame
+/// }
+/// # smarm::report::reset_handler();
+/// ```
 pub struct Backtrace {
     frames: std::sync::Mutex<backtrace::Backtrace>,
 }
