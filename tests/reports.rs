@@ -300,16 +300,11 @@ fn default_reports_are_written_in_order_with_backtraces_before_run_returns() {
         eprintln!("RUN-RETURNED");
         return;
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "default_reports_are_written_in_order_with_backtraces_before_run_returns",
-            "--nocapture",
-        ])
-        .env("SMARM_REPORTS_CHILD", "1")
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .unwrap();
+    let out = support::rerun_in_child_with(
+        "default_reports_are_written_in_order_with_backtraces_before_run_returns",
+        "SMARM_REPORTS_CHILD",
+        &[("RUST_BACKTRACE", Some("1"))],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let returned = stderr.find("RUN-RETURNED").expect("the child's marker");
@@ -380,18 +375,13 @@ fn a_crash_reports_backtrace_follows_rust_lib_backtrace_then_rust_backtrace() {
         ),
     ];
     for (env, expected) in cases {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "a_crash_reports_backtrace_follows_rust_lib_backtrace_then_rust_backtrace",
-                "--nocapture",
-            ])
-            .env("SMARM_REPORTS_CHILD", "1")
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("RUST_LIB_BACKTRACE")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap();
+        let mut vars = vec![("RUST_BACKTRACE", None), ("RUST_LIB_BACKTRACE", None)];
+        vars.extend(env.iter().map(|&(var, value)| (var, Some(value))));
+        let out = support::rerun_in_child_with(
+            "a_crash_reports_backtrace_follows_rust_lib_backtrace_then_rust_backtrace",
+            "SMARM_REPORTS_CHILD",
+            &vars,
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && stdout.contains(expected),

@@ -44,11 +44,25 @@ impl Rng {
 /// set (the child branch of the test looks for it), capturing its output:
 /// for tests that must abort, or whose output is the thing checked.
 pub fn rerun_in_child(name: &str, env: &str) -> std::process::Output {
-    std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", name, "--nocapture"])
-        .env(env, "1")
-        .output()
-        .unwrap()
+    rerun_in_child_with(name, env, &[])
+}
+
+/// [`rerun_in_child`] with the child's environment changed: each
+/// `(var, Some(value))` set, each `(var, None)` removed, in order.
+pub fn rerun_in_child_with(
+    name: &str,
+    env: &str,
+    vars: &[(&str, Option<&str>)],
+) -> std::process::Output {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+    child.args(["--exact", name, "--nocapture"]).env(env, "1");
+    for (var, value) in vars {
+        match value {
+            Some(value) => child.env(var, value),
+            None => child.env_remove(var),
+        };
+    }
+    child.output().unwrap()
 }
 
 /// Sleep 1 ms `n` times from the calling actor; the worst lateness seen.
