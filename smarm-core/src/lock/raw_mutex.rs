@@ -10,6 +10,20 @@ const UNLOCKED: u32 = 0;
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
 
+/// How long a contended lock spins before it sleeps, in `spin_loop`
+/// hints (~25 ns each on the EPYC this was measured on: ~5 µs, two
+/// orders of magnitude above a critical section).
+#[cfg(all(target_os = "linux", not(loom)))]
+const SPIN_PAUSES: u32 = 200;
+/// The longest pause between two looks at a contended lock. Backing off
+/// (1, 2, 4, … hints) keeps the waiters' reads from pulling the lock's
+/// cache line away from the holder, whose release then stays a local
+/// write: with a single hint between looks, fan-in's senders on two
+/// cores spent most of each send moving that line (the `fanin`
+/// workload: 57 ns/msg, against 36 with backoff).
+#[cfg(all(target_os = "linux", not(loom)))]
+const MAX_PAUSE: u32 = 32;
+
 /// A short internal lock of a given [`LockClass`].
 pub(crate) struct RawMutex<T> {
     state: AtomicU32,
@@ -72,8 +86,11 @@ impl<T> RawMutex<T> {
     fn lock_contended(&self) {
         #[cfg(all(target_os = "linux", not(loom)))]
         {
-            // Spin briefly: critical sections are a few dozen instructions.
-            for _ in 0..100 {
+            // Spin briefly (critical sections are a few dozen
+            // instructions), backing off between looks.
+            let mut pause = 1u32;
+            let mut spun = 0u32;
+            while spun < SPIN_PAUSES {
                 if self.state.load(Ordering::Relaxed) == UNLOCKED
                     && self
                         .state
@@ -82,7 +99,11 @@ impl<T> RawMutex<T> {
                 {
                     return;
                 }
-                std::hint::spin_loop();
+                for _ in 0..pause {
+                    std::hint::spin_loop();
+                }
+                spun += pause;
+                pause = (pause * 2).min(MAX_PAUSE);
             }
             // Drepper's mutex 3: mark contended, sleep while it stays so.
             while self.state.swap(CONTENDED, Ordering::Acquire) != UNLOCKED {
