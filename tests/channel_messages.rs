@@ -313,6 +313,77 @@ fn order_and_selective_receive_hold_across_receive_batches() {
     });
 }
 
+/// Many queued messages, in the receiver's own queue and in the shared
+/// one: lengths count them all, a selective receive finds one deep in the
+/// queue, and the rest keep their order.
+#[test]
+fn lengths_and_selective_receive_span_many_queued_messages() {
+    run_with(1, || {
+        let (tx, rx) = channel::<u32>();
+        for i in 0..100 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!((rx.len(), tx.queued_len()), (100, 100));
+        assert_eq!(rx.recv_match(|m| *m == 97).unwrap(), 97);
+        assert_eq!((rx.len(), tx.queued_len()), (99, 99));
+        for i in 100..130 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(rx.try_recv_match(|m| *m >= 98).unwrap(), Some(98));
+        let rest: Vec<u32> = std::iter::from_fn(|| rx.try_recv().unwrap()).collect();
+        let expected: Vec<u32> = (0..130).filter(|m| ![97, 98].contains(m)).collect();
+        assert_eq!(rest, expected);
+        assert_eq!((rx.len(), tx.queued_len()), (0, 0));
+    });
+}
+
+/// Senders on plain threads (which sleep on a contended channel lock
+/// rather than yield to a scheduler) and actors on two schedulers, all
+/// into one actor: every message arrives once, each sender's in order.
+#[test]
+fn plain_thread_and_actor_senders_fan_in_without_loss_or_reorder() {
+    const EACH: u64 = 50_000;
+    run_with(2, || {
+        let (tx, rx) = channel::<(u64, u64)>();
+        let threads: Vec<_> = (0..2)
+            .map(|p| {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    for i in 0..EACH {
+                        tx.send((p, i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let actors: Vec<_> = (2..4)
+            .map(|p| {
+                let tx = tx.clone();
+                smarm::spawn(move || {
+                    for i in 0..EACH {
+                        tx.send((p, i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut next = [0u64; 4];
+        while let Ok((p, i)) = rx.recv() {
+            assert_eq!(
+                i, next[p as usize],
+                "sender {p}: out of order, lost or doubled"
+            );
+            next[p as usize] += 1;
+        }
+        assert_eq!(next, [EACH; 4]);
+        for a in actors {
+            a.join().unwrap();
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+    });
+}
+
 #[test]
 #[should_panic(expected = "predicate used its own channel")]
 fn a_recv_match_predicate_that_reenters_its_channel_panics() {
