@@ -246,8 +246,16 @@ fn a_failed_start_exits_two() {
     assert_eq!(code, 2);
 }
 
+/// Held by the tests that run an application in this process: an
+/// application listens for SIGTERM and SIGINT, which one listener at a time
+/// may do, so two at once (parallel test threads) would fail to start.
+static IN_PROCESS_APPLICATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn run_returns_the_roots_value() {
+    let _one_at_a_time = IN_PROCESS_APPLICATION
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     assert_eq!(smarm::run(|| 6 * 7), 42);
     let exit: AppExit = Application::new()
         .config(smarm::runtime::Config::exact(1))
@@ -265,6 +273,9 @@ fn run_returns_the_roots_value() {
 /// set before it is not used), and `config` after it replaces it.
 #[test]
 fn an_application_runs_on_a_runtime_handed_in() {
+    let _one_at_a_time = IN_PROCESS_APPLICATION
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let schedulers_seen = |app: Application| {
         let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let s = seen.clone();
