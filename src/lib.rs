@@ -129,6 +129,18 @@ pub mod trace {
     pub use smarm_core::trace::*;
 }
 
+/// Causal profiling (feature `smarm-causal`): the counts of the progress
+/// points that [`progress!`](crate::progress),
+/// [`latency_begin!`](crate::latency_begin) and
+/// [`latency_end!`](crate::latency_end) place.
+#[cfg(feature = "smarm-causal")]
+pub mod causal {
+    pub use smarm_core::causal::*;
+}
+/// Progress points for causal profiling; without the feature
+/// `smarm-causal` they compile to nothing.
+pub use smarm_core::{latency_begin, latency_end, progress};
+
 /// The web and terminal observer (feature `observer`):
 /// [`serve`](observer::serve) an HTTP endpoint with a live page and the
 /// snapshot as JSON, or [`run_top`](observer::run_top) on a terminal.

@@ -20,7 +20,7 @@
 //! ```text layers
 //! 0 loom clock config context hash heap lock locals mapping reclaim stack
 //! 1 slot
-//! 2 park recorder
+//! 2 park recorder causal
 //! 3 timer
 //! 4 scheduler
 //! 5 allocator channel sync future
@@ -36,7 +36,7 @@
 //!   lock-free readers (`reclaim`) and per-runtime values (`locals`).
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper);
-//!   the trace recorder's rings.
+//!   the trace recorder's rings; causal profiling's progress points.
 //! - 3, the timer heap, a runtime's `Timers` around it, and the per-actor
 //!   wait timer.
 //! - 4, the schedulers: run queues, next slot, stealing, preemption, the
@@ -75,6 +75,8 @@ macro_rules! trace_event {
 
 pub mod actor; //         spawn, Pid, JoinHandle, yield_now, request_stop
 mod allocator; //         PreemptingAlloc: preemption and heap accounting at allocation
+#[cfg_attr(not(feature = "smarm-causal"), doc(hidden))]
+pub mod causal; //        progress points (feature `smarm-causal`)
 pub mod channel; //       channels and select
 mod clock; //             the timeslice and trace clock (cycle counter)
 pub mod config; //        Config and its limits
