@@ -132,7 +132,8 @@ pub mod trace {
 /// Causal profiling (feature `smarm-causal`): the counts of the progress
 /// points that [`progress!`](crate::progress),
 /// [`latency_begin!`](crate::latency_begin) and
-/// [`latency_end!`](crate::latency_end) place.
+/// [`latency_end!`](crate::latency_end) place, and the analysis and
+/// exports of a profile's experiments ([`Profile`](causal::Profile)).
 #[cfg(feature = "smarm-causal")]
 pub mod causal {
     pub use smarm_core::causal::*;

@@ -18,7 +18,7 @@
 //! in the repository describes every room of every crate.
 //!
 //! ```text layers
-//! 0 loom clock config context hash heap lock locals mapping reclaim stack
+//! 0 loom clock config context hash heap json lock locals mapping reclaim stack
 //! 1 slot
 //! 2 park recorder causal
 //! 3 timer
@@ -31,9 +31,10 @@
 //! ```
 //!
 //! - 0, foundations: the sync facade, `Config`, the context switch, memory
-//!   mappings, heap accounts, stacks, futexes, the asymmetric fence, the
-//!   internal locks and the preemption gate (`lock`), deferred drops for
-//!   lock-free readers (`reclaim`) and per-runtime values (`locals`).
+//!   mappings, heap accounts, stacks, JSON strings, futexes, the
+//!   asymmetric fence, the internal locks and the preemption gate
+//!   (`lock`), deferred drops for lock-free readers (`reclaim`) and
+//!   per-runtime values (`locals`).
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper);
 //!   the trace recorder's rings; causal profiling's progress points.
@@ -86,6 +87,8 @@ pub mod hash; //          the hash for smarm's own keys (names, timer ids)
 mod heap; //              per-actor heap accounts and limits
 pub mod introspect; //    snapshot, actor_info, tree
 pub mod io; //            blocking pool, fd readiness, FdArm, net sockets
+#[cfg(any(feature = "trace", feature = "smarm-causal"))]
+mod json; //              JSON string literals for the exports
 mod locals; //            per-runtime state of the layers above, one value per type
 mod lock; //              futex, RawMutex, lock classes, the no-preempt gate
 mod loom; //              the sync facade (loom or std)

@@ -1,5 +1,5 @@
 //! Causal profiling (feature `smarm-causal`): what a profile measures
-//! progress by.
+//! progress by, and what a profile's experiments predict.
 //!
 //! A causal profile answers "if this part ran faster, how much faster
 //! would the program make progress?", so the program first says what
@@ -38,6 +38,16 @@ assert_eq!(
 ```
 "#
 )]
+//! # Profiles
+//!
+//! A causal profile is a set of experiments, each a window in which one
+//! region was virtually sped up by some fraction, with what every
+//! progress point did meanwhile (`Experiment`). A `Profile` turns them
+//! into, per region and progress point, the program's predicted speedup
+//! against the region's speedup (`Profile::impacts`), and writes them
+//! as a table, JSON, an SVG plot, or Coz's `profile.coz`, which Coz's own
+//! viewer plots.
+//!
 //! # Cost
 //!
 //! Without the feature the three macros compile to nothing (the name is
@@ -60,8 +70,14 @@ assert_eq!(
 #[cfg(all(loom, test, feature = "smarm-causal"))]
 mod loom_models;
 #[cfg(feature = "smarm-causal")]
+mod profile;
+#[cfg(feature = "smarm-causal")]
 mod progress;
 
+#[cfg(feature = "smarm-causal")]
+pub use profile::{
+    CozParseError, Delta, Estimate, Experiment, Impact, MIN_VISITS, PointDelta, Profile,
+};
 #[cfg(feature = "smarm-causal")]
 pub use progress::{ProgressCount, progress_point, progress_points};
 #[cfg(feature = "smarm-causal")]

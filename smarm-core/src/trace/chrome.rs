@@ -9,9 +9,9 @@
 //! to the next slice, at the woken actor's next resume).
 
 use super::{Event, EventKind, Trace};
+use crate::json::json_string;
 use crate::slot::Pid;
 use std::collections::HashMap;
-use std::fmt::Write;
 
 /// An open run on one scheduler track.
 struct Open {
@@ -200,35 +200,4 @@ fn instant(trace: &Trace, tid: usize, at_us: f64, event: &Event) -> String {
         "{{\"name\":{},\"cat\":\"runtime\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{at_us:.3},\"pid\":1,\"tid\":{tid},\"args\":{args}}}",
         json_string(&name)
     )
-}
-
-/// `s` as a JSON string literal.
-fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_string;
-
-    #[test]
-    fn strings_are_escaped() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
-    }
 }
