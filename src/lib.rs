@@ -88,9 +88,12 @@ pub mod future {
     pub use smarm_core::future::*;
 }
 
-/// Time: `sleep`, message timers.
+/// Time: `sleep`, message timers, and their wall-clock forms (which causal
+/// profiling does not shift).
 pub mod time {
-    pub use smarm_core::time::{TimerId, cancel_timer, send_after_to, sleep};
+    pub use smarm_core::time::{
+        TimerId, cancel_timer, send_after_to, send_after_to_wall, sleep, sleep_wall,
+    };
 }
 
 /// Erlang distribution (feature `dist`): nodes that join BEAM clusters
@@ -112,7 +115,7 @@ pub mod actor {
 }
 pub use smarm_otp::{
     Name, RegisterError, install, lookup_as, register, send, send_after, send_after_named,
-    send_dyn, send_to, spawn_addr, unregister, whereis,
+    send_after_named_wall, send_after_wall, send_dyn, send_to, spawn_addr, unregister, whereis,
 };
 
 /// Crash reports and supervisor reports, and where they go
@@ -133,10 +136,16 @@ pub mod trace {
 /// points that [`progress!`](crate::progress),
 /// [`latency_begin!`](crate::latency_begin) and
 /// [`latency_end!`](crate::latency_end) place, and the analysis and
-/// exports of a profile's experiments ([`Profile`](causal::Profile)).
+/// exports of a profile's experiments ([`Profile`](causal::Profile)), the
+/// regions a profile speeds up ([`region`](causal::region),
+/// [`Region`](causal::Region)), and the profiling session
+/// ([`profile`](causal::profile)).
 #[cfg(feature = "smarm-causal")]
 pub mod causal {
     pub use smarm_core::causal::*;
+    #[doc(hidden)]
+    pub use smarm_core::profiler::callback_region;
+    pub use smarm_core::profiler::{Region, profile, profile_with, region};
 }
 /// Progress points for causal profiling; without the feature
 /// `smarm-causal` they compile to nothing.

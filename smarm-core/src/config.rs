@@ -51,6 +51,10 @@ pub struct Config {
     pub(crate) blocked_after: Option<std::time::Duration>,
     pub(crate) spare_threads: usize,
     pub(crate) contain_stack_overflow: bool,
+    /// Where a causal profile of each whole run goes (feature
+    /// `smarm-causal`).
+    #[cfg(feature = "smarm-causal")]
+    pub(crate) causal_profile: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -70,6 +74,8 @@ impl Default for Config {
             blocked_after: Some(std::time::Duration::from_millis(10)),
             spare_threads: DEFAULT_SPARE_THREADS,
             contain_stack_overflow: true,
+            #[cfg(feature = "smarm-causal")]
+            causal_profile: None,
         }
     }
 }
@@ -150,6 +156,26 @@ impl Config {
     /// from one in the program's own code.
     pub fn contain_stack_overflow(mut self, contain: bool) -> Self {
         self.contain_stack_overflow = contain;
+        self
+    }
+
+    /// Profile each whole run causally (feature `smarm-causal`) and write
+    /// the profile to `path` when the run ends: an SVG plot if the path
+    /// ends in `.svg`, JSON if in `.json`, else Coz's `profile.coz` format.
+    /// The experiments run from the run's start to its end, on a thread of
+    /// their own, with the default [`Settings`](crate::causal::Settings)
+    /// windows; a run shorter than a window or two records little.
+    ///
+    /// ```no_run
+    /// use smarm::runtime::{self, Config};
+    ///
+    /// runtime::init(Config::default().causal_profile("profile.coz")).run(|| {
+    ///     // ... the service, with progress points ...
+    /// });
+    /// ```
+    #[cfg(feature = "smarm-causal")]
+    pub fn causal_profile(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.causal_profile = Some(path.into());
         self
     }
 

@@ -25,7 +25,7 @@
 //! 4 scheduler
 //! 5 allocator channel sync future
 //! 6 actor signal stop report
-//! 7 io time
+//! 7 io time profiler
 //! 8 introspect trace
 //! 9 runtime
 //! ```
@@ -50,7 +50,8 @@
 //! - 6, actors: spawn, join, stop, outcomes, and the signals an exit sends
 //!   (monitors, links, exit trapping), through channels or the watcher's
 //!   own function; the crash report of an actor that panicked.
-//! - 7, IO that parks only the actor; `sleep` and message timers.
+//! - 7, IO that parks only the actor; `sleep` and message timers; causal
+//!   profiling's regions and sessions (`profiler`).
 //! - 8, introspection of a running system.
 //! - 9, the runtime that assembles the layers, runs them, and keeps
 //!   per-runtime state for libraries built on smarm.
@@ -94,6 +95,8 @@ mod lock; //              futex, RawMutex, lock classes, the no-preempt gate
 mod loom; //              the sync facade (loom or std)
 mod mapping; //           anonymous mmap: the one place it is called
 mod park; //              scheduler park/wake coordination
+#[cfg(feature = "smarm-causal")]
+pub mod profiler; //      causal profiling sessions and regions
 mod reclaim; //           deferred drops for lock-free readers
 #[cfg(feature = "trace")]
 mod recorder; //          the per-scheduler trace rings events are recorded into

@@ -2,6 +2,15 @@
 //! cancellation, on the timer machinery of `timer` (the sharded heaps,
 //! bounded waits; its module doc has the design and invariants).
 //!
+//! Every call has a wall-clock form (`sleep_wall`, `send_after_to_wall`,
+//! `call_after_wall`). Without the feature `smarm-causal` the two forms
+//! are the same. With it, a causal profile slows the program down by
+//! the delay it inserts, and a plain timer waits that delay out too (it
+//! paces the workload, which the delay slows like everything else),
+//! while a wall-clock one keeps real time: for the profiler's own
+//! windows, and for deadlines the outside world sets (a protocol timeout,
+//! a schedule by the clock on the wall).
+//!
 //! # Invariants
 //!
 //! - (I2 of `timer`) `sleep(d)` returns no earlier than `d` after it was
@@ -12,6 +21,7 @@ use crate::park::Coordinator;
 use crate::scheduler::WaitingOn;
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered};
 pub use crate::timer::TimerId;
+use crate::timer::heap::Clock;
 use std::time::{Duration, Instant};
 
 /// Suspend the calling actor for at least `duration`. Only the actor
@@ -31,24 +41,51 @@ use std::time::{Duration, Instant};
 ///
 /// Outside an actor.
 pub fn sleep(duration: Duration) {
+    sleep_on("sleep", duration, Clock::Virtual);
+}
+
+/// [`sleep`] on the wall clock: under causal profiling (feature
+/// `smarm-causal`) it keeps real time instead of waiting out the delay a
+/// profile inserts (see the [module docs](self)); without the feature it
+/// is [`sleep`].
+///
+/// ```
+/// use std::time::{Duration, Instant};
+///
+/// smarm::run(|| {
+///     let t0 = Instant::now();
+///     smarm::time::sleep_wall(Duration::from_millis(5));
+///     assert!(t0.elapsed() >= Duration::from_millis(5));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn sleep_wall(duration: Duration) {
+    sleep_on("sleep_wall", duration, Clock::Wall);
+}
+
+/// [`sleep`] on `clock`, naming the public call `what` for the
+/// outside-an-actor panic.
+fn sleep_on(what: &str, duration: Duration, clock: Clock) {
     if duration.is_zero() {
         crate::yield_now();
         return;
     }
     let coord =
-        scheduler::with_current_actor("sleep", |_, shared| &shared.coord as *const Coordinator);
+        scheduler::with_current_actor(what, |_, shared| &shared.coord as *const Coordinator);
     // SAFETY: a runtime, its coordinator with it, outlives every actor it
     // runs, and this is one of them.
     let coord = unsafe { &*coord };
     // On the coordinator's clock, the deadline goes to the timer heap as
     // it is: no `Instant` arithmetic on the way in or on the wake's check.
     let at = coord.deadline_after_saturating(duration);
-    scheduler::bounded_wait(
-        "sleep",
-        &mut Sleep,
-        Some(Deadline::Nanos { at, coord }),
-        false,
-    );
+    let deadline = match clock {
+        Clock::Virtual => Deadline::Nanos { at, coord },
+        Clock::Wall => Deadline::Wall { at, coord },
+    };
+    scheduler::bounded_wait(what, &mut Sleep, Some(deadline), false);
 }
 
 /// A sleep waits for nothing but its deadline; a wake before it (a stop, an
@@ -95,12 +132,52 @@ impl BoundedWaiter for Sleep {
 ///
 /// Outside an actor.
 pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, msg: T) -> TimerId {
+    send_after_on("send_after_to", after, to, msg, Clock::Virtual)
+}
+
+/// [`send_after_to`] on the wall clock: under causal profiling (feature
+/// `smarm-causal`) it keeps real time (see the [module docs](self));
+/// without the feature it is [`send_after_to`].
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel::<&str>();
+///     smarm::time::send_after_to_wall(Duration::from_millis(5), &tx, "timeout");
+///     assert_eq!(rx.recv().unwrap(), "timeout");
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn send_after_to_wall<T: Send + 'static>(
+    after: Duration,
+    to: &crate::Sender<T>,
+    msg: T,
+) -> TimerId {
+    send_after_on("send_after_to_wall", after, to, msg, Clock::Wall)
+}
+
+fn send_after_on<T: Send + 'static>(
+    what: &str,
+    after: Duration,
+    to: &crate::Sender<T>,
+    msg: T,
+    clock: Clock,
+) -> TimerId {
     let to = to.clone();
-    call_after_as("send_after_to", after, move || {
-        // Never waits (a scheduler runs this), never dropped for a full
-        // bounded channel; dropped only if the receiver is gone.
-        let _ = to.send_past_capacity(msg);
-    })
+    call_after_as(
+        what,
+        after,
+        move || {
+            // Never waits (a scheduler runs this), never dropped for a full
+            // bounded channel; dropped only if the receiver is gone.
+            let _ = to.send_past_capacity(msg);
+        },
+        clock,
+    )
 }
 
 /// Run `f` on a scheduler of the current runtime once `after` has passed
@@ -127,14 +204,45 @@ pub fn send_after_to<T: Send + 'static>(after: Duration, to: &crate::Sender<T>, 
 ///
 /// Outside an actor.
 pub fn call_after(after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
-    call_after_as("call_after", after, f)
+    call_after_as("call_after", after, f, Clock::Virtual)
 }
 
-/// [`call_after`], naming the public call for the outside-an-actor panic.
-fn call_after_as(what: &str, after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
+/// [`call_after`] on the wall clock: under causal profiling (feature
+/// `smarm-causal`) it keeps real time (see the [module docs](self));
+/// without the feature it is [`call_after`].
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let fired = Arc::new(AtomicBool::new(false));
+///     let f = fired.clone();
+///     smarm_core::time::call_after_wall(Duration::from_millis(5), move || f.store(true, Ordering::SeqCst));
+///     smarm::sleep(Duration::from_millis(50));
+///     assert!(fired.load(Ordering::SeqCst));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn call_after_wall(after: Duration, f: impl FnOnce() + Send + 'static) -> TimerId {
+    call_after_as("call_after_wall", after, f, Clock::Wall)
+}
+
+/// [`call_after`] on `clock`, naming the public call for the
+/// outside-an-actor panic.
+fn call_after_as(
+    what: &str,
+    after: Duration,
+    f: impl FnOnce() + Send + 'static,
+    clock: Clock,
+) -> TimerId {
     let deadline = deadline_after(after);
     scheduler::with_current_actor(what, |me, shared| {
-        shared.insert_timer(deadline, me, Box::new(f))
+        shared.insert_timer(deadline, me, Box::new(f), clock)
     })
 }
 

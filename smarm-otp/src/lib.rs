@@ -20,5 +20,6 @@ pub mod typed; //      typed actors: a derived message enum and its handler
 
 pub use registry::{
     Name, RegisterError, SendError, install, lookup_as, register, send, send_after,
-    send_after_named, send_dyn, send_to, spawn_addr, unregister, whereis,
+    send_after_named, send_after_named_wall, send_after_wall, send_dyn, send_to, spawn_addr,
+    unregister, whereis,
 };

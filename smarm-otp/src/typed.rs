@@ -128,8 +128,12 @@ fn serve<M: Actor>(
                 Ok(msg) => {
                     let variant = msg.variant();
                     last = Some(variant);
-                    let flow =
-                        crate::behaviour::callback!("handle", msg = variant, state.handle(msg));
+                    let flow = crate::behaviour::callback!(
+                        region = (std::any::type_name::<M>(), variant),
+                        "handle",
+                        msg = variant,
+                        state.handle(msg)
+                    );
                     if let Flow::Stop(reason) = flow {
                         return reason;
                     }

@@ -312,6 +312,8 @@ pub(crate) fn spawn_in(
         }
     };
     prepare_slot(slot, f, stack, parent);
+    #[cfg(feature = "smarm-causal")]
+    prepare_causal(shared, slot, signals.as_deref());
     // Its span, a child of the spawner's current one (feature `tracing`).
     #[cfg(feature = "tracing")]
     let (span, label) = actor_span(signals.as_deref());
@@ -376,6 +378,23 @@ fn prepare_slot(slot: &Slot, f: Entry, stack: crate::stack::Stack, parent: Optio
     slot.bounded_epoch.store(0, Ordering::Relaxed);
     slot.parent
         .store(parent.map_or(0, Pid::to_bits), Ordering::Relaxed);
+}
+
+/// A new actor starts level with the delay inserted so far (it owes
+/// nothing from before it existed), and an actor with a label is a region
+/// of its own (`causal::delay`).
+#[cfg(feature = "smarm-causal")]
+fn prepare_causal(shared: &Shared, slot: &Slot, signals: Option<&crate::signal::Signals>) {
+    let cell = &slot.causal;
+    cell.level
+        .store(shared.coord.causal.global(), Ordering::Relaxed);
+    cell.region.store(0, Ordering::Relaxed);
+    cell.runnable_at
+        .store(shared.coord.now_nanos(), Ordering::Relaxed);
+    let region = signals
+        .and_then(|s| s.label.as_deref())
+        .map_or(0, |label| crate::causal::region::actor_region(label) + 1);
+    cell.actor_region.store(region, Ordering::Relaxed);
 }
 
 /// A new actor's span, a child of the spawner's current one, and the label

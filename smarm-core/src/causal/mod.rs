@@ -67,12 +67,18 @@ assert_eq!(
 
 // Without the feature only the macros below exist (as no-ops), so code
 // that places progress points builds either way.
+#[cfg(feature = "smarm-causal")]
+pub(crate) mod delay;
 #[cfg(all(loom, test, feature = "smarm-causal"))]
 mod loom_models;
 #[cfg(feature = "smarm-causal")]
 mod profile;
 #[cfg(feature = "smarm-causal")]
 mod progress;
+#[cfg(feature = "smarm-causal")]
+pub(crate) mod region;
+#[cfg(feature = "smarm-causal")]
+pub(crate) mod session;
 
 #[cfg(feature = "smarm-causal")]
 pub use profile::{
@@ -83,6 +89,8 @@ pub use progress::{ProgressCount, progress_point, progress_points};
 #[cfg(feature = "smarm-causal")]
 #[doc(hidden)]
 pub use progress::{Site, SiteKind};
+#[cfg(feature = "smarm-causal")]
+pub use session::{Settings, latest_profile};
 
 /// Count a visit to the throughput progress point `name` (a `&'static str`
 /// constant), for causal profiling (feature `smarm-causal`; without it,

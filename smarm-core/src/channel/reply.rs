@@ -247,6 +247,7 @@ impl<T> std::fmt::Debug for ReplySender<T> {
 }
 
 /// Wake the caller (if it parked) and publish `phase` for the claimed call.
+#[inline]
 fn settle(cell: &ReplyCell, tag: u64, phase: u64) {
     if let Some(epoch) = cell.waiter.to_wake() {
         let owner = Pid::from_bits(cell.owner.load(Ordering::Relaxed));

@@ -171,7 +171,7 @@ fn in_an_actor<F: Future + Send>(future: F, deadline: Option<Instant>) -> Option
                 if let Some(at) = deadline {
                     // A cached wait timer may fire early (bounded (B1)):
                     // the loop polls again and looks at the clock.
-                    wait.set_deadline(Deadline::At(at));
+                    wait.set_deadline(Deadline::At(at), 0);
                 }
                 wait.park(); // a stop request unwinds here
             }

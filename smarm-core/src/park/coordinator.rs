@@ -46,6 +46,11 @@ pub(crate) struct Coordinator {
     /// The monotonic clock at (or just before) `origin`, in nanoseconds:
     /// what [`Coordinator::now_nanos`] counts from.
     origin_clock: u64,
+    /// Causal profiling's experiment state (feature `smarm-causal`): the
+    /// delay inserted so far is a second clock beside this one, which
+    /// every non-wall timer waits out too (`timer/heap.rs`).
+    #[cfg(feature = "smarm-causal")]
+    pub(crate) causal: crate::causal::delay::Delays,
 }
 
 /// One timer shard's earliest deadline, on a line of its own: its owner
@@ -87,7 +92,18 @@ impl Coordinator {
             // with it fire late by that gap at worst, never early.
             origin_clock: clock_monotonic_nanos(),
             origin: Instant::now(),
+            #[cfg(feature = "smarm-causal")]
+            causal: crate::causal::delay::Delays::default(),
         }
+    }
+
+    /// The delay causal profiling has inserted so far, in nanos (feature
+    /// `smarm-causal`): what every timer on the virtual clock waits out on
+    /// top of its deadline.
+    #[cfg(feature = "smarm-causal")]
+    #[inline(always)]
+    pub(crate) fn inserted_delay(&self) -> u64 {
+        self.causal.global()
     }
 
     /// Nanos since `origin`, read straight off the monotonic clock (the

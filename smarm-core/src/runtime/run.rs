@@ -200,6 +200,8 @@ impl Runtime {
         started();
         #[cfg(feature = "tracing")]
         shared.capture_dispatch();
+        #[cfg(feature = "smarm-causal")]
+        let profiler = whole_run::start(shared);
         let (joinable, mut start_error) = start_schedulers(shared);
         let monitor_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let monitor = match start_monitor(shared, &monitor_done) {
@@ -223,6 +225,8 @@ impl Runtime {
                 scheduler_panic = Some(p);
             }
         }
+        #[cfg(feature = "smarm-causal")]
+        whole_run::finish(shared, profiler);
         crate::io::stop(shared);
         crate::report::finish_run(shared);
         shared.end_run();
@@ -308,5 +312,91 @@ fn unit_or_stopped<R: 'static>() -> R {
         Err(_) => panic!(
             "smarm: run: the root actor was stopped (request_stop) before it returned its value"
         ),
+    }
+}
+
+/// A causal profile of a whole run (feature `smarm-causal`,
+/// `Config::causal_profile`): a session on a thread of its own from the
+/// run's start to its end, written out when the run is over.
+#[cfg(feature = "smarm-causal")]
+mod whole_run {
+    use crate::causal::Settings;
+    use crate::causal::session::{self, Runner};
+    use crate::scheduler::Shared;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    /// The session's thread and how to end it.
+    pub(super) struct Profiler {
+        done: Arc<AtomicBool>,
+        thread: std::thread::JoinHandle<crate::causal::Profile>,
+    }
+
+    /// Start profiling the run of `shared`, if its configuration asks.
+    pub(super) fn start(shared: &Arc<Shared>) -> Option<Profiler> {
+        shared.config().causal_profile.as_ref()?;
+        if !shared.coord.causal.try_begin() {
+            return None; // a session already runs (P1)
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let (profiled, flag) = (shared.clone(), done.clone());
+        let thread = std::thread::Builder::new()
+            .name("smarm-causal".into())
+            .spawn(move || {
+                let (sleep_flag, stop_flag) = (flag.clone(), flag);
+                let runner = Runner {
+                    delays: &profiled.coord.causal,
+                    // In short steps, so the run's end ends the session
+                    // at once (P2: a thread's sleep is on the wall clock).
+                    sleep: &move |d: Duration| {
+                        let end = std::time::Instant::now() + d;
+                        while !sleep_flag.load(Ordering::Acquire) {
+                            let left = end.saturating_duration_since(std::time::Instant::now());
+                            if left.is_zero() {
+                                break;
+                            }
+                            std::thread::sleep(left.min(Duration::from_millis(10)));
+                        }
+                    },
+                    now: &|| profiled.coord.now_nanos(),
+                    stop: &move || stop_flag.load(Ordering::Acquire),
+                };
+                session::run(&runner, &Settings::new(Duration::MAX))
+            });
+        match thread {
+            Ok(thread) => Some(Profiler { done, thread }),
+            Err(e) => {
+                shared.coord.causal.set_active(false);
+                eprintln!("smarm: causal profile: could not start its thread: {e}");
+                None
+            }
+        }
+    }
+
+    /// End the session and write its profile where the configuration
+    /// says (a failure to write is reported, not raised: the run itself
+    /// succeeded).
+    pub(super) fn finish(shared: &Shared, profiler: Option<Profiler>) {
+        let Some(Profiler { done, thread }) = profiler else {
+            return;
+        };
+        done.store(true, Ordering::Release);
+        let profile = thread.join();
+        shared.coord.causal.set_active(false);
+        let (Ok(profile), Some(path)) = (profile, shared.config().causal_profile.as_ref()) else {
+            return;
+        };
+        let text = match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") => profile.to_svg(),
+            Some("json") => profile.to_json(),
+            _ => profile.to_coz(),
+        };
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!(
+                "smarm: causal profile: could not write {}: {e}",
+                path.display()
+            );
+        }
     }
 }

@@ -26,6 +26,13 @@ pub(crate) struct Worker {
     /// Stacks cached by this scheduler, so spawn and finalisation rarely
     /// take the pool lock (`stacks.rs`).
     pub(crate) stack_cache: std::cell::RefCell<Vec<crate::stack::Stack>>,
+    /// The delay level this scheduler's own pauses have paid to (feature
+    /// `smarm-causal`; scheduler causal).
+    #[cfg(feature = "smarm-causal")]
+    pub(super) causal_paid: Cell<u64>,
+    /// When its latest pause ended (coordinator nanos).
+    #[cfg(feature = "smarm-causal")]
+    pub(super) causal_paid_at: Cell<u64>,
 }
 
 /// The running actor's context on its scheduler: who it is, why it
@@ -101,6 +108,10 @@ impl Worker {
                 back_taken_at: Cell::new(crate::clock::now()),
             },
             stack_cache: std::cell::RefCell::new(Vec::new()),
+            #[cfg(feature = "smarm-causal")]
+            causal_paid: Cell::new(0),
+            #[cfg(feature = "smarm-causal")]
+            causal_paid_at: Cell::new(0),
         }
     }
 

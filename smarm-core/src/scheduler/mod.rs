@@ -107,6 +107,8 @@
 //! The context switch is called here (scheduler side) and in
 //! [`switch_out`](switch::switch_out) (actor side); see [`crate::context`] for its contract.
 
+#[cfg(feature = "smarm-causal")]
+pub(crate) mod causal;
 mod current;
 mod diag;
 mod life;

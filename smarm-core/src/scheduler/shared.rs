@@ -203,8 +203,9 @@ impl Shared {
     }
 
     /// [`local_worker`](Self::local_worker) without opening a `with_worker`
-    /// span (for a trace event: `f` neither switches nor allocates).
-    #[cfg(feature = "trace")]
+    /// span (for a trace event or a causal credit: `f` neither switches
+    /// nor allocates).
+    #[cfg(any(feature = "trace", feature = "smarm-causal"))]
     pub(super) fn local_worker_unspanned<R>(&self, f: impl FnOnce(&Worker) -> R) -> Option<R> {
         let w = super::current_worker();
         if w.is_null() {
@@ -385,6 +386,8 @@ impl Shared {
         if let Some(slot) = self.slots.get(pid.index())
             && slot.word.unpark_at(pid.generation(), epoch) == Unpark::Enqueue
         {
+            #[cfg(feature = "smarm-causal")]
+            super::causal::credit_wake(self, slot);
             trace_event!(self, Wake, pid.to_bits(), self.running_pid_bits());
             self.enqueue_woken(pid, slot);
         }

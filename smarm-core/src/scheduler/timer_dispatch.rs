@@ -5,7 +5,7 @@
 
 use super::Shared;
 use crate::slot::{Pid, Slot, WaitId};
-use crate::timer::heap::{Entry, TimerAction, TimerId};
+use crate::timer::heap::{Clock, Entry, TimerAction, TimerId};
 use std::time::Instant;
 
 /// How late a timer shard's deadline must be before a busy scheduler
@@ -21,6 +21,7 @@ impl Shared {
         deadline: Instant,
         owner: Pid,
         f: Box<dyn FnOnce() + Send>,
+        clock: Clock,
     ) -> TimerId {
         self.timers.insert(
             &self.coord,
@@ -28,6 +29,7 @@ impl Shared {
             deadline,
             owner,
             TimerAction::Send(f),
+            clock,
         )
     }
 
@@ -40,9 +42,22 @@ impl Shared {
     /// Arm the running actor's bounded-wait timer for `wait`, due at `at`
     /// (coordinator nanos; time bounded (B1)), in the timer shard of the
     /// scheduler `scheduler` it runs on.
-    pub(crate) fn arm_wait_timer(&self, scheduler: usize, slot: &Slot, wait: WaitId, at: u64) {
-        self.timers
-            .arm_wait(&self.coord, self.coord.shard_of(scheduler), slot, wait, at);
+    pub(crate) fn arm_wait_timer(
+        &self,
+        scheduler: usize,
+        slot: &Slot,
+        wait: WaitId,
+        at: u64,
+        clock: Clock,
+    ) {
+        self.timers.arm_wait(
+            &self.coord,
+            self.coord.shard_of(scheduler),
+            slot,
+            wait,
+            at,
+            clock,
+        );
     }
 
     /// Pop and dispatch every due timer. `try_only` (the busy path) skips

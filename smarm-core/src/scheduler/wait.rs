@@ -44,6 +44,7 @@ use crate::park::Coordinator;
 use crate::scheduler::Shared;
 use crate::slot::{Pid, WaitId};
 use crate::timer::bounded;
+use crate::timer::heap::Clock;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
@@ -141,19 +142,75 @@ impl WakeToken {
 
 /// When a bounded wait gives up: an `Instant` (the user's clock), or
 /// nanos on the runtime's coordinator clock (no `Instant` arithmetic, for
-/// the call path).
+/// the call path). Both are on the virtual clock: under causal profiling
+/// (feature `smarm-causal`) they move later by the delay inserted while
+/// the wait lasts (time (H3)), as every workload timer does. A `Wall`
+/// deadline (coordinator nanos) never moves.
 #[derive(Clone, Copy)]
 pub(crate) enum Deadline<'a> {
     At(Instant),
     Nanos { at: u64, coord: &'a Coordinator },
+    Wall { at: u64, coord: &'a Coordinator },
 }
 
 impl Deadline<'_> {
-    fn passed(&self) -> bool {
+    /// Whether the deadline has passed, once moved `shift` nanos later
+    /// (the delay inserted since the wait began; 0 without profiling).
+    fn passed(&self, shift: u64) -> bool {
         match *self {
+            #[cfg(feature = "smarm-causal")]
+            Deadline::At(at) => at
+                .checked_add(std::time::Duration::from_nanos(shift))
+                .is_some_and(|at| Instant::now() >= at),
+            #[cfg(not(feature = "smarm-causal"))]
             Deadline::At(at) => Instant::now() >= at,
-            Deadline::Nanos { at, coord } => coord.now_nanos() >= at,
+            Deadline::Nanos { at, coord } => coord.now_nanos() >= moved(at, shift),
+            Deadline::Wall { at, coord } => coord.now_nanos() >= at,
         }
+    }
+
+    /// The clock its timer keeps.
+    fn clock(&self) -> Clock {
+        match self {
+            Deadline::Wall { .. } => Clock::Wall,
+            Deadline::At(_) | Deadline::Nanos { .. } => Clock::Virtual,
+        }
+    }
+}
+
+/// `at` moved `shift` later (without the feature `smarm-causal` nothing
+/// moves).
+#[inline(always)]
+fn moved(at: u64, shift: u64) -> u64 {
+    #[cfg(feature = "smarm-causal")]
+    {
+        at.saturating_add(shift)
+    }
+    #[cfg(not(feature = "smarm-causal"))]
+    {
+        let _ = shift;
+        at
+    }
+}
+
+/// How far a wait's deadline has moved: the delay causal profiling has
+/// inserted in the running actor's runtime since `began`, which the first
+/// look during a session sets (0 without the feature `smarm-causal`, and
+/// while no session runs).
+#[inline(always)]
+fn shift_since(began: &mut Option<u64>) -> u64 {
+    #[cfg(feature = "smarm-causal")]
+    {
+        if !crate::causal::delay::any_session() {
+            return 0;
+        }
+        let now = with_worker(|_, shared| shared.coord.inserted_delay()).unwrap_or(0);
+        now.saturating_sub(*began.get_or_insert(now))
+    }
+    #[cfg(not(feature = "smarm-causal"))]
+    {
+        let _ = began;
+        0
     }
 }
 
@@ -214,6 +271,8 @@ impl Wait {
             w.actor.wait_open.set(true); // (W2)
             slot.waiting_on
                 .store(on.to_u8(), crate::loom::Ordering::Relaxed);
+            #[cfg(feature = "smarm-causal")]
+            super::causal::note_wait(shared, slot);
             let id = WaitId {
                 pid,
                 epoch: slot.word.begin_wait(),
@@ -246,17 +305,19 @@ impl Wait {
         }
     }
 
-    /// Give the wait a deadline: the actor's cached wait timer fires no
-    /// later than it (bounded (B1)).
-    pub(crate) fn set_deadline(&mut self, deadline: Deadline<'_>) {
+    /// Give the wait a deadline, moved `shift` nanos later (the delay
+    /// causal profiling inserted since the wait began; 0 without it): the
+    /// actor's cached wait timer fires no later than it (bounded (B1)).
+    pub(crate) fn set_deadline(&mut self, deadline: Deadline<'_>, shift: u64) {
         let id = self.id;
         let _ = with_worker(|w, shared| {
             let at = match deadline {
-                Deadline::At(at) => shared.coord.deadline_nanos(at),
-                Deadline::Nanos { at, .. } => at,
+                Deadline::At(at) => moved(shared.coord.deadline_nanos(at), shift),
+                Deadline::Nanos { at, .. } => moved(at, shift),
+                Deadline::Wall { at, .. } => at,
             };
             if let Some(slot) = shared.slots.get(id.pid.index()) {
-                shared.arm_wait_timer(w.id, slot, id, at);
+                shared.arm_wait_timer(w.id, slot, id, at, deadline.clock());
             }
         });
         self.bounded = true;
@@ -396,12 +457,17 @@ pub(crate) fn bounded_wait<W: BoundedWaiter>(
     expire_at_once: bool,
 ) -> W::Output {
     let mut woken = false;
+    // The delay inserted when the wait began: what is inserted since moves
+    // its deadline (Deadline).
+    let mut began = None;
     loop {
         if let Some(out) = waiter.ready() {
             return out;
         }
         if (woken || expire_at_once)
-            && deadline.as_ref().is_some_and(Deadline::passed)
+            && deadline
+                .as_ref()
+                .is_some_and(|d| d.passed(shift_since(&mut began)))
             && let Some(out) = waiter.timed_out()
         {
             return out;
@@ -420,7 +486,7 @@ pub(crate) fn bounded_wait<W: BoundedWaiter>(
             }
         }
         if let Some(d) = deadline {
-            wait.set_deadline(d);
+            wait.set_deadline(d, shift_since(&mut began));
         }
         if W::UNREGISTERS {
             let id = wait.id();

@@ -378,6 +378,8 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     let Some(slot) = shared.slots.get(pid.index()) else {
         return;
     };
+    #[cfg(feature = "smarm-causal")]
+    super::causal::before_resume(shared, w, slot);
     begin_run(shared, w, pid, slot);
     resume(shared, w, pid, slot);
     // Back on the scheduler stack, which holds no section (the actor's
@@ -397,6 +399,8 @@ fn run_actor(shared: &Shared, w: &Worker, pid: Pid) {
     };
     #[cfg(feature = "tracing")]
     super::spans::exit(slot);
+    #[cfg(feature = "smarm-causal")]
+    super::causal::after_run(shared, w, slot);
     crate::stack::set_running_pid(0);
     w.own().stats.running.store(0, Ordering::Relaxed);
     match w.actor.intent.get() {
@@ -567,6 +571,12 @@ fn enter_account(accounts: &crate::heap::Accounts, pid: Pid) {
 /// `budget-accounting`, whose timing brackets the loop's own switch.
 pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     if cfg!(feature = "budget-accounting") || w.pick.lifo_streak.get() >= LIFO_STREAK {
+        return None;
+    }
+    // A profiling session pays debts and counts region time on the loop's
+    // way between two actors (scheduler causal).
+    #[cfg(feature = "smarm-causal")]
+    if shared.coord.causal.active() {
         return None;
     }
     let tick = w.pick.tick.get().wrapping_add(1);

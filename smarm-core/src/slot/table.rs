@@ -86,6 +86,37 @@ pub(crate) struct Slot {
     /// past the three lines: the feature costs a line per actor.
     #[cfg(feature = "tracing")]
     spans: UnsafeCell<Vec<tracing::Span>>,
+    /// The actor's causal profiling state (feature `smarm-causal`): a line
+    /// of its own, which a profiling build pays per actor.
+    #[cfg(feature = "smarm-causal")]
+    pub(crate) causal: CausalCell,
+}
+
+/// An actor's part in causal profiling's delay accounting (the
+/// `causal::delay` module has the protocol). `level` is raised by wakes
+/// from any thread (`fetch_max`); the rest is written only by whoever runs
+/// the actor.
+#[cfg(feature = "smarm-causal")]
+#[derive(Default)]
+pub(crate) struct CausalCell {
+    /// Delay paid or credited, in nanoseconds on the runtime's scale.
+    pub(crate) level: AtomicU64,
+    /// When the actor's time in a region was last counted (clock nanos).
+    pub(crate) since: AtomicU64,
+    /// The region of the outermost `causal::region` guard it has open,
+    /// as id + 1 (0: none).
+    pub(crate) region: AtomicU32,
+    /// Its own region as an actor (by label), as id + 1 (0: none).
+    pub(crate) actor_region: AtomicU32,
+    /// When it last became runnable (coordinator nanos): a scheduler's
+    /// pause delayed it only if that was before the pause ended.
+    pub(crate) runnable_at: AtomicU64,
+    /// The inserted delay when it last opened a wait: what a wake credits
+    /// is what was inserted since (Coz's pre-block mark).
+    pub(crate) waited_at: AtomicU64,
+    /// The inserted delay its cached wait timer was armed at (`u64::MAX`
+    /// for a wall-clock one): with `wait_timer_at`, when it will fire.
+    pub(crate) timer_level: AtomicU64,
 }
 
 // SAFETY: `runner` is accessed only by the exclusive owner named in its
@@ -117,6 +148,8 @@ impl Slot {
             cold: RawMutex::new(LockClass::Leaf, Cold::vacant()),
             #[cfg(feature = "tracing")]
             spans: UnsafeCell::new(Vec::new()),
+            #[cfg(feature = "smarm-causal")]
+            causal: CausalCell::default(),
         }
     }
 
@@ -333,8 +366,11 @@ mod tests {
     /// layers' parts in.
     #[test]
     fn a_slot_is_three_cache_lines() {
-        // The `tracing` feature adds the actor's span stack: a fourth line.
-        let lines = if cfg!(feature = "tracing") { 4 } else { 3 };
+        // The `tracing` feature adds the actor's span stack, and
+        // `smarm-causal` its profiling cell: a line each.
+        let lines = 3
+            + usize::from(cfg!(feature = "tracing"))
+            + usize::from(cfg!(feature = "smarm-causal"));
         assert_eq!(std::mem::size_of::<Slot>(), lines * 64);
         assert!(std::mem::size_of::<super::super::Cold>() <= 56);
     }

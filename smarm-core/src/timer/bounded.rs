@@ -31,7 +31,7 @@
 //!   pending timers stay bounded by live actors; the root-exit sweep counts
 //!   a cached timer only while its actor is in a bounded wait.
 
-use super::heap::{TimerAction, TimerHeap};
+use super::heap::{Clock, TimerAction, TimerHeap};
 use super::timers::Timers;
 use crate::lock::RawMutex;
 use crate::loom::{Ordering, fence};
@@ -48,8 +48,13 @@ pub(crate) fn arm(
     coord: &Coordinator,
     wait: WaitId,
     at: u64,
+    clock: Clock,
 ) {
-    if !enter(slot, wait.epoch, at) {
+    // Read before the insert stamps its own: a cached level no later than
+    // the timer's makes the reuse check err on the side of a new timer (as
+    // does 0 while no session runs: levels only grow).
+    let level = session_level(coord);
+    if !enter(slot, wait.epoch, at, clock, level) {
         return; // the cached timer fires in time (B1)
     }
     // Cache it before the timers lock is released: the timer can only be
@@ -58,8 +63,8 @@ pub(crate) fn arm(
     // would stay cached, and a later wait reusing it would never be woken
     // (B1).
     let mut heap = timers.lock();
-    let id = heap.insert(coord, at, wait.pid, TimerAction::WakeBounded);
-    cache(slot, id.seq(), at);
+    let id = heap.insert(coord, at, wait.pid, TimerAction::WakeBounded, clock);
+    cache(slot, id.seq(), at, clock, level);
     drop(heap);
 }
 
@@ -69,18 +74,87 @@ pub(crate) fn leave(slot: &Slot) {
     slot.bounded_epoch.store(0, Ordering::SeqCst);
 }
 
-/// Mark the bounded wait `epoch` (ending at `at`) on the actor's slot;
-/// `true` if a new timer must be armed (none cached, or the cached one is
-/// due too late) (B1).
-fn enter(slot: &Slot, epoch: u32, at: u64) -> bool {
+/// Mark the bounded wait `epoch` (ending at `at` on `clock`, armed while
+/// the inserted delay is `level`) on the actor's slot; `true` if a new
+/// timer must be armed (none cached, or the cached one is due too late)
+/// (B1).
+fn enter(slot: &Slot, epoch: u32, at: u64, clock: Clock, level: u64) -> bool {
     slot.bounded_epoch.store(epoch + 1, Ordering::Relaxed);
     fence(Ordering::SeqCst);
     slot.wait_timer_seq.load(Ordering::Relaxed) == 0
-        || slot.wait_timer_at.load(Ordering::Relaxed) > at
+        || !fires_by(
+            slot.wait_timer_at.load(Ordering::Relaxed),
+            cached_level(slot),
+            at,
+            clock,
+            level,
+        )
 }
 
-/// Record the timer `seq`, due at `at`, as the actor's cached one.
-fn cache(slot: &Slot, seq: u64, at: u64) {
+/// Whether a cached timer due at `cached_at`, armed while the inserted
+/// delay was `cached_level`, fires no later than a timer armed now (delay
+/// `level`) for `at` on `clock` would (heap (H3)). Without causal
+/// profiling nothing shifts: the earlier deadline fires first.
+fn fires_by(cached_at: u64, cached_level: u64, at: u64, clock: Clock, level: u64) -> bool {
+    #[cfg(feature = "smarm-causal")]
+    {
+        match (cached_level == super::heap::WALL, clock) {
+            (true, _) => cached_at <= at,
+            // It may yet shift past a deadline that does not.
+            (false, Clock::Wall) => false,
+            // Both shift alike from here; the cached one has already
+            // shifted by what was inserted since it was armed.
+            (false, Clock::Virtual) => {
+                cached_at.saturating_add(level.saturating_sub(cached_level)) <= at
+            }
+        }
+    }
+    #[cfg(not(feature = "smarm-causal"))]
+    {
+        let _ = (cached_level, clock, level);
+        cached_at <= at
+    }
+}
+
+/// The delay inserted so far while a profiling session runs, else 0
+/// (feature `smarm-causal`; always 0 without it).
+#[inline(always)]
+fn session_level(coord: &Coordinator) -> u64 {
+    #[cfg(feature = "smarm-causal")]
+    if crate::causal::delay::any_session() {
+        return coord.inserted_delay();
+    }
+    let _ = coord;
+    0
+}
+
+/// The inserted delay the actor's cached timer was armed at (feature
+/// `smarm-causal`; 0 without it).
+fn cached_level(slot: &Slot) -> u64 {
+    #[cfg(feature = "smarm-causal")]
+    {
+        slot.causal.timer_level.load(Ordering::Relaxed)
+    }
+    #[cfg(not(feature = "smarm-causal"))]
+    {
+        let _ = slot;
+        0
+    }
+}
+
+/// Record the timer `seq`, due at `at` on `clock` and armed at inserted
+/// delay `level`, as the actor's cached one.
+fn cache(slot: &Slot, seq: u64, at: u64, clock: Clock, level: u64) {
+    #[cfg(feature = "smarm-causal")]
+    slot.causal.timer_level.store(
+        match clock {
+            Clock::Virtual => level,
+            Clock::Wall => super::heap::WALL,
+        },
+        Ordering::Relaxed,
+    );
+    #[cfg(not(feature = "smarm-causal"))]
+    let _ = (clock, level);
     slot.wait_timer_at.store(at, Ordering::Relaxed);
     slot.wait_timer_seq.store(seq + 1, Ordering::Release);
 }
@@ -148,12 +222,12 @@ mod loom_models {
     fn a_bounded_wait_is_never_left_without_a_timer() {
         loom::model(|| {
             let slot = Arc::new(Slot::new());
-            cache(&slot, 7, 100);
+            cache(&slot, 7, 100, Clock::Virtual, 0);
             let timer = {
                 let slot = slot.clone();
                 thread::spawn(move || fired(&slot, 7))
             };
-            let arms_new = enter(&slot, 3, 200);
+            let arms_new = enter(&slot, 3, 200, Clock::Virtual, 0);
             let woke = timer.join().unwrap();
             assert!(
                 arms_new || woke == Some(3),

@@ -22,6 +22,11 @@
 //!   bucket's `earliest` is.
 //! - (H2) A bucket is never empty, and its `earliest` is the minimum of its
 //!   entries' deadlines.
+//! - (H3) (Feature `smarm-causal`.) A virtual-clock timer fires no earlier
+//!   than its deadline plus the delay a causal profile inserted since it
+//!   was armed, as of its pop: a due entry that has not waited that delay
+//!   out is re-filed later by it, and only an entry whose shift is still
+//!   due fires. Wall-clock timers are never shifted.
 
 use crate::park::Coordinator;
 use crate::slot::Pid;
@@ -52,13 +57,32 @@ pub(crate) enum TimerAction {
     WakeBounded,
 }
 
+/// The clock a timer keeps: the same one without causal profiling. With
+/// it (feature `smarm-causal`) a virtual timer also waits out the delay a
+/// profile inserts while it is pending (it is workload pacing, which the
+/// delay slows like everything else), and a wall timer does not (the
+/// profiler's own windows, deadlines set by the outside world).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clock {
+    Virtual,
+    Wall,
+}
+
 pub(crate) struct Entry {
     /// Nanos since the coordinator's origin.
     pub(crate) deadline: u64,
     pub(crate) seq: u64,
     pub(crate) pid: Pid,
     pub(crate) action: TimerAction,
+    /// The inserted delay `deadline` already accounts for, or `WALL`
+    /// (feature `smarm-causal`; H3).
+    #[cfg(feature = "smarm-causal")]
+    pub(crate) shifted_to: u64,
 }
+
+/// `Entry::shifted_to` of a wall timer: never shifted.
+#[cfg(feature = "smarm-causal")]
+pub(crate) const WALL: u64 = u64::MAX;
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
@@ -217,7 +241,9 @@ impl TimerHeap {
         deadline: u64,
         pid: Pid,
         action: TimerAction,
+        clock: Clock,
     ) -> TimerId {
+        let _ = clock;
         let cached = matches!(action, TimerAction::WakeBounded);
         if cached {
             self.cached += 1;
@@ -228,6 +254,11 @@ impl TimerHeap {
             seq,
             pid,
             action,
+            #[cfg(feature = "smarm-causal")]
+            shifted_to: match clock {
+                Clock::Virtual => coord.inserted_delay(),
+                Clock::Wall => WALL,
+            },
         });
         coord.note_deadline_at(self.shard, deadline);
         TimerId {
@@ -321,12 +352,18 @@ impl TimerHeap {
         if ms > self.horizon {
             self.advance(ms);
         }
+        #[cfg(feature = "smarm-causal")]
+        let inserted = coord.inserted_delay();
         while let Some(Reverse(top)) = self.heap.peek() {
             if top.deadline > now {
                 break;
             }
             let Some(Reverse(entry)) = self.heap.pop() else {
                 break;
+            };
+            #[cfg(feature = "smarm-causal")]
+            let Some(entry) = self.shift(entry, inserted, now) else {
+                continue; // re-filed later by the delay inserted meanwhile (H3)
             };
             if let Some(cached) = self.armed.disarm(entry.seq) {
                 if cached {
@@ -338,6 +375,26 @@ impl TimerHeap {
             }
         }
         coord.refresh_deadline_at(self.shard, self.peek_deadline());
+    }
+
+    /// A due `entry` on the virtual clock waits out the delay inserted
+    /// since it was armed (or last shifted): re-file it that much later
+    /// unless that is still due at `now` (H3). `None` once re-filed.
+    #[cfg(feature = "smarm-causal")]
+    fn shift(&mut self, mut entry: Entry, inserted: u64, now: u64) -> Option<Entry> {
+        if entry.shifted_to == WALL
+            || entry.shifted_to >= inserted
+            || !self.armed.is_armed(entry.seq)
+        {
+            return Some(entry);
+        }
+        entry.deadline = entry.deadline.saturating_add(inserted - entry.shifted_to);
+        entry.shifted_to = inserted;
+        if entry.deadline <= now {
+            return Some(entry);
+        }
+        self.file(entry);
+        None
     }
 
     /// Retire every timer (the runtime is finishing).
@@ -484,7 +541,13 @@ mod tests {
         let t0 = Instant::now();
         for (i, ms) in [(1u32, 30u64), (2, 10), (3, 20), (4, 10)] {
             let (pid, a) = wake(i);
-            h.insert(&c, at(&c, t0 + Duration::from_millis(ms)), pid, a);
+            h.insert(
+                &c,
+                at(&c, t0 + Duration::from_millis(ms)),
+                pid,
+                a,
+                Clock::Virtual,
+            );
         }
         let mut out = Vec::new();
         h.pop_due(&c, at(&c, t0 + Duration::from_millis(25)), &mut out);
@@ -500,8 +563,8 @@ mod tests {
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
         let (p2, a2) = wake(2);
-        let id = h.insert(&c, at(&c, t0), p1, a1);
-        h.insert(&c, at(&c, t0), p2, a2);
+        let id = h.insert(&c, at(&c, t0), p1, a1, Clock::Virtual);
+        h.insert(&c, at(&c, t0), p2, a2, Clock::Virtual);
         assert!(h.cancel(&c, id));
         assert!(
             !h.cancel(&c, id),
@@ -519,7 +582,13 @@ mod tests {
         let c = Coordinator::new(1);
         let mut h = TimerHeap::new(1, 0);
         let (p, a) = wake(1);
-        let id = h.insert(&c, at(&c, Instant::now() + Duration::from_secs(3600)), p, a);
+        let id = h.insert(
+            &c,
+            at(&c, Instant::now() + Duration::from_secs(3600)),
+            p,
+            a,
+            Clock::Virtual,
+        );
         assert!(c.next_deadline().is_some());
         assert!(h.cancel(&c, id));
         assert_eq!(c.next_deadline(), None);
@@ -542,7 +611,7 @@ mod tests {
             let k = (i * 1337) % 2000;
             let due = at(&c, t0 + Duration::from_micros(250 * k));
             let (pid, a) = wake(k as u32);
-            ids.push((k, h.insert(&c, due, pid, a)));
+            ids.push((k, h.insert(&c, due, pid, a, Clock::Virtual)));
         }
         let cancelled: std::collections::HashSet<u64> = ids
             .iter()
@@ -590,6 +659,7 @@ mod tests {
                     at(&c, t0 + Duration::from_micros(100 * u64::from(i))),
                     pid,
                     a,
+                    Clock::Virtual,
                 )
             })
             .collect();
@@ -618,12 +688,12 @@ mod tests {
         let mut h = TimerHeap::new(1, 0);
         let t0 = Instant::now();
         let (p1, a1) = wake(1);
-        let old = h.insert(&c, at(&c, t0), p1, a1);
+        let old = h.insert(&c, at(&c, t0), p1, a1, Clock::Virtual);
         let mut out = Vec::new();
         h.pop_due(&c, at(&c, t0), &mut out);
         assert_eq!(out.len(), 1);
         let (p2, a2) = wake(2);
-        let new = h.insert(&c, at(&c, t0), p2, a2);
+        let new = h.insert(&c, at(&c, t0), p2, a2, Clock::Virtual);
         assert_eq!(
             old.seq() & 0xffff_ffff,
             new.seq() & 0xffff_ffff,
@@ -648,14 +718,14 @@ mod tests {
         let mut last = TimerHeap::new(1, MAX_SHARDS - 1);
         for round in 0..3 {
             let (p, a) = wake(round);
-            let id = last.insert(&c, at(&c, t0), p, a);
+            let id = last.insert(&c, at(&c, t0), p, a, Clock::Virtual);
             assert_eq!(shard_of_seq(id.seq()), MAX_SHARDS - 1);
             assert!(!other.cancel(&c, id), "cancelled by another shard's heap");
             assert!(last.cancel(&c, id), "its own shard's heap cancels it");
             assert!(id.seq() < u64::MAX >> 1, "seq + 1 must never overflow");
         }
         let (p, a) = wake(9);
-        let id = other.insert(&c, at(&c, t0), p, a);
+        let id = other.insert(&c, at(&c, t0), p, a, Clock::Virtual);
         assert_eq!(shard_of_seq(id.seq()), 5);
         assert_eq!(
             c.shard_deadline(5),

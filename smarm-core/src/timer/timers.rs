@@ -9,7 +9,7 @@
 //! `seq` (`heap.rs`), which is how a cancel from anywhere finds it.
 
 use super::bounded;
-use super::heap::{Entry, TimerAction, TimerHeap, TimerId, shard_of_seq};
+use super::heap::{Clock, Entry, TimerAction, TimerHeap, TimerId, shard_of_seq};
 use crate::lock::{LockClass, RawMutex};
 use crate::park::Coordinator;
 use crate::slot::{Pid, Slot, WaitId};
@@ -63,9 +63,13 @@ impl Timers {
         deadline: Instant,
         owner: Pid,
         action: TimerAction,
+        clock: Clock,
     ) -> TimerId {
         let at = coord.deadline_nanos(deadline);
-        self.shards[shard].0.lock().insert(coord, at, owner, action)
+        self.shards[shard]
+            .0
+            .lock()
+            .insert(coord, at, owner, action, clock)
     }
 
     /// Cancel timer `id`: `true` if it was still armed.
@@ -136,8 +140,9 @@ impl Timers {
         slot: &Slot,
         wait: WaitId,
         at: u64,
+        clock: Clock,
     ) {
-        bounded::arm(slot, &self.shards[shard].0, coord, wait, at);
+        bounded::arm(slot, &self.shards[shard].0, coord, wait, at, clock);
     }
 
     /// The actor of `slot` finished: cancel its cached wait timer (B3).

@@ -9,7 +9,8 @@
 //! - [`StartError`], [`StopReason`]: why a behaviour did not start, or
 //!   stopped;
 //! - `callback!`: a callback run inside a `tracing` span of its own
-//!   (feature `tracing`; plain code without it).
+//!   (feature `tracing`) and as a region causal profiling can speed up
+//!   (feature `smarm-causal`); plain code without either.
 //!
 //! gen_server, typed actors and supervisors use these; their public paths
 //! are the gen_server module's re-exports.
@@ -17,9 +18,23 @@
 /// Run `$body` (a behaviour callback) inside a DEBUG span named `$name`
 /// with `$field = $value` (feature `tracing`), through
 /// `smarm_core::actor::in_span` so the span survives the callback's
-/// blocking calls; without the feature, just `$body`.
+/// blocking calls; and as the causal profiling region `owner::callback`
+/// (feature `smarm-causal`): a server's callbacks are named by its type
+/// (`server = ...`), a typed actor's by its message enum and variant
+/// (`region = (owner, callback)`). Without the features, just `$body`.
 macro_rules! callback {
-    ($name:literal, $field:ident = $value:expr, $body:expr) => {{
+    ($name:literal, server = $value:expr, $body:expr) => {{
+        let server: &'static str = $value;
+        $crate::behaviour::callback!(region = (server, $name), $name, server = server, $body)
+    }};
+    (region = ($owner:expr, $callback:expr), $name:literal, $field:ident = $value:expr, $body:expr) => {{
+        #[cfg(feature = "smarm-causal")]
+        let _region = smarm_core::profiler::callback_region($owner, $callback);
+        #[cfg(not(feature = "smarm-causal"))]
+        let _ = (&$owner, &$callback);
+        $crate::behaviour::callback!(@span $name, $field = $value, $body)
+    }};
+    (@span $name:literal, $field:ident = $value:expr, $body:expr) => {{
         #[cfg(feature = "tracing")]
         {
             let span = tracing::debug_span!(target: "smarm", $name, $field = $value);

@@ -119,13 +119,26 @@ impl<G: GenServer> Ctx<G> {
     /// Deliver `info` to this server's `handle_info` after `after`, ahead
     /// of its mailbox. Cancel with [`Ctx::cancel_timer`].
     pub fn send_after(&self, after: Duration, info: G::Info) -> TimerId {
+        smarm_core::time::call_after(after, self.deliver_info(info))
+    }
+
+    /// [`Ctx::send_after`] on the wall clock: under causal profiling
+    /// (feature `smarm-causal`) the timer keeps real time instead of
+    /// waiting out the delay a profile inserts (for a deadline the outside
+    /// world sets); without the feature it is [`Ctx::send_after`].
+    pub fn send_after_wall(&self, after: Duration, info: G::Info) -> TimerId {
+        smarm_core::time::call_after_wall(after, self.deliver_info(info))
+    }
+
+    /// What a timer does to deliver `info` to this server's `handle_info`.
+    fn deliver_info(&self, info: G::Info) -> impl FnOnce() + Send + 'static {
         let (sys, pending, me) = (self.sys.clone(), self.sys_pending.clone(), self.me.clone());
-        smarm_core::time::call_after(after, move || {
+        move || {
             if sys.send(info).is_ok() {
                 pending.store(true, Ordering::Release);
                 let _ = me.wake_for_sys();
             }
-        })
+        }
     }
 
     /// Call off a timer armed by [`Ctx::send_after`]: `true` if it had not

@@ -75,7 +75,10 @@ pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis,
 pub use error::{RegisterError, SendError};
 pub use name::Name;
 pub(crate) use send::resolve_sender;
-pub use send::{resolve_in, send, send_after, send_after_named, send_dyn, send_in, send_to};
+pub use send::{
+    resolve_in, send, send_after, send_after_named, send_after_named_wall, send_after_wall,
+    send_dyn, send_in, send_to,
+};
 
 use binding::{forget, with_read_side, with_tables, with_tables_of};
 use read_side::ReadSide;

@@ -146,6 +146,38 @@ pub fn send_after<A: Addressable>(after: Duration, pid: Pid<A>, msg: A::Msg) -> 
     })
 }
 
+/// [`send_after`] on the wall clock: under causal profiling (feature
+/// `smarm-causal`) the timer keeps real time instead of waiting out the
+/// delay a profile inserts (for a deadline the outside world sets: a
+/// protocol timeout, a schedule by the clock); without the feature it is
+/// [`send_after`].
+///
+/// ```
+/// use smarm::{send_after_wall, spawn_addr, Addressable};
+/// use std::time::Duration;
+///
+/// struct Alarm;
+/// impl Addressable for Alarm {
+///     type Msg = &'static str;
+/// }
+///
+/// smarm::run(|| {
+///     let (tx, rx) = smarm::channel();
+///     let alarm = spawn_addr::<Alarm>(move |inbox| tx.send(inbox.recv().unwrap()).unwrap());
+///     send_after_wall(Duration::from_millis(5), alarm, "time is up");
+///     assert_eq!(rx.recv().unwrap(), "time is up");
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn send_after_wall<A: Addressable>(after: Duration, pid: Pid<A>, msg: A::Msg) -> TimerId {
+    time::call_after_wall(after, move || {
+        let _ = send_to(pid, msg);
+    })
+}
+
 /// Deliver `msg` to whoever holds `name` when the timer fires (a restarted
 /// holder is reached); dropped if nobody does.
 ///
@@ -154,6 +186,19 @@ pub fn send_after<A: Addressable>(after: Duration, pid: Pid<A>, msg: A::Msg) -> 
 /// Outside an actor.
 pub fn send_after_named<M: Send + 'static>(after: Duration, name: Name<M>, msg: M) -> TimerId {
     time::call_after(after, move || {
+        let _ = send(name, msg);
+    })
+}
+
+/// [`send_after_named`] on the wall clock: under causal profiling (feature
+/// `smarm-causal`) the timer keeps real time (see [`send_after_wall`]);
+/// without the feature it is [`send_after_named`].
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn send_after_named_wall<M: Send + 'static>(after: Duration, name: Name<M>, msg: M) -> TimerId {
+    time::call_after_wall(after, move || {
         let _ = send(name, msg);
     })
 }
