@@ -297,3 +297,26 @@ fn stop_closes_the_listener_and_ends_every_observer_actor() {
         }
     });
 }
+
+/// The page's "Causal profile" panel reads the latest profile's plot:
+/// none before the first session in the process, the SVG after one. (The
+/// only test in this binary that profiles.)
+#[cfg(feature = "smarm-causal")]
+#[test]
+fn the_latest_causal_profile_is_served_as_svg() {
+    use smarm::causal::{self, Settings};
+    smarm::run(|| {
+        let obs = smarm::observer::serve("127.0.0.1:0").unwrap();
+        let addr = obs.local_addr();
+        assert_eq!(get(addr, "/api/causal.svg").0, "HTTP/1.1 404 Not Found");
+        causal::profile_with(
+            Settings::new(Duration::from_millis(200)).window(Duration::from_millis(50)),
+        );
+        let (status, body) = get(addr, "/api/causal.svg");
+        assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+        assert!(body.contains("<svg"), "{body}");
+        let (_, page) = get(addr, "/");
+        assert!(page.contains("id=\"causal\""));
+        obs.stop();
+    });
+}

@@ -15,7 +15,10 @@
 //! - `/api/stream`: the same snapshot as server-sent events, once per
 //!   interval;
 //! - `/api/history`: per-scheduler utilisation and run-queue samples, one
-//!   per interval, the last [`HISTORY`].
+//!   per interval, the last [`HISTORY`];
+//! - `/api/causal.svg` (feature `smarm-causal`): the plot of the latest
+//!   causal profile taken in this process (404 before the first), which
+//!   the page shows under "Causal profile".
 //!
 //! It shows; it does not stop or message actors. It binds only the address
 //! given (examples use loopback) and can require a token
@@ -437,8 +440,29 @@ fn serve_connection(mut stream: TcpStream, state: &State) {
             http::respond(&mut stream, "200 OK", json, state.history_json().as_bytes())
         }
         "/api/stream" => stream_snapshots(&mut stream, state),
+        "/api/causal.svg" => causal_svg(&mut stream),
         _ => http::respond(&mut stream, "404 Not Found", "text/plain", b"not found\n"),
     };
+}
+
+/// The latest causal profile's plot (feature `smarm-causal`); 404 without
+/// one (or without the feature).
+fn causal_svg(stream: &mut TcpStream) -> std::io::Result<()> {
+    #[cfg(feature = "smarm-causal")]
+    if let Some(profile) = smarm_core::causal::latest_profile() {
+        return http::respond(
+            stream,
+            "200 OK",
+            "image/svg+xml",
+            profile.to_svg().as_bytes(),
+        );
+    }
+    http::respond(
+        stream,
+        "404 Not Found",
+        "text/plain",
+        b"no causal profile yet\n",
+    )
 }
 
 /// Server-sent events: a snapshot per interval until the client goes or
