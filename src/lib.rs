@@ -273,4 +273,7 @@ pub mod guide {
     #[cfg(feature = "observer")]
     #[doc = include_str!("../guide/src/observing-observer.md")]
     pub struct ObservingObserver;
+    #[cfg(feature = "smarm-causal")]
+    #[doc = include_str!("../guide/src/causal-profiling.md")]
+    pub struct CausalProfiling;
 }

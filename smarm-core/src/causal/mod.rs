@@ -1,5 +1,5 @@
 //! Causal profiling (feature `smarm-causal`): what a profile measures
-//! progress by, and what a profile's experiments predict.
+//! progress by, how its experiments run, and what they predict.
 //!
 //! A causal profile answers "if this part ran faster, how much faster
 //! would the program make progress?", so the program first says what
@@ -48,13 +48,26 @@ assert_eq!(
 //! as a table, JSON, an SVG plot, or Coz's `profile.coz`, which Coz's own
 //! viewer plots.
 //!
+//! # Experiments
+//!
+//! A session (`session.rs`; started by `smarm::causal::profile`, or for a
+//! whole run by `Config::causal_profile`) repeatedly selects a region
+//! (`region.rs`: the user's, every behaviour callback, labelled actors)
+//! and a virtual speedup, as Coz does. While the selected region runs,
+//! every other actor comes to owe a delay, which its scheduler pays by
+//! pausing before resuming it; a woken actor is credited what its waker
+//! has paid; timers on the virtual clock wait the delay out
+//! (`delay.rs` has the accounting and its invariants, the scheduler's
+//! `causal.rs` where it is applied, `timer/heap.rs` the timers' part).
+//!
 //! # Cost
 //!
 //! Without the feature the three macros compile to nothing (the name is
 //! still checked to be a `&'static str` constant). With it, a visit is one
 //! atomic add on the point's own cache line, after a load that finds the
 //! call site's point (the first visit of a site looks it up by name, under
-//! a lock).
+//! a lock); while no session runs, every other hook (a resume, a wake, a
+//! wait, a region) is one load of a static.
 //!
 //! # Invariants
 //!

@@ -10,14 +10,19 @@
 //!   only from there (one that was waiting was not delayed by it). The
 //!   pause is taken before the resume is recorded (no actor is running),
 //!   so the system monitor never reads a paying scheduler as blocked nor
-//!   starts a spare for it.
-//! - When an actor switches back, the time since its resume (or since its
-//!   region guard opened) counts toward the selected region if it ran in
-//!   it, as a user region or as an actor region.
-//! - A woken actor's level rises to its waker's: an actor that had paid
-//!   before it sent, replied, unlocked or signalled passes that on (Coz's
-//!   rule after a blocking call), and a wake from outside any actor (a
-//!   timer, an IO event, a thread) passes everything inserted so far on.
+//!   starts a spare for it. An actor that never parks pays at its region
+//!   boundaries instead, in pauses far shorter than the monitor's
+//!   threshold (C2).
+//! - When an actor switches back (or opens or closes a region), the time
+//!   since its resume counts toward the selected region if it ran in it,
+//!   as a user region or as an actor region; the actors queued behind it
+//!   meanwhile count as paid to its level, as behind a pause.
+//! - A woken actor is credited the delay inserted while it waited, as far
+//!   as its waker (the running actor) had paid it: an actor that had paid
+//!   before it sent, replied, unlocked or signalled passes that on, and
+//!   one that still owes passes its debt on (Coz's rule after a blocking
+//!   call, `delay::woken_level`); a wake from outside any actor (a timer,
+//!   an IO event, a thread) credits all of it.
 //!
 //! A profiling session turns off the direct handoff of a park, so the
 //! actor that switches back to a scheduler is always the one it resumed.
