@@ -143,8 +143,6 @@ pub mod trace {
 #[cfg(feature = "smarm-causal")]
 pub mod causal {
     pub use smarm_core::causal::*;
-    #[doc(hidden)]
-    pub use smarm_core::profiler::callback_region;
     pub use smarm_core::profiler::{Region, profile, profile_with, region};
 }
 /// Progress points for causal profiling; without the feature

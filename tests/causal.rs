@@ -285,6 +285,33 @@ mod sessions {
     }
 
     #[test]
+    fn a_registered_actor_is_a_region_by_its_name() {
+        let rt = Runtime::new(Config::default().threads(2)).unwrap();
+        let profile = rt.run(|| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let flag = stop.clone();
+            let named = smarm::spawn(move || {
+                let (tx, _rx) = smarm::channel::<()>();
+                smarm::register(smarm::Name::<()>::new("test.session.named"), tx).unwrap();
+                while !flag.load(Ordering::Relaxed) {
+                    std::hint::black_box((0..2_000u64).sum::<u64>());
+                    smarm::progress!("test.session.named.items");
+                    smarm::yield_now();
+                }
+            });
+            let profile = causal::profile_with(short(1_500).only("actor test.session.named"));
+            stop.store(true, Ordering::Relaxed);
+            named.join().unwrap();
+            profile
+        });
+        check(
+            &profile,
+            "actor test.session.named",
+            "test.session.named.items",
+        );
+    }
+
+    #[test]
     fn one_session_at_a_time_and_only_in_an_actor() {
         let rt = Runtime::new(Config::default().threads(2)).unwrap();
         rt.run(|| {

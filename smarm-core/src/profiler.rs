@@ -7,7 +7,7 @@
 //! A region is code whose speedup a profile predicts the effect of:
 //! marked with [`region`] or a [`Region`] guard, every behaviour
 //! callback (named by its server's type and the callback, automatically),
-//! and every actor with a label (`actor <label>`). Regions are only timed
+//! and every actor with a label or a registered name (`actor <name>`). Regions are only timed
 //! while a session runs; outside one, opening a region is one load.
 //!
 //! # Invariants
@@ -98,6 +98,14 @@ pub fn callback_region(owner: &'static str, callback: &'static str) -> Region {
         }),
         _actor: PhantomData,
     }
+}
+
+/// Make the calling actor the region `actor <name>`, unless it is one by
+/// its label already: the registry calls this as an actor registers a
+/// name.
+#[doc(hidden)]
+pub fn name_actor_region(name: &str) {
+    scheduler::causal::name_running_actor(|| crate::causal::region::actor_region(name));
 }
 
 /// Profile the calling actor's runtime for `duration` (wall time) and

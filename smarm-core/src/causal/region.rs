@@ -1,6 +1,6 @@
 //! Regions a causal profile can speed up, by name: the user's
 //! (`causal::region`), every behaviour callback (its server's type and the
-//! callback), and actors (by label). A name is interned to an id once, in
+//! callback), and actors (by label or registered name). A name is interned to an id once, in
 //! this process; each runtime notes which regions it entered
 //! (`Delays::entered`), and its profiler picks among those.
 //!

@@ -249,3 +249,21 @@ pub(crate) fn close_region(outer: u32) {
         Some(())
     });
 }
+
+/// Give the running actor its region as an actor (`id_of` interns the
+/// name), unless it has one already.
+pub(crate) fn name_running_actor(id_of: impl FnOnce() -> u32) {
+    let _ = super::with_worker(|w, shared| {
+        let slot = w
+            .actor
+            .current
+            .get()
+            .and_then(|pid| shared.slots.get(pid.index()))?;
+        if slot.causal.actor_region.load(Ordering::Relaxed) == 0 {
+            slot.causal
+                .actor_region
+                .store(id_of() + 1, Ordering::Relaxed);
+        }
+        Some(())
+    });
+}

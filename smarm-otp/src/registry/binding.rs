@@ -174,7 +174,12 @@ pub fn register<M: Send + 'static>(name: Name<M>, tx: Sender<M>) -> Result<(), R
             t.bind(text, me, msg, msg_name);
         }
         Ok(())
-    })
+    })?;
+    // A registered actor is a region causal profiling can speed up, by
+    // its name (unless it has one by its label already).
+    #[cfg(feature = "smarm-causal")]
+    smarm_core::profiler::name_actor_region(text);
+    Ok(())
 }
 
 /// Give up `name` if the calling actor's runtime has it bound; returns the
