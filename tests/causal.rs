@@ -312,7 +312,7 @@ mod sessions {
     }
 
     #[test]
-    fn one_session_at_a_time_and_only_in_an_actor() {
+    fn one_session_at_a_time_in_an_actor_with_a_window() {
         let rt = Runtime::new(Config::default().threads(2)).unwrap();
         rt.run(|| {
             let first = smarm::spawn(|| causal::profile_with(short(300)));
@@ -326,6 +326,16 @@ mod sessions {
             );
             first.join().unwrap();
         });
+        let zero = smarm::run(|| {
+            smarm::spawn(|| causal::profile_with(short(100).window(Duration::ZERO)))
+                .join()
+                .unwrap_err()
+                .to_string()
+        });
+        assert!(
+            zero.contains("smarm::causal::profile_with: Settings::window is zero"),
+            "{zero}"
+        );
         let outside = std::panic::catch_unwind(|| causal::profile(Duration::from_millis(1)));
         let message = outside.unwrap_err();
         let message = message

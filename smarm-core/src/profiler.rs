@@ -135,8 +135,14 @@ pub fn profile(duration: Duration) -> Profile {
 ///
 /// # Panics
 ///
-/// Outside an actor, or while another session profiles the same runtime.
+/// Outside an actor, while another session profiles the same runtime, or
+/// if `settings.window` is zero.
 pub fn profile_with(settings: Settings) -> Profile {
+    assert!(
+        !settings.window.is_zero(),
+        "smarm::causal::profile_with: Settings::window is zero; give experiments a window \
+         (Coz's is 500 ms, the default)"
+    );
     let shared =
         scheduler::with_current_actor("smarm::causal::profile", |_, shared| shared.to_arc());
     let delays = &shared.coord.causal;
