@@ -203,27 +203,14 @@ pub(crate) fn open_region(id_of: impl FnOnce() -> u32) -> Option<u32> {
 #[inline(never)]
 fn open_region_in_session(id_of: impl FnOnce() -> u32) -> Option<u32> {
     super::with_worker(|w, shared| {
-        let delays = &shared.coord.causal;
-        if !delays.active() {
+        if !shared.coord.causal.active() {
             return None;
         }
-        let slot = w
-            .actor
-            .current
-            .get()
-            .and_then(|pid| shared.slots.get(pid.index()))?;
+        let slot = running_slot(w, shared)?;
         let id = id_of();
-        delays.entered(id);
-        let id = id + 1;
-        // The time so far counts toward what was open until now; a region
-        // boundary is a safepoint where the actor pays what it owes (one
-        // that runs without parking is resumed too rarely to pay there).
-        count_region_time(delays, w, slot, shared.coord.now_nanos());
-        pay(shared, w, slot);
-        slot.causal
-            .since
-            .store(shared.coord.now_nanos(), Ordering::Relaxed);
-        Some(slot.causal.region.swap(id, Ordering::Relaxed))
+        shared.coord.causal.entered(id);
+        region_boundary(shared, w, slot);
+        Some(slot.causal.region.swap(id + 1, Ordering::Relaxed))
     })
     .flatten()
 }
@@ -232,33 +219,40 @@ fn open_region_in_session(id_of: impl FnOnce() -> u32) -> Option<u32> {
 #[inline(never)]
 pub(crate) fn close_region(outer: u32) {
     let _ = super::with_worker(|w, shared| {
-        let slot = w
-            .actor
-            .current
-            .get()
-            .and_then(|pid| shared.slots.get(pid.index()))?;
-        let delays = &shared.coord.causal;
-        count_region_time(delays, w, slot, shared.coord.now_nanos());
-        slot.causal.region.store(outer, Ordering::Relaxed);
-        if delays.active() {
-            pay(shared, w, slot);
-            slot.causal
-                .since
-                .store(shared.coord.now_nanos(), Ordering::Relaxed);
+        let slot = running_slot(w, shared)?;
+        if shared.coord.causal.active() {
+            region_boundary(shared, w, slot);
         }
+        slot.causal.region.store(outer, Ordering::Relaxed);
         Some(())
     });
+}
+
+/// At a region boundary of the running actor of `slot`: the time so far
+/// counts toward what was open until now, and the actor pays what it
+/// owes (a safepoint: one that runs without parking is resumed too
+/// rarely to pay there); its region clock restarts after the pause.
+fn region_boundary(shared: &Shared, w: &Worker, slot: &Slot) {
+    count_region_time(&shared.coord.causal, w, slot, shared.coord.now_nanos());
+    pay(shared, w, slot);
+    slot.causal
+        .since
+        .store(shared.coord.now_nanos(), Ordering::Relaxed);
+}
+
+/// The slot of the actor running on `w`, if any.
+fn running_slot<'a>(w: &Worker, shared: &'a Shared) -> Option<&'a Slot> {
+    w.actor
+        .current
+        .get()
+        .and_then(|pid| shared.slots.get(pid.index()))
 }
 
 /// Give the running actor its region as an actor (`id_of` interns the
 /// name), unless it has one already.
 pub(crate) fn name_running_actor(id_of: impl FnOnce() -> u32) {
     let _ = super::with_worker(|w, shared| {
-        let slot = w
-            .actor
-            .current
-            .get()
-            .and_then(|pid| shared.slots.get(pid.index()))?;
+        let slot = running_slot(w, shared)?;
         if slot.causal.actor_region.load(Ordering::Relaxed) == 0 {
             slot.causal
                 .actor_region
