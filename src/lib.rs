@@ -46,7 +46,7 @@ pub use smarm_core::{
     MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
     SendTimeoutError, Sender, SpawnError, TrySendError, channel, exit_with, hibernate, in_actor,
     is_alive, request_stop, request_stop_all, require_actor, run, select, select_timeout, self_pid,
-    sleep, spawn, spawn_under, try_select, try_select_timeout, try_spawn, yield_now,
+    sleep, spawn, spawn_under, try_select, try_select_timeout, try_self_pid, try_spawn, yield_now,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),

@@ -361,3 +361,39 @@ fn a_restarted_named_server_is_reachable_by_name_at_once() {
         }
     });
 }
+
+#[test]
+fn a_call_to_oneself_fails_at_once() {
+    use smarm::gen_server::{self, CallError, Flow, GenServer, InitError, Reply};
+    struct Me;
+    impl GenServer for Me {
+        type Args = ();
+        type Call = ();
+        type Reply = Option<CallError>;
+        type Cast = ();
+        type Info = ();
+        fn init(_: (), _: &mut gen_server::Ctx<Self>) -> Result<Self, InitError> {
+            Ok(Me)
+        }
+        fn handle_call(
+            &mut self,
+            _: (),
+            reply: Reply<Option<CallError>>,
+            ctx: &mut gen_server::Ctx<Self>,
+        ) -> Flow {
+            reply.reply(ctx.me().call(()).err());
+            Flow::Continue
+        }
+    }
+    for threads in support::THREADS {
+        run_with(threads, || {
+            let s = gen_server::start::<Me>(()).unwrap();
+            let t0 = Instant::now();
+            for _ in 0..100 {
+                assert_eq!(s.call(()), Ok(Some(CallError::CallingSelf)));
+            }
+            assert!(t0.elapsed() < Duration::from_secs(4), "each failed at once");
+            s.shutdown().unwrap();
+        });
+    }
+}

@@ -135,6 +135,19 @@ pub fn self_pid() -> Pid {
     with_current_actor("self_pid", |me, _| me)
 }
 
+/// The pid of the calling actor, or `None` outside any actor (never
+/// panics): for code that runs both in and outside actors, such as a
+/// library checking whether a call would target its own caller.
+///
+/// ```
+/// assert_eq!(smarm::try_self_pid(), None);
+/// smarm::run(|| assert_eq!(smarm::try_self_pid(), Some(smarm::self_pid())));
+/// ```
+#[inline]
+pub fn try_self_pid() -> Option<Pid> {
+    scheduler::current_pid()
+}
+
 /// Let every other runnable actor have a turn, then continue. A long
 /// computation that never blocks should call this now and then.
 ///

@@ -46,6 +46,15 @@ pub enum CallError {
     /// slot) before replying.
     #[error("smarm: call failed: the server is down or exited without replying")]
     ServerDown,
+    /// The caller called itself: a server can only answer a call after
+    /// the callback making it returns, so the call could never be
+    /// answered (Erlang's `calling_self`). Reply from the callback, or
+    /// cast to yourself, instead.
+    #[error(
+        "smarm: call to self: an actor called its own address, which it could only answer \
+         after the call returned (use the state directly, or cast to yourself)"
+    )]
+    CallingSelf,
 }
 
 /// The reply slot of one call: give the caller its answer with

@@ -4,6 +4,9 @@
 //!   that it is ready, or why not), as Erlang's `proc_lib` does;
 //! - [`call`]: a request with a reply slot and a deadline, failing fast
 //!   when the server is gone;
+//! - [`address`]: a behaviour's pid and mailbox, the sends a client
+//!   makes there and the call through it (a call to oneself fails at
+//!   once);
 //! - [`termination`]: how a behaviour's loop ends (a stop, a panic, a
 //!   returned reason) and how the actor then exits;
 //! - [`StartError`], [`StopReason`]: why a behaviour did not start, or
@@ -49,6 +52,7 @@ macro_rules! callback {
 }
 pub(crate) use callback;
 
+pub(crate) mod address;
 pub(crate) mod call;
 mod reason;
 pub(crate) mod start;
@@ -56,4 +60,4 @@ pub(crate) mod termination;
 
 pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async};
 pub use reason::{InitError, StartError, StopReason};
-pub(crate) use start::{Started, start};
+pub(crate) use start::{Behaviour, Inbox, Launch, Options, Started, launch, start};

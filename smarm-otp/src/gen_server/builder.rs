@@ -1,10 +1,9 @@
 //! Starting a server: [`start`], [`start_named`], [`start_link`], and the
 //! [`Builder`] behind them.
 
-use super::server::Inbox;
-use super::{Envelope, GenServer, GenServerRef, ServerName, StartError, server};
-use smarm_core::Pid;
-use smarm_core::channel::{Sender, bounded, channel};
+use super::server::Server;
+use super::{GenServer, GenServerRef, ServerName, StartError};
+use crate::behaviour::{Options, launch};
 use std::time::Duration;
 
 /// Start a server with `args`: spawn it, run [`GenServer::init`] there,
@@ -75,11 +74,7 @@ pub fn start_link<G: GenServer>(args: G::Args) -> Result<GenServerRef<G>, StartE
 /// ```
 pub struct Builder<G: GenServer> {
     name: Option<ServerName<G>>,
-    link: bool,
-    label: Option<String>,
-    mailbox_capacity: Option<usize>,
-    hibernate_after: Option<Duration>,
-    max_heap_size: usize,
+    options: Options,
 }
 
 impl<G: GenServer> Default for Builder<G> {
@@ -93,11 +88,7 @@ impl<G: GenServer> Builder<G> {
     pub fn new() -> Self {
         Builder {
             name: None,
-            link: false,
-            label: None,
-            mailbox_capacity: None,
-            hibernate_after: None,
-            max_heap_size: 0,
+            options: Options::default(),
         }
     }
 
@@ -109,7 +100,7 @@ impl<G: GenServer> Builder<G> {
 
     /// Link the server to the caller.
     pub fn link(mut self) -> Self {
-        self.link = true;
+        self.options.link = true;
         self
     }
 
@@ -117,7 +108,7 @@ impl<G: GenServer> Builder<G> {
     /// does: what introspection, crash reports and the observer show for
     /// it besides a registered name.
     pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
+        self.options.label = Some(label.into());
         self
     }
 
@@ -135,12 +126,8 @@ impl<G: GenServer> Builder<G> {
     ///
     /// If `capacity` is 0.
     pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
-        assert!(
-            capacity > 0,
-            "smarm: gen_server::Builder::mailbox_capacity(0): a mailbox needs room for at least \
-             one request"
-        );
-        self.mailbox_capacity = Some(capacity);
+        self.options
+            .set_mailbox_capacity("gen_server::Builder", capacity);
         self
     }
 
@@ -149,7 +136,7 @@ impl<G: GenServer> Builder<G> {
     /// stack, as after [`Flow::Hibernate`](super::Flow::Hibernate), and
     /// handles its next message on a fresh one.
     pub fn hibernate_after(mut self, idle: Duration) -> Self {
-        self.hibernate_after = Some(idle);
+        self.options.hibernate_after = Some(idle);
         self
     }
 
@@ -165,13 +152,7 @@ impl<G: GenServer> Builder<G> {
     /// [`PreemptingAlloc::with_heap_accounting`](smarm_core::PreemptingAlloc::with_heap_accounting)
     /// is not the global allocator.
     pub fn max_heap_size(mut self, bytes: usize) -> Self {
-        assert!(
-            bytes == 0 || smarm_core::introspect::heap_accounting(),
-            "smarm: gen_server::Builder::max_heap_size: heap limits need the accounting \
-             allocator; install `#[global_allocator] static ALLOC: smarm::PreemptingAlloc = \
-             smarm::PreemptingAlloc::system().with_heap_accounting();` in the binary"
-        );
-        self.max_heap_size = bytes;
+        self.options.set_max_heap_size("gen_server::Builder", bytes);
         self
     }
 
@@ -183,39 +164,7 @@ impl<G: GenServer> Builder<G> {
     /// Outside an actor.
     pub fn start(self, args: G::Args) -> Result<GenServerRef<G>, StartError> {
         smarm_core::require_actor("gen_server::Builder::start");
-        let parent = self.link.then(smarm_core::self_pid);
-        let (inbox_tx, pid) = match self.mailbox_capacity {
-            Some(capacity) => {
-                let (tx, rx) = bounded::<Envelope<G>>(capacity);
-                (tx.clone(), self.launch(args, tx, rx, parent)?)
-            }
-            None => {
-                let (tx, rx) = channel::<Envelope<G>>();
-                (tx.clone(), self.launch(args, tx, rx, parent)?)
-            }
-        };
-        Ok(GenServerRef::new(pid, inbox_tx))
-    }
-
-    /// Spawn the server on its mailbox (`me` sends to `inbox`) and wait
-    /// for its `init`.
-    fn launch<I: Inbox<Envelope<G>>>(
-        self,
-        args: G::Args,
-        me: Sender<Envelope<G>>,
-        inbox: I,
-        parent: Option<Pid>,
-    ) -> Result<Pid, StartError> {
-        let (name, idle) = (self.name, self.hibernate_after);
-        let mut builder = smarm_core::Builder::new().max_heap_size(self.max_heap_size);
-        if self.link {
-            builder = builder.link();
-        }
-        if let Some(label) = self.label {
-            builder = builder.name(label);
-        }
-        crate::behaviour::start(builder, move |started| {
-            server::serve::<G, I>(args, inbox, me, name, parent, idle, started)
-        })
+        let (pid, inbox) = launch::<Server<G>>(self.options, self.name, args)?;
+        Ok(GenServerRef::new(pid, inbox))
     }
 }

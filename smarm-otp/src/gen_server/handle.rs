@@ -1,12 +1,13 @@
 //! Addressing a server: [`GenServerRef`] (by pid, holding its mailbox's
 //! sender) and [`ServerName`] (through the registry, resolved on each use).
 
+use super::GenServer;
 use super::server::{Envelope, Msg};
-use super::{GenServer, StartError};
-use crate::behaviour::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call_as, call_async};
+use crate::behaviour::address::{Address, NotDelivered};
+use crate::behaviour::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call_async};
 use crate::registry::{self, Name};
 use smarm_core::Pid;
-use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
+use smarm_core::channel::Sender;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -55,45 +56,50 @@ pub type Request<G> = (<G as GenServer>::Call, Reply<<G as GenServer>::Reply>);
 
 /// The address of a running server of type `G`.
 pub struct GenServerRef<G: GenServer> {
-    pid: Pid,
-    inbox: Sender<Envelope<G>>,
+    addr: Address<Envelope<G>>,
 }
 
 impl<G: GenServer> Clone for GenServerRef<G> {
     fn clone(&self) -> Self {
         GenServerRef {
-            pid: self.pid,
-            inbox: self.inbox.clone(),
+            addr: self.addr.clone(),
         }
     }
 }
 
 impl<G: GenServer> std::fmt::Debug for GenServerRef<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GenServerRef({})", self.pid)
+        write!(f, "GenServerRef({})", self.addr.pid)
     }
 }
 
 impl<G: GenServer> GenServerRef<G> {
     pub(super) fn new(pid: Pid, inbox: Sender<Envelope<G>>) -> Self {
-        GenServerRef { pid, inbox }
+        GenServerRef {
+            addr: Address { pid, inbox },
+        }
+    }
+
+    /// The address the ref wraps.
+    pub(super) fn address(&self) -> &Address<Envelope<G>> {
+        &self.addr
     }
 
     /// The server's actor.
     pub fn pid(&self) -> Pid {
-        self.pid
+        self.addr.pid
     }
 
     /// Whether the server is still running.
     pub fn is_alive(&self) -> bool {
-        !self.inbox.is_closed()
+        self.addr.is_alive()
     }
 
     /// Requests waiting in the server's mailbox (Erlang's
     /// `message_queue_len`); with a bounded mailbox, at most its capacity
     /// unless exits, `Down`s or timer messages went in past it.
     pub fn mailbox_len(&self) -> usize {
-        self.inbox.queued_len()
+        self.addr.mailbox_len()
     }
 
     /// Wake the server's loop for its system channel.
@@ -104,85 +110,26 @@ impl<G: GenServer> GenServerRef<G> {
     /// Deliver a request, waiting for room in a bounded mailbox; `what`
     /// names the public call for the misuse panics.
     fn deliver(&self, what: &'static str, msg: Msg<G>) -> Result<(), Msg<G>> {
-        self.inbox.send_as(what, Envelope(msg)).map_err(|e| e.0.0)
+        self.addr.deliver(what, Envelope(msg)).map_err(|e| e.0)
     }
 
     /// Deliver a message core hands over from a callback (an exit, a
     /// `Down`, a timer's wake): never waits, past a bounded mailbox's
-    /// capacity if need be, as Erlang never drops a signal.
+    /// capacity if need be.
     pub(super) fn deliver_system(&self, msg: Msg<G>) -> Result<(), Msg<G>> {
-        self.inbox
-            .send_past_capacity(Envelope(msg))
-            .map_err(|e| e.0.0)
+        self.addr.deliver_system(Envelope(msg)).map_err(|e| e.0)
     }
 
-    /// Make a call whose request `request` builds: the send waits for
-    /// room in a bounded mailbox within the call's `timeout`, and a
-    /// mailbox still full at its end fails the call with
-    /// [`CallError::Timeout`].
+    /// A call whose request `request` builds, through the address's one
+    /// call path (bounded mailboxes, calling oneself).
     fn call_within<R: Send>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Msg<G>,
         timeout: Duration,
     ) -> Result<R, CallError> {
-        if self.inbox.capacity().is_some() {
-            return self.call_bounded(what, request, timeout);
-        }
-        call_as(
-            what,
-            request,
-            |msg| self.inbox.send(Envelope(msg)).map_err(|e| e.0.0),
-            timeout,
-        )
-    }
-
-    /// [`call_within`](Self::call_within) on a bounded mailbox.
-    #[inline(never)]
-    fn call_bounded<R: Send>(
-        &self,
-        what: &'static str,
-        request: impl FnOnce(Reply<R>) -> Msg<G>,
-        timeout: Duration,
-    ) -> Result<R, CallError> {
-        let mut full = false;
-        let result = call_as(
-            what,
-            request,
-            |msg| match self.inbox.try_send(Envelope(msg)) {
-                Ok(()) => Ok(()),
-                Err(TrySendError::Disconnected(Envelope(msg))) => Err(msg),
-                Err(TrySendError::Full(Envelope(msg))) => {
-                    self.wait_for_room(what, msg, timeout, &mut full)
-                }
-            },
-            timeout,
-        );
-        if full {
-            return Err(CallError::Timeout(timeout));
-        }
-        result
-    }
-
-    /// A call's request found the bounded mailbox full: wait for room
-    /// within the call's timeout; `full` says it stayed full.
-    #[cold]
-    #[inline(never)]
-    fn wait_for_room(
-        &self,
-        what: &'static str,
-        msg: Msg<G>,
-        timeout: Duration,
-        full: &mut bool,
-    ) -> Result<(), Msg<G>> {
-        match self.inbox.send_timeout_as(what, Envelope(msg), timeout) {
-            Ok(()) => Ok(()),
-            Err(SendTimeoutError::Timeout(Envelope(msg))) => {
-                *full = true;
-                Err(msg)
-            }
-            Err(SendTimeoutError::Disconnected(Envelope(msg))) => Err(msg),
-        }
+        self.addr
+            .call_within(what, |reply| Envelope(request(reply)), timeout)
     }
 
     /// Ask the server and wait for its reply, up to
@@ -260,7 +207,7 @@ impl<G: GenServer> GenServerRef<G> {
         request: G::Call,
         timeout: Duration,
     ) -> impl std::future::Future<Output = Result<G::Reply, CallError>> + Send + '_ {
-        let inbox = &self.inbox;
+        let inbox = &self.addr.inbox;
         call_async(
             |reply| Envelope(Msg::Call(request, reply)),
             move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
@@ -309,7 +256,7 @@ impl<G: GenServer> GenServerRef<G> {
         msg: G::Cast,
     ) -> impl std::future::Future<Output = Result<(), CastError<G::Cast>>> + Send + '_ {
         async move {
-            match self.inbox.send_async(Envelope(Msg::Cast(msg))).await {
+            match self.addr.inbox.send_async(Envelope(Msg::Cast(msg))).await {
                 Ok(()) => Ok(()),
                 Err(e) => match e.0.0 {
                     Msg::Cast(msg) => Err(CastError(msg)),
@@ -414,9 +361,9 @@ impl<G: GenServer> GenServerRef<G> {
     /// Deliver without waiting: the message back if the mailbox is full or
     /// the server down.
     fn try_deliver(&self, msg: Msg<G>) -> Result<(), TryCastError<Msg<G>>> {
-        self.inbox.try_send(Envelope(msg)).map_err(|e| match e {
-            TrySendError::Full(Envelope(msg)) => TryCastError::Full(msg),
-            TrySendError::Disconnected(Envelope(msg)) => TryCastError::Down(msg),
+        self.addr.try_deliver(Envelope(msg)).map_err(|e| match e {
+            NotDelivered::Full(Envelope(msg)) => TryCastError::Full(msg),
+            NotDelivered::Down(Envelope(msg)) => TryCastError::Down(msg),
         })
     }
 
@@ -521,12 +468,4 @@ pub fn whereis_server_in<G: GenServer>(
 ) -> Option<GenServerRef<G>> {
     let (pid, inbox) = registry::resolve_in(rt, name)?;
     Some(GenServerRef::new(pid, inbox))
-}
-
-/// Register `server` under `name` (from inside the server, before init).
-pub(super) fn register_server<G: GenServer>(
-    name: ServerName<G>,
-    server: &GenServerRef<G>,
-) -> Result<(), StartError> {
-    registry::register(name, server.inbox.clone()).map_err(StartError::from)
 }

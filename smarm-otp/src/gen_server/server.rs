@@ -26,12 +26,10 @@
 //!   the mailbox is dropped before the actor exits, dropping every queued
 //!   request's reply slot (their callers fail at once).
 
-use super::{Flow, GenServer, GenServerRef, Reply, ServerName, StartError, StopReason};
-use crate::behaviour::callback;
+use super::{Flow, GenServer, GenServerRef, Reply, StopReason};
+use crate::behaviour::{Behaviour, Inbox, Launch, callback};
 use smarm_core::actor::Hibernation;
-use smarm_core::channel::{
-    BoundedReceiver, Receiver, RecvError, RecvTimeoutError, Selectable, Sender, channel,
-};
+use smarm_core::channel::{Receiver, Sender, channel};
 use smarm_core::time::{TimerId, cancel_timer};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
 use std::sync::Arc;
@@ -93,20 +91,18 @@ impl<G: GenServer> Ctx<G> {
     /// Call it from `init` to trap from the start (before `start_link`
     /// returns).
     pub fn trap_exits(&self) -> bool {
-        let me = self.me.clone();
-        smarm_core::trap_exit_with(move |exit| {
-            let _ = me.deliver_system(Msg::Exit(exit));
-        })
+        self.me
+            .address()
+            .trap_exits_as(|exit| Envelope(Msg::Exit(exit)))
     }
 
     /// Monitor `pid`: when it goes down, [`GenServer::handle_down`] gets
     /// its [`Down`] (at once, with `NoProc`, if it is already gone), in
     /// order with the mailbox's other messages.
     pub fn monitor<A>(&self, pid: Pid<A>) -> MonitorRef {
-        let me = self.me.clone();
-        smarm_core::monitor_with(pid, move |down| {
-            let _ = me.deliver_system(Msg::Down(down));
-        })
+        self.me
+            .address()
+            .monitor_as(pid, |down| Envelope(Msg::Down(down)))
     }
 
     /// Cancel a monitor set by [`Ctx::monitor`]: `true` if it was still
@@ -148,84 +144,37 @@ impl<G: GenServer> Ctx<G> {
     }
 }
 
-/// A server's mailbox: the receiving end of an unbounded or a bounded
-/// channel. A type parameter of the loop rather than a branch in it, so an
-/// unbounded server's receive stays core's tight loop.
-/// It is a `select` arm too: what a hibernating server waits on.
-pub(super) trait Inbox<T>: Selectable + Send + 'static {
-    fn recv(&self) -> Result<T, RecvError>;
-    fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError>;
-}
+/// The gen_server behaviour's actor body, for `behaviour::launch`.
+pub(super) struct Server<G>(std::marker::PhantomData<G>);
 
-impl<T: Send + 'static> Inbox<T> for Receiver<T> {
-    #[inline]
-    fn recv(&self) -> Result<T, RecvError> {
-        Receiver::recv(self)
-    }
-    fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        Receiver::recv_timeout(self, timeout)
-    }
-}
+impl<G: GenServer> Behaviour for Server<G> {
+    type Envelope = Envelope<G>;
+    type Args = G::Args;
 
-impl<T: Send + 'static> Inbox<T> for BoundedReceiver<T> {
-    #[inline]
-    fn recv(&self) -> Result<T, RecvError> {
-        BoundedReceiver::recv(self)
-    }
-    fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        BoundedReceiver::recv_timeout(self, timeout)
-    }
-}
-
-/// The server actor's body (spawned by `Builder::start`).
-pub(super) fn serve<G: GenServer, I: Inbox<Envelope<G>>>(
-    args: G::Args,
-    inbox: I,
-    me: Sender<Envelope<G>>,
-    name: Option<ServerName<G>>,
-    parent: Option<Pid>,
-    hibernate_after: Option<Duration>,
-    started: Sender<Result<(), StartError>>,
-) -> Hibernation {
-    let (sys_tx, sys) = channel::<G::Info>();
-    let mut ctx = Ctx {
-        me: GenServerRef::new(smarm_core::self_pid(), me),
-        sys: sys_tx,
-        sys_pending: Arc::new(AtomicBool::new(false)),
-        parent,
-    };
-    if let Some(name) = name
-        && let Err(e) = super::handle::register_server(name, &ctx.me)
-    {
-        let _ = started.send(Err(e));
-        return Hibernation::none();
-    }
-    let state = match callback!("init", server = server::<G>(), G::init(args, &mut ctx)) {
-        Ok(state) => state,
-        Err(e) => {
-            if let Some(name) = name {
-                crate::registry::unregister(name.as_str());
-            }
-            // A supervisor whose child did not start says so itself.
-            let e = match e.downcast::<StartError>() {
-                Ok(e) => *e,
-                Err(e) => StartError::Init(e),
-            };
-            let _ = started.send(Err(e));
+    fn serve<I: Inbox<Envelope<G>>>(launch: Launch<Envelope<G>, G::Args>, inbox: I) -> Hibernation {
+        let (sys_tx, sys) = channel::<G::Info>();
+        let mut ctx = Ctx {
+            me: GenServerRef::new(smarm_core::self_pid(), launch.me.clone()),
+            sys: sys_tx,
+            sys_pending: Arc::new(AtomicBool::new(false)),
+            parent: launch.parent,
+        };
+        let hibernate_after = launch.hibernate_after;
+        let Some(state) =
+            launch.init(|args| callback!("init", server = server::<G>(), G::init(args, &mut ctx)))
+        else {
             return Hibernation::none();
+        };
+        Serving {
+            state,
+            sys,
+            ctx,
+            ack: None,
+            last: Handled::Nothing,
+            hibernate_after,
         }
-    };
-    let _ = started.send(Ok(()));
-    drop(started);
-    Serving {
-        state,
-        sys,
-        ctx,
-        ack: None,
-        last: Handled::Nothing,
-        hibernate_after,
+        .run(inbox)
     }
-    .run(inbox)
 }
 
 /// A running server: what its loop works on besides its mailbox, and

@@ -1,0 +1,166 @@
+//! A behaviour's address, written once: the actor's pid and a sender to
+//! its mailbox, with the ways a client puts a message there (waiting for
+//! room in a bounded mailbox, never waiting for a system message, not
+//! waiting at all) and the call made through it. gen_server's
+//! [`GenServerRef`](crate::gen_server::GenServerRef) and gen_statem's
+//! [`StatemRef`](crate::gen_statem::StatemRef) wrap one, each over its
+//! own envelope type.
+//!
+//! # Invariants
+//!
+//! - (A1) A call whose target is the calling actor fails at once with
+//!   [`CallError::CallingSelf`], before anything is sent: the server
+//!   could only answer it after the call returned (Erlang's
+//!   `calling_self`).
+
+use super::{CallError, Reply, call_as};
+use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
+use smarm_core::{Down, Exit, MonitorRef, Pid};
+use std::time::Duration;
+
+/// Why a message was not put in the mailbox without waiting: full or
+/// closed; the message comes back either way.
+pub(crate) enum NotDelivered<E> {
+    Full(E),
+    Down(E),
+}
+
+/// A behaviour actor's pid and its mailbox's sender.
+pub(crate) struct Address<E> {
+    pub(crate) pid: Pid,
+    pub(crate) inbox: Sender<E>,
+}
+
+impl<E> Clone for Address<E> {
+    fn clone(&self) -> Self {
+        Address {
+            pid: self.pid,
+            inbox: self.inbox.clone(),
+        }
+    }
+}
+
+impl<E: Send + 'static> Address<E> {
+    /// Whether the actor still runs (its mailbox is open).
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.inbox.is_closed()
+    }
+
+    /// Messages waiting in the mailbox.
+    pub(crate) fn mailbox_len(&self) -> usize {
+        self.inbox.queued_len()
+    }
+
+    /// Trap exits for the calling actor (the behaviour itself), each exit
+    /// delivered to this mailbox as `wrap(exit)`, in order with the rest.
+    pub(crate) fn trap_exits_as(&self, wrap: fn(Exit) -> E) -> bool {
+        let me = self.clone();
+        smarm_core::trap_exit_with(move |exit| {
+            let _ = me.deliver_system(wrap(exit));
+        })
+    }
+
+    /// Monitor `pid` for the calling actor, its `Down` delivered to this
+    /// mailbox as `wrap(down)`.
+    pub(crate) fn monitor_as<A>(&self, pid: Pid<A>, wrap: fn(Down) -> E) -> MonitorRef {
+        let me = self.clone();
+        smarm_core::monitor_with(pid, move |down| {
+            let _ = me.deliver_system(wrap(down));
+        })
+    }
+
+    /// Deliver a request, waiting for room in a bounded mailbox; `what`
+    /// names the public call for the misuse panics.
+    pub(crate) fn deliver(&self, what: &'static str, msg: E) -> Result<(), E> {
+        self.inbox.send_as(what, msg).map_err(|e| e.0)
+    }
+
+    /// Deliver a message core hands over from a callback (an exit, a
+    /// `Down`, a timer's wake): never waits, past a bounded mailbox's
+    /// capacity if need be, as Erlang never drops a signal.
+    pub(crate) fn deliver_system(&self, msg: E) -> Result<(), E> {
+        self.inbox.send_past_capacity(msg).map_err(|e| e.0)
+    }
+
+    /// Deliver without waiting: the message back if the mailbox is full or
+    /// the actor down.
+    pub(crate) fn try_deliver(&self, msg: E) -> Result<(), NotDelivered<E>> {
+        self.inbox.try_send(msg).map_err(|e| match e {
+            TrySendError::Full(msg) => NotDelivered::Full(msg),
+            TrySendError::Disconnected(msg) => NotDelivered::Down(msg),
+        })
+    }
+
+    /// Make a call whose request `request` builds: the send waits for
+    /// room in a bounded mailbox within the call's `timeout`, and a
+    /// mailbox still full at its end fails the call with
+    /// [`CallError::Timeout`]. A call to the caller itself fails at once
+    /// (A1).
+    pub(crate) fn call_within<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> E,
+        timeout: Duration,
+    ) -> Result<R, CallError> {
+        match smarm_core::try_self_pid() {
+            Some(me) if me == self.pid => return Err(CallError::CallingSelf),
+            Some(_) => {}
+            None => smarm_core::require_actor(what), // panics, naming the call
+        }
+        if self.inbox.capacity().is_some() {
+            return self.call_bounded(what, request, timeout);
+        }
+        call_as(
+            what,
+            request,
+            |msg| self.inbox.send(msg).map_err(|e| e.0),
+            timeout,
+        )
+    }
+
+    /// [`call_within`](Self::call_within) on a bounded mailbox.
+    #[inline(never)]
+    fn call_bounded<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> E,
+        timeout: Duration,
+    ) -> Result<R, CallError> {
+        let mut full = false;
+        let result = call_as(
+            what,
+            request,
+            |msg| match self.inbox.try_send(msg) {
+                Ok(()) => Ok(()),
+                Err(TrySendError::Disconnected(msg)) => Err(msg),
+                Err(TrySendError::Full(msg)) => self.wait_for_room(what, msg, timeout, &mut full),
+            },
+            timeout,
+        );
+        if full {
+            return Err(CallError::Timeout(timeout));
+        }
+        result
+    }
+
+    /// A call's request found the bounded mailbox full: wait for room
+    /// within the call's timeout; `full` says it stayed full.
+    #[cold]
+    #[inline(never)]
+    fn wait_for_room(
+        &self,
+        what: &'static str,
+        msg: E,
+        timeout: Duration,
+        full: &mut bool,
+    ) -> Result<(), E> {
+        match self.inbox.send_timeout_as(what, msg, timeout) {
+            Ok(()) => Ok(()),
+            Err(SendTimeoutError::Timeout(msg)) => {
+                *full = true;
+                Err(msg)
+            }
+            Err(SendTimeoutError::Disconnected(msg)) => Err(msg),
+        }
+    }
+}
