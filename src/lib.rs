@@ -175,6 +175,13 @@ pub mod gen_server {
     pub use smarm_otp::gen_server::*;
 }
 
+/// State machines: OTP's gen_statem (`GenStatem`, `start`, `StatemRef`,
+/// `Transition`), with postponing, inserted events, enter calls and
+/// event, state and generic timeouts.
+pub mod gen_statem {
+    pub use smarm_otp::gen_statem::*;
+}
+
 /// A supervision tree as the program: signals become an ordered shutdown,
 /// and the exit status says how it ended ([`Application`](application::Application)).
 pub mod application {
@@ -247,6 +254,8 @@ pub mod guide {
     pub struct Registry;
     #[doc = include_str!("../guide/src/gen-server.md")]
     pub struct GenServer;
+    #[doc = include_str!("../guide/src/gen-statem.md")]
+    pub struct GenStatem;
     #[doc = include_str!("../guide/src/supervisors.md")]
     pub struct Supervisors;
     #[doc = include_str!("../guide/src/derive-actor.md")]

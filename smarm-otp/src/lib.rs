@@ -3,12 +3,13 @@
 //! Built on `smarm-core`'s public API and its extension points
 //! (`runtime::with_runtime_local`, `signal::on_exit`, `time::call_after`):
 //! the typed registry ([`registry`]), process groups ([`pg`]), servers
-//! ([`gen_server`]), supervision trees ([`supervisor`]), typed actors
+//! ([`gen_server`]), state machines ([`gen_statem`]), supervision trees ([`supervisor`]), typed actors
 //! ([`typed`]), and running a tree as the program ([`application`]).
 
 pub mod application; // a top supervisor as the program: signals, shutdown, exit status
 mod behaviour; //      start, call, termination, StartError / StopReason: for every behaviour
 pub mod gen_server; // a state-owning actor serving calls and casts
+pub mod gen_statem; // a state machine: events, transitions, postponing, timeouts
 mod key; //            the typed name behind registry::Name and pg::Group
 mod loom; //           the sync facade of the lock-free registry (loom or std)
 #[cfg(feature = "observer")]

@@ -59,5 +59,5 @@ pub(crate) mod start;
 pub(crate) mod termination;
 
 pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async};
-pub use reason::{InitError, StartError, StopReason};
+pub use reason::{InitError, ReplaceStateError, StartError, StopReason};
 pub(crate) use start::{Behaviour, Inbox, Launch, Options, Started, launch, start};

@@ -1,6 +1,7 @@
 //! Why a behaviour did not start ([`StartError`]) or why it stopped
 //! ([`StopReason`]): shared by gen_server, typed actors and supervisors.
 
+use super::CallError;
 use crate::registry::RegisterError;
 use smarm_core::{Pid, SpawnError};
 use thiserror::Error;
@@ -78,4 +79,16 @@ impl From<RegisterError> for StartError {
             other => StartError::Register(other),
         }
     }
+}
+
+/// Why a `replace_state` did not replace the state.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ReplaceStateError {
+    /// The call to the process failed.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The replacing function panicked; the process kept its state as it
+    /// was and goes on.
+    #[error("smarm: replace_state: the function panicked ({0}); the state is unchanged")]
+    Panicked(String),
 }

@@ -80,8 +80,8 @@ mod handle;
 mod server;
 
 pub use crate::behaviour::{
-    CallError, DEFAULT_CALL_TIMEOUT, InitError, Reply, StartError, StopReason, call, call_as,
-    call_async,
+    CallError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError, StopReason,
+    call, call_as, call_async,
 };
 pub use behaviour::{Flow, GenServer};
 pub use builder::{Builder, start, start_link, start_named};

@@ -172,6 +172,36 @@ impl ChildSpec {
         })
     }
 
+    /// A state machine ([`gen_statem`](crate::gen_statem)) started (linked)
+    /// with a fresh `args()` per start.
+    pub fn statem<M: crate::gen_statem::GenStatem>(
+        id: impl Into<String>,
+        args: impl Fn() -> M::Args + Send + 'static,
+    ) -> Self {
+        ChildSpec::new(id, move || {
+            crate::gen_statem::Builder::<M>::new()
+                .link()
+                .start(args())
+                .map(|s| s.pid())
+        })
+    }
+
+    /// A named state machine: its name is registered again at each
+    /// restart.
+    pub fn named_statem<M: crate::gen_statem::GenStatem>(
+        id: impl Into<String>,
+        name: crate::gen_statem::StatemName<M>,
+        args: impl Fn() -> M::Args + Send + 'static,
+    ) -> Self {
+        ChildSpec::new(id, move || {
+            crate::gen_statem::Builder::<M>::new()
+                .name(name)
+                .link()
+                .start(args())
+                .map(|s| s.pid())
+        })
+    }
+
     /// A typed actor (`#[derive(Actor)]` messages `M`) started as a server
     /// with a fresh `state()` per start; registered under `M`'s name, if
     /// it has one, at each restart.

@@ -1,0 +1,446 @@
+//! Starting a state machine ([`start`], [`start_link`], [`start_named`],
+//! [`Builder`]) and addressing it ([`StatemRef`] by pid, [`StatemName`]
+//! through the registry).
+
+use super::machine::{Envelope, Msg, Statem};
+use super::{Event, GenStatem};
+use crate::behaviour::address::{Address, NotDelivered};
+use crate::behaviour::{
+    CallError, DEFAULT_CALL_TIMEOUT, Options, ReplaceStateError, Reply, StartError, call_async,
+    launch,
+};
+use crate::gen_server::{CastError, TryCastError};
+use crate::registry::{self, Name};
+use smarm_core::Pid;
+use smarm_core::channel::Sender;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::time::Duration;
+
+/// A state machine's name: a registry [`Name`] for its mailbox.
+/// `const DOOR: StatemName<Door> = StatemName::new("door");`
+pub type StatemName<M> = Name<Envelope<M>>;
+
+/// A call put with [`StatemRef::send_request`]: the request and the slot
+/// its answer goes to.
+pub type Request<M> = (<M as GenStatem>::Call, Reply<<M as GenStatem>::Reply>);
+
+/// The address of a running state machine of type `M`.
+pub struct StatemRef<M: GenStatem> {
+    addr: Address<Envelope<M>>,
+}
+
+impl<M: GenStatem> Clone for StatemRef<M> {
+    fn clone(&self) -> Self {
+        StatemRef {
+            addr: self.addr.clone(),
+        }
+    }
+}
+
+impl<M: GenStatem> std::fmt::Debug for StatemRef<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatemRef({})", self.addr.pid)
+    }
+}
+
+impl<M: GenStatem> StatemRef<M> {
+    pub(super) fn new(pid: Pid, inbox: Sender<Envelope<M>>) -> Self {
+        StatemRef {
+            addr: Address { pid, inbox },
+        }
+    }
+
+    /// The address the ref wraps.
+    pub(super) fn address(&self) -> &Address<Envelope<M>> {
+        &self.addr
+    }
+
+    /// The machine's actor.
+    pub fn pid(&self) -> Pid {
+        self.addr.pid
+    }
+
+    /// Whether the machine is still running.
+    pub fn is_alive(&self) -> bool {
+        self.addr.is_alive()
+    }
+
+    /// Messages waiting in the machine's mailbox (not counting events it
+    /// has postponed or queued itself).
+    pub fn mailbox_len(&self) -> usize {
+        self.addr.mailbox_len()
+    }
+
+    /// Deliver without waiting for room (a timer, an exit, a `Down`).
+    pub(super) fn deliver_system(&self, msg: Msg<M>) -> Result<(), Msg<M>> {
+        self.addr.deliver_system(Envelope(msg)).map_err(|e| e.0)
+    }
+
+    /// Deliver an event, waiting for room in a bounded mailbox.
+    fn deliver(&self, what: &'static str, event: Event<M>) -> Result<(), Event<M>> {
+        match self.addr.deliver(what, Envelope(Msg::Event(event))) {
+            Ok(()) => Ok(()),
+            Err(Envelope(Msg::Event(event))) => Err(event),
+            Err(_) => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+
+    /// Deliver an event without waiting.
+    fn try_deliver(&self, event: Event<M>) -> Result<(), TryCastError<Event<M>>> {
+        let unwrap = |envelope: Envelope<M>| match envelope.0 {
+            Msg::Event(event) => event,
+            _ => unreachable!("a failed send hands back the message sent"),
+        };
+        self.addr
+            .try_deliver(Envelope(Msg::Event(event)))
+            .map_err(|e| match e {
+                NotDelivered::Full(m) => TryCastError::Full(unwrap(m)),
+                NotDelivered::Down(m) => TryCastError::Down(unwrap(m)),
+            })
+    }
+
+    /// Call the machine ([`Event::Call`]) and wait for its reply, up to
+    /// [`DEFAULT_CALL_TIMEOUT`] (5 s). A call to the machine from its own
+    /// callbacks fails at once with [`CallError::CallingSelf`].
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn call(&self, request: M::Call) -> Result<M::Reply, CallError> {
+        self.call_timeout_as("StatemRef::call", request, DEFAULT_CALL_TIMEOUT)
+    }
+
+    /// [`call`](Self::call) with a timeout of your choosing.
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn call_timeout(&self, request: M::Call, timeout: Duration) -> Result<M::Reply, CallError> {
+        self.call_timeout_as("StatemRef::call_timeout", request, timeout)
+    }
+
+    fn call_timeout_as(
+        &self,
+        what: &'static str,
+        request: M::Call,
+        timeout: Duration,
+    ) -> Result<M::Reply, CallError> {
+        self.addr.call_within(
+            what,
+            |reply| Envelope(Msg::Event(Event::Call(request, reply))),
+            timeout,
+        )
+    }
+
+    /// [`call`](Self::call) from async code: a `Send` future of the reply,
+    /// on any executor, with the same timeout and errors.
+    pub fn call_async(
+        &self,
+        request: M::Call,
+    ) -> impl std::future::Future<Output = Result<M::Reply, CallError>> + Send + '_ {
+        let inbox = &self.addr.inbox;
+        call_async(
+            |reply| Envelope(Msg::Event(Event::Call(request, reply))),
+            move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
+            DEFAULT_CALL_TIMEOUT,
+        )
+    }
+
+    /// Put a call without waiting for its answer, which goes to `reply`
+    /// (typically [`Reply::forward`]), as Erlang's
+    /// `gen_statem:send_request/2`.
+    ///
+    /// # Panics
+    ///
+    /// On a full bounded mailbox, from a scheduler callback or from the
+    /// machine itself.
+    pub fn send_request(
+        &self,
+        request: M::Call,
+        reply: Reply<M::Reply>,
+    ) -> Result<(), CastError<Request<M>>> {
+        match self.deliver("StatemRef::send_request", Event::Call(request, reply)) {
+            Ok(()) => Ok(()),
+            Err(Event::Call(request, reply)) => Err(CastError((request, reply))),
+            Err(_) => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+
+    /// Send the machine a cast ([`Event::Cast`]), waiting for room in a
+    /// bounded mailbox.
+    ///
+    /// # Panics
+    ///
+    /// On a full bounded mailbox, from a scheduler callback or from the
+    /// machine itself (use [`try_cast`](Self::try_cast) there).
+    pub fn cast(&self, msg: M::Cast) -> Result<(), CastError<M::Cast>> {
+        match self.deliver("StatemRef::cast", Event::Cast(msg)) {
+            Ok(()) => Ok(()),
+            Err(Event::Cast(msg)) => Err(CastError(msg)),
+            Err(_) => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+
+    /// [`cast`](Self::cast) without waiting.
+    pub fn try_cast(&self, msg: M::Cast) -> Result<(), TryCastError<M::Cast>> {
+        self.try_deliver(Event::Cast(msg)).map_err(|e| match e {
+            TryCastError::Full(Event::Cast(m)) => TryCastError::Full(m),
+            TryCastError::Down(Event::Cast(m)) => TryCastError::Down(m),
+            _ => unreachable!("a failed send hands back the message sent"),
+        })
+    }
+
+    /// Send the machine an info message ([`Event::Info`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`cast`](Self::cast).
+    pub fn info(&self, msg: M::Info) -> Result<(), CastError<M::Info>> {
+        match self.deliver("StatemRef::info", Event::Info(msg)) {
+            Ok(()) => Ok(()),
+            Err(Event::Info(msg)) => Err(CastError(msg)),
+            Err(_) => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+
+    /// Stop the machine in order: it finishes the event it is handling,
+    /// runs `terminate` with [`StopReason::Shutdown`](crate::behaviour::StopReason),
+    /// and exits; this returns once it has (or fails after the default
+    /// call timeout).
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn shutdown(&self) -> Result<(), CallError> {
+        self.shutdown_timeout(DEFAULT_CALL_TIMEOUT)
+    }
+
+    /// [`shutdown`](Self::shutdown), waiting up to `timeout`.
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
+        self.addr.call_within(
+            "StatemRef::shutdown",
+            |reply| Envelope(Msg::Shutdown(reply)),
+            timeout,
+        )
+    }
+
+    /// Run `f` on the machine's state and data between two events and
+    /// return its result (debugging access, as `sys:get_state`). Not an
+    /// event: the event timeout keeps running.
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn inspect<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&M::State, &M) -> T + Send + 'static,
+    ) -> Result<T, CallError> {
+        self.addr.call_within(
+            "StatemRef::inspect",
+            |reply: Reply<T>| {
+                Envelope(Msg::Inspect(Box::new(move |state, data| {
+                    let _ = reply.reply(f(state, data));
+                })))
+            },
+            DEFAULT_CALL_TIMEOUT,
+        )
+    }
+
+    /// A copy of the machine's state and data (Erlang's `sys:get_state`).
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn get_state(&self) -> Result<(M::State, M), CallError>
+    where
+        M: Clone,
+        M::State: Clone,
+    {
+        self.inspect(|state, data| (state.clone(), data.clone()))
+    }
+
+    /// Change the machine's state and data with `f`, between two events,
+    /// and return the new ones (Erlang's `sys:replace_state`). `f` works on
+    /// copies: if it panics the machine keeps them as they were, goes on,
+    /// and this returns [`ReplaceStateError::Panicked`]. A new state set
+    /// this way is not a state change: no enter call runs, and postponed
+    /// events and the state timeout stay as they are.
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn replace_state(
+        &self,
+        f: impl FnOnce(&mut M::State, &mut M) + Send + 'static,
+    ) -> Result<(M::State, M), ReplaceStateError>
+    where
+        M: Clone,
+        M::State: Clone,
+    {
+        type Replaced<M> = Result<(<M as GenStatem>::State, M), String>;
+        let result = self.addr.call_within(
+            "StatemRef::replace_state",
+            |reply: Reply<Replaced<M>>| {
+                Envelope(Msg::Inspect(Box::new(
+                    move |state: &mut M::State, data: &mut M| {
+                        let (mut new_state, mut new_data) = (state.clone(), data.clone());
+                        let outcome =
+                            catch_unwind(AssertUnwindSafe(|| f(&mut new_state, &mut new_data)));
+                        let answer = match outcome {
+                            Ok(()) => {
+                                *state = new_state.clone();
+                                *data = new_data.clone();
+                                Ok((new_state, new_data))
+                            }
+                            // A stop request stays a stop.
+                            Err(payload) if smarm_core::stop::is_stop(&*payload) => {
+                                resume_unwind(payload)
+                            }
+                            Err(payload) => {
+                                Err(crate::behaviour::termination::panic_message(&*payload))
+                            }
+                        };
+                        let _ = reply.reply(answer);
+                    },
+                )))
+            },
+            DEFAULT_CALL_TIMEOUT,
+        )?;
+        result.map_err(ReplaceStateError::Panicked)
+    }
+}
+
+/// Start a state machine with `args`: spawn it, run [`GenStatem::init`]
+/// there, and return its address once init has succeeded (the initial
+/// state's enter call runs after, in the machine).
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start<M: GenStatem>(args: M::Args) -> Result<StatemRef<M>, StartError> {
+    smarm_core::require_actor("gen_statem::start");
+    Builder::new().start(args)
+}
+
+/// [`start`], linked to the caller (a supervisor's way to start a child).
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start_link<M: GenStatem>(args: M::Args) -> Result<StatemRef<M>, StartError> {
+    smarm_core::require_actor("gen_statem::start_link");
+    Builder::new().link().start(args)
+}
+
+/// [`start`], registered under `name` before `init` runs.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn start_named<M: GenStatem>(
+    name: StatemName<M>,
+    args: M::Args,
+) -> Result<StatemRef<M>, StartError> {
+    smarm_core::require_actor("gen_statem::start_named");
+    Builder::new().name(name).start(args)
+}
+
+/// The running state machine registered as `name`, if any.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn whereis<M: GenStatem>(name: StatemName<M>) -> Option<StatemRef<M>> {
+    let (pid, inbox) = registry::resolve_sender(name)?;
+    Some(StatemRef::new(pid, inbox))
+}
+
+/// How to start a state machine: named, linked, labelled, with a bounded
+/// mailbox, hibernating when idle, or with a heap limit, as
+/// [`gen_server::Builder`](crate::gen_server::Builder).
+pub struct Builder<M: GenStatem> {
+    name: Option<StatemName<M>>,
+    options: Options,
+}
+
+impl<M: GenStatem> Default for Builder<M> {
+    fn default() -> Self {
+        Builder::new()
+    }
+}
+
+impl<M: GenStatem> Builder<M> {
+    /// An unnamed, unlinked machine.
+    pub fn new() -> Self {
+        Builder {
+            name: None,
+            options: Options::default(),
+        }
+    }
+
+    /// Register the machine under `name` before its `init` runs.
+    pub fn name(mut self, name: StatemName<M>) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// Link the machine to the caller.
+    pub fn link(mut self) -> Self {
+        self.options.link = true;
+        self
+    }
+
+    /// Label the machine's actor for introspection, crash reports and the
+    /// observer.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.options.label = Some(label.into());
+        self
+    }
+
+    /// Bound the mailbox to `capacity` messages, as
+    /// [`gen_server::Builder::mailbox_capacity`](crate::gen_server::Builder::mailbox_capacity)
+    /// (timeouts, exits and `Down`s go in past it).
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is 0.
+    pub fn mailbox_capacity(mut self, capacity: usize) -> Self {
+        self.options
+            .set_mailbox_capacity("gen_statem::Builder", capacity);
+        self
+    }
+
+    /// Hibernate whenever no message came for `idle` (OTP's
+    /// `hibernate_after`).
+    pub fn hibernate_after(mut self, idle: Duration) -> Self {
+        self.options.hibernate_after = Some(idle);
+        self
+    }
+
+    /// Stop the machine if its heap grows past `bytes` (0: no limit), as
+    /// [`gen_server::Builder::max_heap_size`](crate::gen_server::Builder::max_heap_size).
+    ///
+    /// # Panics
+    ///
+    /// If `bytes` is not 0 and the accounting allocator is not installed.
+    pub fn max_heap_size(mut self, bytes: usize) -> Self {
+        self.options.set_max_heap_size("gen_statem::Builder", bytes);
+        self
+    }
+
+    /// Spawn the machine, run its `init`, and return its address (or why
+    /// it did not start).
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn start(self, args: M::Args) -> Result<StatemRef<M>, StartError> {
+        smarm_core::require_actor("gen_statem::Builder::start");
+        let (pid, inbox) = launch::<Statem<M>>(self.options, self.name, args)?;
+        Ok(StatemRef::new(pid, inbox))
+    }
+}
