@@ -434,3 +434,46 @@ fn in_order_round(round: u32, senders: u32, each: u32) {
     });
     outcome.recv().unwrap().unwrap();
 }
+
+#[test]
+fn a_call_to_a_mailbox_the_caller_owns_fails_at_once() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let node = Node::builder("selfish@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let mine = node.register("mine").unwrap();
+        let t0 = Instant::now();
+        // By name and by pid: both are this actor's own mailbox.
+        let by_name = node.call(("mine", "selfish@localhost"), atom("hi"), LONG);
+        assert!(
+            matches!(by_name, Err(smarm::dist::CallError::CallingSelf)),
+            "{by_name:?}"
+        );
+        let by_pid = node.call(mine.pid().clone(), atom("hi"), LONG);
+        assert!(
+            matches!(by_pid, Err(smarm::dist::CallError::CallingSelf)),
+            "{by_pid:?}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        // Another actor's mailbox is no such call: it waits for an answer.
+        let other = smarm::spawn({
+            let node = node.clone();
+            move || {
+                node.call(
+                    ("mine", "selfish@localhost"),
+                    atom("hi"),
+                    Duration::from_millis(50),
+                )
+            }
+        });
+        assert!(matches!(
+            other.join().unwrap(),
+            Err(smarm::dist::CallError::Timeout(_))
+        ));
+        drop(mine);
+        node.stop();
+    });
+}

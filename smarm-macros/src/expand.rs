@@ -124,8 +124,9 @@ fn method(enum_ident: &syn::Ident, v: &Variant) -> TokenStream {
 
                 #[doc = #doc_t]
                 fn #timeout(&self, #(#params2,)* __timeout: ::std::time::Duration) -> ::core::result::Result<#reply_ty, ::smarm::CallError> {
-                    ::smarm::gen_server::call_as(
+                    ::smarm::gen_server::call_to(
                         #what,
+                        || ::smarm::actor::Deliver::callee(self),
                         |#reply_field| #msg,
                         |__msg| self.deliver(__msg).map_err(::smarm::registry::SendError::into_inner),
                         __timeout,

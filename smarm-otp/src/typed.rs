@@ -180,6 +180,12 @@ pub trait Deliver<M: Actor> {
     /// Send `msg`; `Err(msg)` back if it was not delivered.
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>>;
 
+    /// The actor a call through this reaches, if known: asked only when a
+    /// call is slow to answer, to look for a cycle of callers.
+    fn callee(&self) -> Option<Pid> {
+        None
+    }
+
     /// Send `msg` from async code (the `_async` calls): by default at the
     /// first poll, as [`deliver`](Self::deliver) does; a channel or server
     /// waits for room on a full bounded mailbox without blocking.
@@ -213,11 +219,19 @@ impl<M: Actor> Deliver<M> for Pid<M> {
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
         registry::send_to(*self, msg)
     }
+
+    fn callee(&self) -> Option<Pid> {
+        Some(self.erase())
+    }
 }
 
 impl<M: Actor> Deliver<M> for Name<M> {
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
         registry::send(*self, msg)
+    }
+
+    fn callee(&self) -> Option<Pid> {
+        registry::whereis(self.as_str())
     }
 }
 
@@ -293,6 +307,10 @@ impl<M: Actor, H: Handler<M>> Deliver<M> for GenServerRef<Served<M, H>> {
     fn deliver(&self, msg: M) -> Result<(), crate::registry::SendError<M>> {
         self.cast(msg)
             .map_err(|e| crate::registry::SendError::Dead(e.0))
+    }
+
+    fn callee(&self) -> Option<Pid> {
+        Some(self.pid())
     }
 
     deliver_async_by!(

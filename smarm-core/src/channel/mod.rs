@@ -109,6 +109,8 @@ pub use bounded_receiver::{BoundedReceiver, bounded};
 pub use mpsc::{Receiver, RecvError, RecvTimeoutError, SendError, Sender, channel};
 pub use oneshot::{OneshotError, OneshotReceiver, OneshotSender, oneshot};
 pub use recv_async::RecvAsync;
-pub use reply::{ReplyError, ReplySender, await_reply, await_reply_as};
+pub use reply::{
+    FIRST_WATCH, ReplyError, ReplySender, await_reply, await_reply_as, await_reply_watched_as,
+};
 pub use room::{SendAsync, SendTimeoutError, TrySendError};
 pub use select::{Selectable, select, select_timeout, try_select, try_select_timeout};

@@ -41,6 +41,7 @@
 
 use super::handoff::WaiterCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering};
+use crate::park::NO_DEADLINE;
 use crate::scheduler::Section;
 use crate::scheduler::Shared;
 use crate::scheduler::WaitingOn;
@@ -219,6 +220,18 @@ impl<T> ReplySender<T> {
         Ok(())
     }
 
+    /// Which call this answers: its caller and the call's tag (unique per
+    /// caller), while the caller still waits for it. What a library that
+    /// follows whom a caller waits on keys its records by (see
+    /// [`await_reply_watched_as`]).
+    pub fn call_id(&self) -> Option<(Pid, u64)> {
+        let cell = self.cell.as_ref()?;
+        if cell.state.load(Ordering::Acquire) != self.tag << 3 | OPEN {
+            return None;
+        }
+        Some((Pid::from_bits(cell.owner.load(Ordering::Relaxed)), self.tag))
+    }
+
     /// Whether the caller still waits for this reply.
     pub fn is_waited_on(&self) -> bool {
         self.cell
@@ -314,10 +327,48 @@ pub fn await_reply_as<T>(
     deliver: impl FnOnce(ReplySender<T>),
     timeout: Duration,
 ) -> Result<T, ReplyError> {
+    await_reply_in(what, deliver, timeout, None)
+}
+
+/// How long a watched call waits before its watch first looks, and the
+/// first gap between looks (doubled after the second).
+pub const FIRST_WATCH: Duration = Duration::from_millis(2);
+const FIRST_WATCH_NANOS: u64 = 2_000_000;
+
+/// [`await_reply_as`] with a watch on a call that is slow to answer: if no
+/// answer came after [`FIRST_WATCH`], `watch(tag, began)` runs in the
+/// caller (`tag` being the call's, as [`ReplySender::call_id`] gives it;
+/// `began` when it began, in nanoseconds on the runtime's clock, to order
+/// calls by), again after another `FIRST_WATCH`, and then after gaps that
+/// double, until the answer or the timeout. When it
+/// returns `true` the call is given up as if its timeout had passed,
+/// [`ReplyError::Timeout`] (a reply claimed meanwhile is still taken; the
+/// watch knows which it was). A fast call never runs it and
+/// pays one comparison for it: how a library looks for calls that wait on
+/// each other without slowing the calls that don't.
+#[doc(hidden)]
+pub fn await_reply_watched_as<T>(
+    what: &'static str,
+    deliver: impl FnOnce(ReplySender<T>),
+    timeout: Duration,
+    mut watch: impl FnMut(u64, u64) -> bool,
+) -> Result<T, ReplyError> {
+    await_reply_in(what, deliver, timeout, Some(&mut watch))
+}
+
+/// The one call wait: [`await_reply_as`] without a watch, or
+/// [`await_reply_watched_as`] with one.
+#[inline(always)]
+fn await_reply_in<T>(
+    what: &'static str,
+    deliver: impl FnOnce(ReplySender<T>),
+    timeout: Duration,
+    watch: Option<&mut dyn FnMut(u64, u64) -> bool>,
+) -> Result<T, ReplyError> {
     // The slot's cell stays open until the call is finished or dropped: an
     // actor ended in between would leave it open for the slot's next
     // tenant, so the whole call is a section.
-    let ((owner, for_sender, deadline), _section) =
+    let ((owner, for_sender, now), _section) =
         scheduler::with_current_actor_in_section(what, |me, shared| {
             let cell = shared.slots.get(me.index()).map(|slot| {
                 let erased = slot
@@ -334,8 +385,12 @@ pub fn await_reply_as<T>(
                     Arc::from_raw(ptr)
                 }
             });
-            (me, cell, shared.coord.deadline_after(timeout))
+            (me, cell, shared.coord.now_nanos())
         });
+    let deadline = u64::try_from(timeout.as_nanos())
+        .ok()
+        .and_then(|t| now.checked_add(t))
+        .filter(|at| *at < NO_DEADLINE - 1);
     let Some(for_sender) = for_sender else {
         scheduler::outside_actor(what)
     };
@@ -361,7 +416,7 @@ pub fn await_reply_as<T>(
         tag: call.tag,
         _value: PhantomData,
     });
-    call.wait(timeout.is_zero(), deadline)
+    call.wait(timeout.is_zero(), deadline, now, watch)
 }
 
 /// The caller's side of an open call; dropping it (on an unwind) cancels
@@ -375,20 +430,60 @@ struct OpenCall<'a, T> {
 
 impl<T> OpenCall<'_, T> {
     /// Wait for the outcome until `deadline` (coordinator nanos; `None`:
-    /// no deadline).
-    fn wait(self, no_wait: bool, deadline: Option<u64>) -> Result<T, ReplyError> {
+    /// no deadline), running `watch` (if any) [`FIRST_WATCH`] after
+    /// `began`, again a `FIRST_WATCH` later, then after doubling gaps.
+    #[inline(always)]
+    fn wait(
+        self,
+        no_wait: bool,
+        deadline: Option<u64>,
+        began: u64,
+        mut watch: Option<&mut dyn FnMut(u64, u64) -> bool>,
+    ) -> Result<T, ReplyError> {
         // SAFETY: the cell's runtime is the one this actor runs in.
         let coord = unsafe { &(*self.cell.runtime).coord };
-        let deadline = deadline.map(|at| Deadline::Nanos { at, coord });
-        let mut waiter = CallWait {
-            cell: self.cell,
-            tag: self.tag,
+        let end = deadline.unwrap_or(NO_DEADLINE);
+        let mut gap = FIRST_WATCH_NANOS;
+        // NO_DEADLINE: no (more) looks.
+        let mut look = match watch {
+            Some(_) => began.saturating_add(gap),
+            None => NO_DEADLINE,
         };
-        match scheduler::bounded_wait("await_reply", &mut waiter, deadline, no_wait) {
-            Settled::Outcome => self.finish(),
-            Settled::TimedOut => {
-                std::mem::forget(self); // cancelled: nothing left open
-                Err(ReplyError::Timeout)
+        let mut looked = false;
+        loop {
+            let at_look = look < end;
+            let until = if at_look { Some(look) } else { deadline };
+            let mut waiter = CallWait {
+                cell: self.cell,
+                tag: self.tag,
+                at_look,
+            };
+            let until = until.map(|at| Deadline::Nanos { at, coord });
+            match scheduler::bounded_wait("await_reply", &mut waiter, until, no_wait) {
+                Settled::Outcome => return self.finish(),
+                Settled::TimedOut => {
+                    std::mem::forget(self); // cancelled: nothing left open
+                    return Err(ReplyError::Timeout);
+                }
+                Settled::Look => {
+                    if watch.as_mut().is_some_and(|watch| watch(self.tag, began)) {
+                        if self.cell.cancel(self.tag) {
+                            std::mem::forget(self); // cancelled
+                            return Err(ReplyError::Timeout);
+                        }
+                        // A sender claimed it meanwhile: take its outcome.
+                        look = NO_DEADLINE;
+                        continue;
+                    }
+                    // The second look as soon as the first (a wait noted
+                    // at the same tick may have missed this one's), then
+                    // doubling gaps.
+                    if looked {
+                        gap = gap.saturating_mul(2);
+                    }
+                    looked = true;
+                    look = coord.now_nanos().saturating_add(gap);
+                }
             }
         }
     }
@@ -414,12 +509,17 @@ enum Settled {
     Outcome,
     /// The deadline passed and the call was cancelled.
     TimedOut,
+    /// The watch's time came; the call is still open.
+    Look,
 }
 
 /// A call's side of the bounded-wait loop.
 struct CallWait<'a> {
     cell: &'a ReplyCell,
     tag: u64,
+    /// The deadline is the watch's look, not the call's end: passing it
+    /// leaves the call open.
+    at_look: bool,
 }
 
 impl BoundedWaiter for CallWait<'_> {
@@ -438,6 +538,9 @@ impl BoundedWaiter for CallWait<'_> {
     }
 
     fn timed_out(&mut self) -> Option<Settled> {
+        if self.at_look {
+            return Some(Settled::Look);
+        }
         self.cell.cancel(self.tag).then_some(Settled::TimedOut)
     }
 
@@ -505,6 +608,33 @@ mod loom_models {
             }
             assert_eq!(cell.phase(), FULL);
             assert_eq!(value.load(Ordering::Relaxed), 42);
+        });
+    }
+
+    /// A watched call registers again after each look (the call stays
+    /// open): the sender wakes the latest registration, or the caller sees
+    /// the claim before it parks again (R2 across looks).
+    #[test]
+    fn a_wait_registered_again_after_a_look_is_still_woken() {
+        loom::model(|| {
+            let cell = Arc::new(ReplyCell::new(std::ptr::null()));
+            let tag = cell.open(Pid::from_parts(1, 1), std::ptr::null_mut());
+            let sender = {
+                let cell = cell.clone();
+                thread::spawn(move || {
+                    assert!(cell.claim(tag));
+                    let woken = cell.waiter.to_wake();
+                    cell.publish(tag, FULL);
+                    woken
+                })
+            };
+            let _first = cell.register(4);
+            let again = cell.register(5); // after the look
+            let woken = sender.join().unwrap();
+            if again == OPEN {
+                assert_eq!(woken, Some(5), "parked again and nobody wakes it");
+            }
+            assert_eq!(cell.phase(), FULL);
         });
     }
 

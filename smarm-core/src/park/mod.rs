@@ -105,6 +105,6 @@ mod loom_models;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub(crate) use coordinator::{Coordinator, ParkResult};
+pub(crate) use coordinator::{Coordinator, NO_DEADLINE, ParkResult};
 #[allow(unused_imports)] // the Parker name is documented above
 pub(crate) use parker::Parker;

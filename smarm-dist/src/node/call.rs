@@ -40,6 +40,14 @@ pub enum CallError {
     /// The answer of an `rpc` was `{badrpc, Reason}`.
     #[error("smarm::dist: rpc: {}", crate::term::display(.0))]
     BadRpc(Term),
+    /// The call's destination is a mailbox of this node owned by the
+    /// calling actor itself, which could only answer after the call
+    /// returned (Erlang's `calling_self`).
+    #[error(
+        "smarm::dist: call to self: the destination is a mailbox of the calling actor, which \
+         could only answer after the call returned"
+    )]
+    CallingSelf,
 }
 
 /// Where the answer to a call goes.
@@ -175,6 +183,9 @@ impl Node {
         timeout: Duration,
     ) -> Result<Term, CallError> {
         let to = to.into();
+        if self.owned_by_caller(&to) {
+            return Err(CallError::CallingSelf);
+        }
         let request = request.into_term();
         let me = self.mailbox();
         let reference = me.monitor(to.clone());

@@ -165,6 +165,26 @@ impl Node {
         self.mailbox_with(Some(name), Some(capacity))
     }
 
+    /// Whether `to` is a mailbox of this node that the calling actor owns
+    /// (a call to it could not be answered).
+    pub(super) fn owned_by_caller(&self, to: &super::Dest) -> bool {
+        let Some(me) = smarm_core::try_self_pid() else {
+            return false;
+        };
+        let here = self.name();
+        self.with_state(|s| {
+            let id = match to {
+                super::Dest::Pid(pid) if pid.node() == here => Some(pid.id()),
+                super::Dest::Name { name, node } if node == here => {
+                    s.procs.names.get(name).map(|(id, _)| *id)
+                }
+                _ => None,
+            };
+            id.and_then(|id| s.procs.owners.get(&id)) == Some(&me)
+        })
+        .unwrap_or(false)
+    }
+
     /// A mailbox with a new pid, registered as `name` if that is free.
     pub(super) fn mailbox_with(
         &self,

@@ -13,7 +13,7 @@
 //!   could only answer it after the call returned (Erlang's
 //!   `calling_self`).
 
-use super::{CallError, Reply, call_as};
+use super::{CallError, Reply, call_to};
 use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
 use smarm_core::{Down, Exit, MonitorRef, Pid};
 use std::time::Duration;
@@ -110,8 +110,9 @@ impl<E: Send + 'static> Address<E> {
         if self.inbox.capacity().is_some() {
             return self.call_bounded(what, request, timeout);
         }
-        call_as(
+        call_to(
             what,
+            || Some(self.pid),
             request,
             |msg| self.inbox.send(msg).map_err(|e| e.0),
             timeout,
@@ -127,8 +128,9 @@ impl<E: Send + 'static> Address<E> {
         timeout: Duration,
     ) -> Result<R, CallError> {
         let mut full = false;
-        let result = call_as(
+        let result = call_to(
             what,
+            || Some(self.pid),
             request,
             |msg| match self.inbox.try_send(msg) {
                 Ok(()) => Ok(()),

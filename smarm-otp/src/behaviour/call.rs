@@ -15,6 +15,11 @@
 //! [`CallError::ServerDown`] at once. This is what a monitor would report,
 //! without setting one up per call.
 //!
+//! A call to a known actor ([`call_to`]) that waits longer than 2 ms also
+//! looks for a cycle of callers through it (`behaviour::cycle`): a call
+//! that closes one fails with [`CallError::Cycle`] (or
+//! [`CallError::CallingSelf`]) instead of waiting out its timeout.
+//!
 //! # Invariants
 //!
 //! - (C1) Every call has its own reply slot, dropped by the caller when it
@@ -23,7 +28,9 @@
 //! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
 //!   unused fails the call.
 
-use smarm_core::channel::{ReplyError, ReplySender, await_reply_as};
+use super::cycle;
+use smarm_core::Pid;
+use smarm_core::channel::{ReplyError, ReplySender, await_reply_watched_as};
 use smarm_core::future::{AsyncReplySender, async_reply};
 use std::future::Future;
 use std::pin::pin;
@@ -36,7 +43,7 @@ use thiserror::Error;
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Why a call returned no reply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CallError {
     /// No reply within the timeout; the server may still be working on it
     /// (its late reply is discarded).
@@ -55,6 +62,17 @@ pub enum CallError {
          after the call returned (use the state directly, or cast to yourself)"
     )]
     CallingSelf,
+    /// The call would close a cycle of callers each waiting on the next
+    /// (A calls B while B is in a call to A; or A → B → C → A): none of
+    /// them could answer before its timeout. The cycle, from the caller.
+    #[error("smarm: call cycle: {} each wait on the next, back to the first: none can answer", show_cycle(.0))]
+    Cycle(Vec<Pid>),
+}
+
+/// `<0.1.1> -> <0.2.1>`, for [`CallError::Cycle`].
+fn show_cycle(cycle: &[Pid]) -> String {
+    let pids: Vec<String> = cycle.iter().map(Pid::to_string).collect();
+    pids.join(" -> ")
 }
 
 /// The reply slot of one call: give the caller its answer with
@@ -87,6 +105,15 @@ impl<T: Send> Reply<T> {
             ReplyTo::Caller(tx) => tx.send(value).is_ok(),
             ReplyTo::Task(tx) => tx.send(value).is_ok(),
             ReplyTo::Forward(f) => f(value),
+        }
+    }
+
+    /// The call this answers, while its caller (an actor) waits: for the
+    /// records of who owes whom a reply (`behaviour::cycle`).
+    pub(crate) fn call_id(&self) -> Option<(Pid, u64)> {
+        match &self.to {
+            ReplyTo::Caller(tx) => tx.call_id(),
+            ReplyTo::Task(_) | ReplyTo::Forward(_) => None,
         }
     }
 
@@ -184,9 +211,27 @@ pub fn call_as<Req, R: Send>(
     deliver: impl FnOnce(Req) -> Result<(), Req>,
     timeout: Duration,
 ) -> Result<R, CallError> {
+    call_to(what, || None, request, deliver, timeout)
+}
+
+/// [`call_as`] to a known actor, `callee()` (asked only if the call is
+/// slow to answer: it may look a name up): a call that has waited
+/// [`FIRST_WATCH`](smarm_core::channel::FIRST_WATCH) looks for a cycle of
+/// callers through it and fails with [`CallError::Cycle`] (or
+/// [`CallError::CallingSelf`]) if it closes one (`behaviour::cycle`).
+#[doc(hidden)]
+pub fn call_to<Req, R: Send>(
+    what: &'static str,
+    callee: impl Fn() -> Option<Pid>,
+    request: impl FnOnce(Reply<R>) -> Req,
+    deliver: impl FnOnce(Req) -> Result<(), Req>,
+    timeout: Duration,
+) -> Result<R, CallError> {
     // The caller's end of this call alone (C1).
     let mut delivered = true;
-    let reply = await_reply_as(
+    let mut noted = None;
+    let mut cycle = None;
+    let reply = await_reply_watched_as(
         what,
         |tx| {
             delivered = deliver(request(Reply {
@@ -195,11 +240,34 @@ pub fn call_as<Req, R: Send>(
             .is_ok()
         },
         timeout,
+        |tag, began| {
+            let Some(callee) = callee() else {
+                return false;
+            };
+            cycle = cycle::look(smarm_core::self_pid(), callee, tag, began, &mut noted);
+            cycle.is_some()
+        },
     );
+    drop(noted); // (Y1)
+    outcome(reply, delivered, timeout, cycle)
+}
+
+/// A call's result from its wait's.
+fn outcome<R>(
+    reply: Result<R, ReplyError>,
+    delivered: bool,
+    timeout: Duration,
+    cycle: Option<Vec<Pid>>,
+) -> Result<R, CallError> {
     match reply {
         Ok(value) => Ok(value),
         Err(_) if !delivered => Err(CallError::ServerDown),
-        Err(ReplyError::Timeout) => Err(CallError::Timeout(timeout)),
+        // Given up by the watch, on finding the cycle.
+        Err(ReplyError::Timeout) => match cycle {
+            Some(cycle) if cycle.len() == 1 => Err(CallError::CallingSelf),
+            Some(cycle) => Err(CallError::Cycle(cycle)),
+            None => Err(CallError::Timeout(timeout)),
+        },
         Err(ReplyError::Closed) => Err(CallError::ServerDown),
     }
 }

@@ -4,6 +4,8 @@
 //!   that it is ready, or why not), as Erlang's `proc_lib` does;
 //! - [`call`]: a request with a reply slot and a deadline, failing fast
 //!   when the server is gone;
+//! - [`cycle`]: who waits on whom in calls slow to answer, and the walk
+//!   that finds a cycle of callers;
 //! - [`address`]: a behaviour's pid and mailbox, the sends a client
 //!   makes there and the call through it (a call to oneself fails at
 //!   once);
@@ -54,10 +56,11 @@ pub(crate) use callback;
 
 pub(crate) mod address;
 pub(crate) mod call;
+pub(crate) mod cycle;
 mod reason;
 pub(crate) mod start;
 pub(crate) mod termination;
 
-pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async};
+pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async, call_to};
 pub use reason::{InitError, ReplaceStateError, StartError, StopReason};
 pub(crate) use start::{Behaviour, Inbox, Launch, Options, Started, launch, start};

@@ -30,10 +30,36 @@ pub(crate) fn start<T: Send + 'static>(
     let handle = builder.spawn(body)?;
     let pid = handle.pid();
     drop(handle); // detached: its life is its own
-    match started.recv() {
+    match await_start(&started, pid) {
         Ok(Ok(())) => Ok(pid),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(StartError::InitPanicked),
+    }
+}
+
+/// Wait for `child`'s start report. A start slow to report is noted as the
+/// starter waiting on the child (`behaviour::cycle`), so a child whose
+/// init calls its starter (a supervisor) finds the cycle instead of both
+/// waiting out the call's timeout.
+fn await_start(
+    started: &Receiver<Result<(), StartError>>,
+    child: Pid,
+) -> Result<Result<(), StartError>, RecvError> {
+    let mut gap = smarm_core::channel::FIRST_WATCH;
+    let mut noted = None;
+    // Older than any call the child makes: the child's call is the one
+    // that closes a cycle through this wait.
+    let began = 0;
+    loop {
+        match started.recv_timeout(gap) {
+            Ok(report) => return Ok(report),
+            Err(RecvTimeoutError::Disconnected) => return Err(RecvError),
+            Err(RecvTimeoutError::Timeout) => {
+                let me = smarm_core::self_pid();
+                let _ = super::cycle::look(me, child, 0, began, &mut noted);
+                gap = gap.saturating_mul(2);
+            }
+        }
     }
 }
 

@@ -307,6 +307,7 @@ impl<G: GenServer> GenServerRef<G> {
         request: G::Call,
         reply: Reply<G::Reply>,
     ) -> Result<(), CastError<Request<G>>> {
+        crate::behaviour::cycle::passed_on(&reply, self.pid());
         match self.deliver("GenServerRef::send_request", Msg::Call(request, reply)) {
             Ok(()) => Ok(()),
             Err(Msg::Call(request, reply)) => Err(CastError((request, reply))),

@@ -81,7 +81,7 @@ mod server;
 
 pub use crate::behaviour::{
     CallError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError, StopReason,
-    call, call_as, call_async,
+    call, call_as, call_async, call_to,
 };
 pub use behaviour::{Flow, GenServer};
 pub use builder::{Builder, start, start_link, start_named};

@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// A message for a server of type `G` (what its mailbox carries). Opaque:
-/// send through a [`GenServerRef`] or a [`ServerName`].
+/// send through a [`GenServerRef`] or a [`ServerName`](super::ServerName).
 pub struct Envelope<G: GenServer>(pub(super) Msg<G>);
 
 pub(super) enum Msg<G: GenServer> {

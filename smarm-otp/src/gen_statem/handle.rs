@@ -159,6 +159,7 @@ impl<M: GenStatem> StatemRef<M> {
         request: M::Call,
         reply: Reply<M::Reply>,
     ) -> Result<(), CastError<Request<M>>> {
+        crate::behaviour::cycle::passed_on(&reply, self.pid());
         match self.deliver("StatemRef::send_request", Event::Call(request, reply)) {
             Ok(()) => Ok(()),
             Err(Event::Call(request, reply)) => Err(CastError((request, reply))),

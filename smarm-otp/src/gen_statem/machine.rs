@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 /// A message for a state machine of type `M` (what its mailbox carries).
-/// Opaque: send through a [`StatemRef`] or a [`StatemName`].
+/// Opaque: send through a [`StatemRef`] or a [`StatemName`](super::StatemName).
 pub struct Envelope<M: GenStatem>(pub(super) Msg<M>);
 
 /// A closure run on the state and data between events.
@@ -85,7 +85,7 @@ impl<M: GenStatem> Ctx<M> {
             .trap_exits_as(|exit| Envelope(Msg::Event(Event::Exit(exit))))
     }
 
-    /// Monitor `pid`: when it goes down, its [`Down`] arrives as
+    /// Monitor `pid`: when it goes down, its [`Down`](smarm_core::Down) arrives as
     /// [`Event::Down`] (at once, with `NoProc`, if it is already gone).
     pub fn monitor<A>(&self, pid: Pid<A>) -> MonitorRef {
         self.me
