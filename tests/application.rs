@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 use smarm::application::{AppExit, Application};
-use smarm::gen_server::StartError;
+use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};
 use smarm::supervisor::{self, ChildSpec, Restart, Shutdown, Strategy, SupFlags};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -38,6 +38,36 @@ fn worker(n: u32, ignore_stop: bool) -> ChildSpec {
         }
     })
     .shutdown(Shutdown::Timeout(Duration::from_secs(5)))
+}
+
+/// A server working through casts, 1 ms each, that reports at its
+/// `terminate` how many it handled.
+struct Backlog(u32);
+
+const BACKLOG: gen_server::ServerName<Backlog> = gen_server::ServerName::new("backlog");
+
+impl GenServer for Backlog {
+    type Args = ();
+    type Call = ();
+    type Reply = ();
+    type Cast = ();
+    type Info = ();
+    fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Backlog(0))
+    }
+    fn handle_call(&mut self, _: (), reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+        reply.reply(());
+        Flow::Continue
+    }
+    fn handle_cast(&mut self, _: (), _: &mut Ctx<Self>) -> Flow {
+        smarm::sleep(Duration::from_millis(1));
+        self.0 += 1;
+        Flow::Continue
+    }
+    fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
+        println!("stop backlog after {}", self.0);
+        std::io::stdout().flush().unwrap();
+    }
 }
 
 /// The child side: run the scenario, exit with the application's status.
@@ -88,6 +118,26 @@ fn child(scenario: &str) -> ! {
                 ],
             )
         }),
+        "drain_mailboxes" => app
+            .shutdown_timeout(Duration::from_secs(20))
+            .drain_on_stop()
+            .run(|| {
+                let top = supervisor::start(
+                    SupFlags::new(Strategy::OneForOne),
+                    vec![
+                        ChildSpec::named_server::<Backlog>("backlog", BACKLOG, || ())
+                            .shutdown(Shutdown::Timeout(Duration::from_secs(15))),
+                    ],
+                );
+                // A backlog the signal finds half handled (1 ms a cast).
+                let backlog = gen_server::whereis_server(BACKLOG).unwrap();
+                for _ in 0..500 {
+                    backlog.cast(()).unwrap();
+                }
+                println!("ready");
+                std::io::stdout().flush().unwrap();
+                top
+            }),
         "start_fails" => app.run(|| Err(StartError::SupervisorDown)),
         other => panic!("unknown scenario {other}"),
     };
@@ -188,6 +238,21 @@ fn a_before_stop_hook_drains_while_the_tree_serves_then_the_tree_stops_in_order(
             "stop 1",
             "exit 0"
         ],
+        "{lines:?}"
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn with_drain_on_stop_sigterm_lets_servers_handle_their_mailboxes_first() {
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let test = "with_drain_on_stop_sigterm_lets_servers_handle_their_mailboxes_first";
+    let (lines, code) = run_child(test, "drain_mailboxes", Some(libc::SIGTERM));
+    assert_eq!(
+        events(&lines),
+        ["stop backlog after 500", "exit 0"],
         "{lines:?}"
     );
     assert_eq!(code, 0);

@@ -26,7 +26,7 @@
 //! | What happens | The application does | Exit status |
 //! |---|---|---|
 //! | the start function fails | returns at once | 2 |
-//! | `SIGTERM` or `SIGINT` | runs the [`before_stop`](Application::before_stop) hook if any (a drain), then stops the top supervisor (its children in reverse start order, each by its shutdown policy) | 0 |
+//! | `SIGTERM` or `SIGINT` | runs the [`before_stop`](Application::before_stop) hook if any (a drain), then stops the top supervisor (its children in reverse start order, each by its shutdown policy; with [`drain_on_stop`](Application::drain_on_stop), each server child handles its mailbox first) | 0 |
 //! | the ordered stop outlasts the deadline, or a second signal comes | asks every actor left to stop, and ends the process if they have not after a grace period | 3 |
 //! | the top supervisor gives up (restart intensity) or fails | the runtime ends | 1 |
 //! | the top supervisor is shut down from inside the program | the runtime ends | 0 |
@@ -56,6 +56,7 @@ pub struct Application {
     kill_grace: Duration,
     signals: Vec<libc::c_int>,
     before_stop: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
+    drain: bool,
 }
 
 impl std::fmt::Debug for Application {
@@ -67,6 +68,7 @@ impl std::fmt::Debug for Application {
             .field("kill_grace", &self.kill_grace)
             .field("signals", &self.signals)
             .field("before_stop", &self.before_stop.is_some())
+            .field("drain", &self.drain)
             .finish()
     }
 }
@@ -154,6 +156,7 @@ impl Application {
             kill_grace: Duration::from_secs(5),
             signals: vec![libc::SIGTERM, libc::SIGINT],
             before_stop: None,
+            drain: false,
         }
     }
 
@@ -226,6 +229,17 @@ impl Application {
         self
     }
 
+    /// Stop the tree on a signal by draining it
+    /// ([`SupervisorRef::drain`]): each gen_server, gen_statem and
+    /// supervisor in it handles what is already in its mailbox before its
+    /// `terminate`, leaves first; within the
+    /// [`shutdown_timeout`](Self::shutdown_timeout). By default the tree
+    /// is stopped without draining (queued requests fail at once).
+    pub fn drain_on_stop(mut self) -> Self {
+        self.drain = true;
+        self
+    }
+
     /// The signals that start a shutdown (default `SIGTERM` and `SIGINT`).
     pub fn signals(mut self, signals: &[libc::c_int]) -> Self {
         self.signals = signals.to_vec();
@@ -251,6 +265,7 @@ impl Application {
             kill_grace,
             signals,
             before_stop,
+            drain,
         } = self;
         // The watchdog ends the process if actors outlive the grace after a
         // timed-out shutdown (the runtime cannot return while they run).
@@ -276,6 +291,7 @@ impl Application {
                 signals: &signals,
                 timeout: shutdown_timeout,
                 before_stop,
+                drain,
                 forced: forced_tx,
             };
             serve(start, stop)
@@ -294,6 +310,7 @@ struct Shutdown<'a> {
     signals: &'a [libc::c_int],
     timeout: Duration,
     before_stop: Option<std::sync::Arc<dyn Fn() + Send + Sync>>,
+    drain: bool,
     forced: std::sync::mpsc::Sender<u8>,
 }
 
@@ -303,6 +320,7 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
         signals,
         timeout: shutdown_timeout,
         before_stop,
+        drain,
         forced,
     } = stop;
     let caught = match OsSignals::new(signals) {
@@ -345,8 +363,17 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
         }
     }
     // The ordered stop: a stop request makes the supervisor stop its
-    // children in reverse start order, each by its shutdown policy.
-    smarm_core::request_stop(top.pid());
+    // children in reverse start order, each by its shutdown policy; a drain
+    // lets each server handle its mailbox first.
+    if drain {
+        let (top, left) = (
+            top.clone(),
+            deadline.saturating_duration_since(Instant::now()),
+        );
+        drop(smarm_core::spawn(move || top.drain(left)));
+    } else {
+        smarm_core::request_stop(top.pid());
+    }
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match smarm_core::select_timeout(&[&down.rx, &caught.arm()], left) {

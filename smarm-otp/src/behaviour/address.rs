@@ -119,6 +119,30 @@ impl<E: Send + 'static> Address<E> {
         )
     }
 
+    /// Stop the actor after it has handled what is already in its mailbox:
+    /// `shutdown` (the behaviour's shutdown request, answered after its
+    /// `terminate`) queues behind the mail. A drain still running after
+    /// `timeout` is cut short by a stop request (the actor unwinds at its
+    /// next blocking call, `terminate` still runs once), and this waits up
+    /// to `timeout` again for the exit. Returns once the actor is gone.
+    pub(crate) fn drain<R: Send>(
+        &self,
+        what: &'static str,
+        shutdown: impl FnOnce(Reply<R>) -> E,
+        timeout: Duration,
+    ) -> Result<(), CallError> {
+        smarm_core::require_actor(what);
+        let down = smarm_core::monitor(self.pid);
+        let asked = self.call_within(what, shutdown, timeout);
+        if let Err(CallError::Timeout(_)) = asked {
+            smarm_core::request_stop(self.pid);
+        }
+        match down.rx.recv_timeout(timeout) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(CallError::Timeout(timeout)),
+        }
+    }
+
     /// [`call_within`](Self::call_within) on a bounded mailbox.
     #[inline(never)]
     fn call_bounded<R: Send>(

@@ -392,10 +392,12 @@ impl<G: GenServer> GenServerRef<G> {
         })
     }
 
-    /// Stop the server in order: it finishes the message it is handling,
-    /// runs `terminate` with [`StopReason::Shutdown`](super::StopReason),
-    /// and exits; this returns once it has (or fails after the default
-    /// call timeout).
+    /// Stop the server in order: the request queues behind the messages
+    /// already in its mailbox, which it handles first; then it runs
+    /// `terminate` with [`StopReason::Shutdown`](super::StopReason) and
+    /// exits; this returns once it has (or fails after the default call
+    /// timeout, leaving it to finish). [`drain`](Self::drain) bounds the
+    /// whole by a deadline.
     ///
     /// # Panics
     ///
@@ -413,6 +415,70 @@ impl<G: GenServer> GenServerRef<G> {
     /// Outside an actor.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
         self.call_within("GenServerRef::shutdown", Msg::Shutdown, timeout)
+    }
+
+    /// Stop the server once it has handled what is already in its
+    /// mailbox (a draining shutdown): the request queues behind the mail,
+    /// as [`shutdown`](Self::shutdown)'s does, and `terminate` runs after
+    /// the last message queued before it. A drain still running after
+    /// `timeout` is cut short by a stop request ([`request_stop`](smarm_core::request_stop):
+    /// the server unwinds at its next blocking call, `terminate` still runs
+    /// once), and this waits up to `timeout` again for the exit. Returns
+    /// once the server is gone.
+    ///
+    /// ```
+    /// use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
+    /// use std::time::Duration;
+    ///
+    /// struct Sum(u64);
+    /// impl GenServer for Sum {
+    ///     type Args = ();
+    ///     type Call = ();
+    ///     type Reply = ();
+    ///     type Cast = u64;
+    ///     type Info = ();
+    ///     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> { Ok(Sum(0)) }
+    ///     fn handle_call(&mut self, _: (), reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+    ///         reply.reply(());
+    ///         Flow::Continue
+    ///     }
+    ///     fn handle_cast(&mut self, n: u64, _: &mut Ctx<Self>) -> Flow {
+    ///         self.0 += n;
+    ///         Flow::Continue
+    ///     }
+    /// }
+    ///
+    /// smarm::run(|| {
+    ///     let sum = gen_server::start::<Sum>(()).unwrap();
+    ///     for n in 1..=100 {
+    ///         sum.cast(n).unwrap();
+    ///     }
+    ///     sum.drain(Duration::from_secs(5)).unwrap(); // all 100 handled first
+    ///     assert!(!sum.is_alive());
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn drain(&self, timeout: Duration) -> Result<(), CallError> {
+        self.addr.drain(
+            "GenServerRef::drain",
+            |reply| Envelope(Msg::Shutdown(reply)),
+            timeout,
+        )
+    }
+
+    /// [`drain`](Self::drain) with a call of the server's own as the
+    /// request that ends it (a supervisor's drain request).
+    pub(crate) fn drain_with(
+        &self,
+        what: &'static str,
+        request: G::Call,
+        timeout: Duration,
+    ) -> Result<(), CallError> {
+        self.addr
+            .drain(what, |reply| Envelope(Msg::Call(request, reply)), timeout)
     }
 
     /// Run `f` on the server's state between two callbacks and return its

@@ -204,10 +204,12 @@ impl<M: GenStatem> StatemRef<M> {
         }
     }
 
-    /// Stop the machine in order: it finishes the event it is handling,
-    /// runs `terminate` with [`StopReason::Shutdown`](crate::behaviour::StopReason),
+    /// Stop the machine in order: the request queues behind the messages
+    /// already in its mailbox, which it handles first; then it runs
+    /// `terminate` with [`StopReason::Shutdown`](crate::behaviour::StopReason)
     /// and exits; this returns once it has (or fails after the default
-    /// call timeout).
+    /// call timeout). [`drain`](Self::drain) bounds the whole by a
+    /// deadline.
     ///
     /// # Panics
     ///
@@ -224,6 +226,23 @@ impl<M: GenStatem> StatemRef<M> {
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
         self.addr.call_within(
             "StatemRef::shutdown",
+            |reply| Envelope(Msg::Shutdown(reply)),
+            timeout,
+        )
+    }
+
+    /// Stop the machine once it has handled what is already in its
+    /// mailbox, as [`GenServerRef::drain`](crate::gen_server::GenServerRef::drain):
+    /// the request queues behind the mail, a drain past `timeout` is cut
+    /// short by a stop request, and this returns once the machine is gone.
+    /// Events it has postponed are not handled (their callers fail).
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn drain(&self, timeout: Duration) -> Result<(), CallError> {
+        self.addr.drain(
+            "StatemRef::drain",
             |reply| Envelope(Msg::Shutdown(reply)),
             timeout,
         )

@@ -126,6 +126,23 @@ impl SupervisorRef {
         smarm_core::require_actor("SupervisorRef::shutdown");
         self.server.shutdown_timeout(Duration::from_secs(60))
     }
+
+    /// Stop the supervisor, draining its children: each gen_server,
+    /// gen_statem or nested supervisor child handles what is already in
+    /// its mailbox before its `terminate` (within its
+    /// [`Shutdown`](super::Shutdown) timeout; past it, it is stopped), in
+    /// reverse start order; other children are stopped by their policy.
+    /// The request queues behind the supervisor's own pending requests. A
+    /// drain past `timeout` is cut short by a stop request. Returns once
+    /// the supervisor is gone.
+    ///
+    /// # Panics
+    ///
+    /// Outside an actor.
+    pub fn drain(&self, timeout: Duration) -> Result<(), CallError> {
+        self.server
+            .drain_with("SupervisorRef::drain", Request::Drain, timeout)
+    }
 }
 
 /// Start a supervisor with `flags` and `children` (started in order) and

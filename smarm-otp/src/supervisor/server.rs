@@ -16,6 +16,10 @@
 //!   requesting its stop: its exit arrives as the monitor's `Down`, never
 //!   as an `Exit` mistaken for a crash.
 //! - (U3) Children start in `children` order and stop in reverse.
+//! - (U4) A supervisor asked to drain stops each behaviour child by the
+//!   child's own drain (its mailbox handled first, within the child's
+//!   shutdown timeout), in reverse start order; other children, and
+//!   `BrutalKill` ones, are stopped as usual.
 
 use super::spec::{ChildSpec, Restart, Shutdown, Strategy, SupFlags};
 use super::{ChildInfo, ChildRef};
@@ -38,6 +42,8 @@ pub(super) struct Supervisor {
     children: Vec<Option<Child>>,
     by_pid: HashMap<Pid, usize>,
     restarts: RestartLog,
+    /// Asked to drain: its children are drained as it stops.
+    drain: Option<Reply<Response>>,
 }
 
 /// What a [`SupervisorRef`](super::SupervisorRef) asks (a call).
@@ -45,6 +51,8 @@ pub(super) enum Request {
     WhichChildren,
     StartChild(ChildSpec),
     TerminateChild(ChildRef),
+    /// Stop, draining the children (answered once they are stopped).
+    Drain,
 }
 
 /// The answer to a [`Request`], one variant per request.
@@ -52,6 +60,7 @@ pub(super) enum Response {
     Children(Vec<ChildInfo>),
     Started(Result<Pid, StartError>),
     Terminated(bool),
+    Drained,
 }
 
 impl GenServer for Supervisor {
@@ -72,6 +81,7 @@ impl GenServer for Supervisor {
             children: Vec::new(),
             by_pid: HashMap::new(),
             restarts: RestartLog::default(),
+            drain: None,
         };
         for spec in specs {
             if let Err(e) = sup.add(spec) {
@@ -87,6 +97,10 @@ impl GenServer for Supervisor {
             Request::WhichChildren => Response::Children(self.which_children()),
             Request::StartChild(spec) => Response::Started(self.add(spec)),
             Request::TerminateChild(target) => Response::Terminated(self.terminate_child(&target)),
+            Request::Drain => {
+                self.drain = Some(reply);
+                return Flow::Stop(StopReason::Shutdown);
+            }
         };
         let _ = reply.reply(response);
         Flow::Continue
@@ -105,6 +119,9 @@ impl GenServer for Supervisor {
 
     fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
         self.stop_all();
+        if let Some(ack) = self.drain.take() {
+            let _ = ack.reply(Response::Drained);
+        }
     }
 }
 
@@ -223,7 +240,13 @@ impl Supervisor {
         self.by_pid.remove(&pid);
         let m = smarm_core::monitor(pid);
         smarm_core::unlink(pid);
-        smarm_core::request_stop(pid);
+        // Draining: a behaviour handles its mailbox first (U4).
+        let drain = child.spec.drain.as_mut().filter(|_| self.drain.is_some());
+        match (drain, child.spec.shutdown) {
+            (_, Shutdown::BrutalKill) | (None, _) => smarm_core::request_stop(pid),
+            (Some(drain), Shutdown::Timeout(d)) => drain(pid, d),
+            (Some(drain), Shutdown::Infinity) => drain(pid, Duration::MAX),
+        }
         match child.spec.shutdown {
             Shutdown::BrutalKill => {}
             Shutdown::Timeout(d) => {

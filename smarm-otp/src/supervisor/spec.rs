@@ -2,8 +2,10 @@
 //! policies, strategies and restart intensity.
 
 use super::SupervisorRef;
-use crate::gen_server::{Builder, GenServer, StartError};
+use crate::gen_server::{Builder, GenServer, GenServerRef, StartError};
+use crate::gen_statem::{GenStatem, StatemRef};
 use smarm_core::Pid;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// When a child that exited is restarted.
@@ -92,11 +94,46 @@ impl SupFlags {
 /// pid.
 pub type StartFn = Box<dyn FnMut() -> Result<Pid, StartError> + Send>;
 
+/// How a draining supervisor stops a child that is a behaviour: the
+/// child's own drain (its mailbox handled first), within the timeout.
+pub(super) type DrainFn = Box<dyn FnMut(Pid, Duration) + Send>;
+
+/// The latest address a child's start made, kept for its drain.
+type Latest<R> = Arc<Mutex<Option<R>>>;
+
+/// A place for the latest address, for the start and the drain.
+fn latest<R: Send + 'static>() -> (Latest<R>, Latest<R>) {
+    let slot = Arc::new(Mutex::new(None));
+    (slot.clone(), slot)
+}
+
+/// Keep `address` as the latest, for the drain.
+fn keep<R: Clone>(slot: &Mutex<Option<R>>, address: &R) {
+    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(address.clone());
+}
+
+/// The drain of a child whose latest address `slot` keeps, by `drain`:
+/// only if that address is still the running child's.
+fn drain_by<R: Send + 'static>(
+    slot: Latest<R>,
+    pid_of: fn(&R) -> Pid,
+    drain: fn(&R, Duration),
+) -> DrainFn {
+    Box::new(move |pid, timeout| {
+        let address = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(address) = address.filter(|a| pid_of(a) == pid) {
+            drain(&address, timeout);
+        }
+    })
+}
+
 /// One child of a supervisor: how to start it, and when and how to restart
 /// and stop it.
 pub struct ChildSpec {
     pub(super) id: String,
     pub(super) start: StartFn,
+    /// Set for behaviours: how a draining supervisor stops it.
+    pub(super) drain: Option<DrainFn>,
     pub(super) restart: Restart,
     pub(super) shutdown: Shutdown,
     pub(super) kind: ChildKind,
@@ -123,6 +160,7 @@ impl ChildSpec {
         ChildSpec {
             id: id.into(),
             start: Box::new(start),
+            drain: None,
             restart: Restart::Permanent,
             shutdown: Shutdown::Timeout(Duration::from_secs(5)),
             kind: ChildKind::Worker,
@@ -151,9 +189,7 @@ impl ChildSpec {
         id: impl Into<String>,
         args: impl Fn() -> G::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::new(id, move || {
-            Builder::<G>::new().link().start(args()).map(|s| s.pid())
-        })
+        ChildSpec::server_by(id, move || Builder::<G>::new().link().start(args()))
     }
 
     /// A named gen_server: its name is registered again at each restart,
@@ -163,43 +199,69 @@ impl ChildSpec {
         name: crate::gen_server::ServerName<G>,
         args: impl Fn() -> G::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::new(id, move || {
-            Builder::<G>::new()
-                .name(name)
-                .link()
-                .start(args())
-                .map(|s| s.pid())
+        ChildSpec::server_by(id, move || {
+            Builder::<G>::new().name(name).link().start(args())
         })
+    }
+
+    /// A gen_server child started by `start`, drained as one.
+    fn server_by<G: GenServer>(
+        id: impl Into<String>,
+        start: impl Fn() -> Result<GenServerRef<G>, StartError> + Send + 'static,
+    ) -> Self {
+        let (kept, slot) = latest::<GenServerRef<G>>();
+        let mut spec = ChildSpec::new(id, move || {
+            let server = start()?;
+            keep(&kept, &server);
+            Ok(server.pid())
+        });
+        spec.drain = Some(drain_by(slot, GenServerRef::pid, |s, timeout| {
+            let _ = s.drain(timeout);
+        }));
+        spec
     }
 
     /// A state machine ([`gen_statem`](crate::gen_statem)) started (linked)
     /// with a fresh `args()` per start.
-    pub fn statem<M: crate::gen_statem::GenStatem>(
+    pub fn statem<M: GenStatem>(
         id: impl Into<String>,
         args: impl Fn() -> M::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::new(id, move || {
-            crate::gen_statem::Builder::<M>::new()
-                .link()
-                .start(args())
-                .map(|s| s.pid())
+        ChildSpec::statem_by(id, move || {
+            crate::gen_statem::Builder::<M>::new().link().start(args())
         })
     }
 
     /// A named state machine: its name is registered again at each
     /// restart.
-    pub fn named_statem<M: crate::gen_statem::GenStatem>(
+    pub fn named_statem<M: GenStatem>(
         id: impl Into<String>,
         name: crate::gen_statem::StatemName<M>,
         args: impl Fn() -> M::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::new(id, move || {
+        ChildSpec::statem_by(id, move || {
             crate::gen_statem::Builder::<M>::new()
                 .name(name)
                 .link()
                 .start(args())
-                .map(|s| s.pid())
         })
+    }
+
+    /// A state machine child started by `start`, drained as one.
+    fn statem_by<M: GenStatem>(
+        id: impl Into<String>,
+        start: impl Fn() -> Result<StatemRef<M>, StartError> + Send + 'static,
+    ) -> Self {
+        let (kept, slot) = latest::<StatemRef<M>>();
+        let mut spec = ChildSpec::new(id, move || {
+            let machine = start()?;
+            keep(&kept, &machine);
+            Ok(machine.pid())
+        });
+        spec.drain = Some(drain_by(slot, StatemRef::pid, |m, timeout| {
+            let _ = m.drain(timeout);
+        }));
+        spec
     }
 
     /// A typed actor (`#[derive(Actor)]` messages `M`) started as a server
@@ -223,10 +285,15 @@ impl ChildSpec {
     ) -> Self {
         let id = id.into();
         let label = id.clone();
+        let (kept, slot) = latest::<SupervisorRef>();
         let mut spec = ChildSpec::new(id, move || {
-            super::handle::start_link_labelled(flags, children(), &label)
-                .map(|s: SupervisorRef| s.pid())
+            let sup = super::handle::start_link_labelled(flags, children(), &label)?;
+            keep(&kept, &sup);
+            Ok(sup.pid())
         });
+        spec.drain = Some(drain_by(slot, SupervisorRef::pid, |s, timeout| {
+            let _ = s.drain(timeout);
+        }));
         spec.kind = ChildKind::Supervisor;
         spec.shutdown = Shutdown::Infinity;
         spec
