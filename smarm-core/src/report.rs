@@ -212,6 +212,9 @@ pub enum SupervisorAction {
     GaveUp,
     /// Starting the child again failed.
     RestartFailed(String),
+    /// The child will be started again after this delay (its restart
+    /// backs off while it keeps failing).
+    RestartDelayed(std::time::Duration),
 }
 
 /// A supervisor's decision about one of its children.
@@ -351,6 +354,7 @@ impl fmt::Display for SupervisorReport {
                 write!(f, "    action: gave up (restart intensity reached)")
             }
             SupervisorAction::RestartFailed(e) => write!(f, "    action: restart failed: {e}"),
+            SupervisorAction::RestartDelayed(d) => write!(f, "    action: restart in {d:?}"),
         }
     }
 }
@@ -532,6 +536,11 @@ fn to_tracing(report: &Report) {
                 SupervisorAction::RestartFailed(e) => tracing::error!(
                     target: "smarm::report", %supervisor, child = %s.child, %child_pid,
                     reason = ?s.reason, error = %e, "child restart failed"
+                ),
+                SupervisorAction::RestartDelayed(d) => tracing::warn!(
+                    target: "smarm::report", %supervisor, child = %s.child, %child_pid,
+                    reason = ?s.reason, restarts = s.restarts, delay = ?d,
+                    "child restart delayed (backoff)"
                 ),
             }
         }

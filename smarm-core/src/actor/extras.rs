@@ -22,6 +22,9 @@ pub struct ActorExtras {
     pub messages_received: u64,
     /// For a supervisor: how many times it has restarted a child.
     pub restarts: u64,
+    /// For a supervisor waiting to restart a child (a restart backoff):
+    /// how long until the first such restart is due.
+    pub next_restart: Option<std::time::Duration>,
 }
 
 /// The runtime's extras hook, if a layer above installed one.

@@ -61,6 +61,9 @@ pub struct ActorInfo {
     /// For a supervisor: how many times it has restarted a child (from
     /// the same hook).
     pub restarts: u64,
+    /// For a supervisor waiting to restart a child (a restart backoff):
+    /// how long until the first such restart is due (from the same hook).
+    pub next_restart: Option<std::time::Duration>,
     /// Timeslice-clock ticks it has run for (CPU cycles where the cycle
     /// counter is invariant, else nanoseconds), with the
     /// `budget-accounting` feature; `None` without it.

@@ -203,6 +203,7 @@ fn read(
         overruns: slot.overruns.load(Ordering::Relaxed),
         messages_received: 0,
         restarts: 0,
+        next_restart: None,
         budget_cycles: cfg!(feature = "budget-accounting")
             .then(|| slot.budget.load(Ordering::Relaxed)),
         stack_bytes: cfg!(feature = "budget-accounting")
@@ -235,6 +236,7 @@ fn with_extras(mut info: ActorInfo) -> ActorInfo {
         info.mailbox_depth = extras.mailbox_depth;
         info.messages_received = extras.messages_received;
         info.restarts = extras.restarts;
+        info.next_restart = extras.next_restart;
     }
     info
 }

@@ -44,6 +44,7 @@ fn actor(a: &ActorInfo) -> Value {
         "heap_bytes": a.heap_bytes,
         "heap_limit": a.heap_limit,
         "restarts": a.restarts,
+        "next_restart_ms": a.next_restart.map(|d| d.as_millis() as u64),
     })
 }
 

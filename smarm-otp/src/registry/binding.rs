@@ -106,6 +106,7 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
             mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
             messages_received: received,
             restarts: crate::supervisor::restarts_of(pid),
+            next_restart: crate::supervisor::next_restart_of(pid),
         }
     })
 }

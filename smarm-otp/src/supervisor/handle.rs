@@ -9,6 +9,7 @@ use std::time::Duration;
 
 /// One child, as [`SupervisorRef::which_children`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChildInfo {
     /// Its id.
     pub id: String,
@@ -18,6 +19,9 @@ pub struct ChildInfo {
     pub kind: ChildKind,
     /// Its restart type.
     pub restart: Restart,
+    /// When its delayed restart is due, while it waits for one
+    /// ([`ChildSpec::backoff`](super::ChildSpec::backoff)).
+    pub restarting_at: Option<std::time::Instant>,
 }
 
 /// Which child [`SupervisorRef::terminate_child`] stops.

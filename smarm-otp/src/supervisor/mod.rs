@@ -38,7 +38,8 @@
 //! | more than `intensity` restarts within `period` | stops every child in reverse order and exits abnormally (its own supervisor sees a failure) |
 //! | [`SupervisorRef::start_child`] | starts one more child, last in order |
 //! | [`SupervisorRef::terminate_child`] | stops that child by its [`Shutdown`] policy and forgets it |
-//! | [`SupervisorRef::which_children`] | lists the children in start order, with their pids |
+//! | [`SupervisorRef::which_children`] | lists the children in start order, with their pids (and, for a restart delayed by [`ChildSpec::backoff`], when it is due) |
+//! | [`SupervisorRef::drain`] | stops every child in reverse start order, letting each server handle its mailbox first, then exits |
 //! | [`SupervisorRef::shutdown`], a stop request, its parent exiting | stops every child in reverse start order, each by its [`Shutdown`] policy, then exits |
 //!
 //! For many children of one kind started on demand, each with its own
@@ -71,5 +72,5 @@ pub use dynamic::{
     DynamicName, DynamicServer, DynamicSpec, DynamicStartFn, DynamicSupervisor, StartChildError,
 };
 pub use handle::{ChildInfo, ChildRef, SupervisorRef, start, start_link};
-pub(crate) use server::restarts_of;
-pub use spec::{ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};
+pub(crate) use server::{next_restart_of, restarts_of};
+pub use spec::{Backoff, ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};

@@ -20,11 +20,19 @@
 //!   child's own drain (its mailbox handled first, within the child's
 //!   shutdown timeout), in reverse start order; other children, and
 //!   `BrutalKill` ones, are stopped as usual.
+//! - (U5) A child with a backoff that is to restart gets a timer instead
+//!   (its failure counted toward the intensity at once); while it waits,
+//!   `pending` holds its due time and timer, cleared when the timer's
+//!   message comes, when the child is started with its group first, when
+//!   it is terminated, or when the supervisor stops (which cancels every
+//!   pending timer). A timer message for a child no longer pending is
+//!   ignored.
 
 use super::spec::{ChildSpec, Restart, Shutdown, Strategy, SupFlags};
 use super::{ChildInfo, ChildRef};
 use crate::gen_server::{Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};
 use smarm_core::report::{self, SupervisorAction};
+use smarm_core::time::{TimerId, cancel_timer};
 use smarm_core::{DownReason, Exit, Pid};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -32,7 +40,27 @@ use std::time::{Duration, Instant};
 struct Child {
     spec: ChildSpec,
     pid: Option<Pid>,
+    /// Unique among the supervisor's children: what its restart timer
+    /// names it by (indexes move when removed children are compacted).
+    serial: u64,
+    /// Failures in a row, without a quiet period between (its backoff).
+    failures: u32,
+    /// When it was last started.
+    started_at: Option<Instant>,
+    /// A delayed restart waiting (U5).
+    pending: Option<Pending>,
 }
+
+/// A child's restart, delayed by its backoff.
+struct Pending {
+    at: Instant,
+    timer: TimerId,
+    /// The exit that led to it, for the reports.
+    exit: Exit,
+}
+
+/// A delayed restart is due: the child's serial.
+pub(super) struct RestartDue(u64);
 
 /// A supervisor's state: its children and its restart history.
 pub(super) struct Supervisor {
@@ -44,6 +72,9 @@ pub(super) struct Supervisor {
     restarts: RestartLog,
     /// Asked to drain: its children are drained as it stops.
     drain: Option<Reply<Response>>,
+    next_serial: u64,
+    /// The jitter's random state (xorshift).
+    rng: u64,
 }
 
 /// What a [`SupervisorRef`](super::SupervisorRef) asks (a call).
@@ -68,7 +99,7 @@ impl GenServer for Supervisor {
     type Call = Request;
     type Reply = Response;
     type Cast = ();
-    type Info = ();
+    type Info = RestartDue;
 
     /// Start the children in order; if one fails, stop those started (in
     /// reverse) and fail with its [`StartError::Child`].
@@ -82,6 +113,8 @@ impl GenServer for Supervisor {
             by_pid: HashMap::new(),
             restarts: RestartLog::default(),
             drain: None,
+            next_serial: 0,
+            rng: seed(ctx.me().pid()),
         };
         for spec in specs {
             if let Err(e) = sup.add(spec) {
@@ -96,7 +129,11 @@ impl GenServer for Supervisor {
         let response = match request {
             Request::WhichChildren => Response::Children(self.which_children()),
             Request::StartChild(spec) => Response::Started(self.add(spec)),
-            Request::TerminateChild(target) => Response::Terminated(self.terminate_child(&target)),
+            Request::TerminateChild(target) => {
+                let done = self.terminate_child(&target);
+                self.publish_pending();
+                Response::Terminated(done)
+            }
             Request::Drain => {
                 self.drain = Some(reply);
                 return Flow::Stop(StopReason::Shutdown);
@@ -110,14 +147,27 @@ impl GenServer for Supervisor {
     /// Giving up is a panic, so the report reaches the operator and the
     /// supervisor's own supervisor sees a failure (`terminate` still stops
     /// the children first).
-    fn handle_exit(&mut self, exit: Exit, _: &mut Ctx<Self>) -> Flow {
-        if let Err(why) = self.on_exit(exit) {
+    fn handle_exit(&mut self, exit: Exit, ctx: &mut Ctx<Self>) -> Flow {
+        let outcome = self.on_exit(exit, ctx);
+        self.publish_pending();
+        if let Err(why) = outcome {
+            panic!("smarm: supervisor {} gave up: {why}", self.me);
+        }
+        Flow::Continue
+    }
+
+    /// A delayed restart is due.
+    fn handle_info(&mut self, due: RestartDue, ctx: &mut Ctx<Self>) -> Flow {
+        let outcome = self.restart_due(due.0, ctx);
+        self.publish_pending();
+        if let Err(why) = outcome {
             panic!("smarm: supervisor {} gave up: {why}", self.me);
         }
         Flow::Continue
     }
 
     fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
+        self.cancel_pending();
         self.stop_all();
         if let Some(ack) = self.drain.take() {
             let _ = ack.reply(Response::Drained);
@@ -128,7 +178,7 @@ impl GenServer for Supervisor {
 impl Supervisor {
     /// A child exited: restart it by its restart type and the strategy.
     /// `Err(why)`: more restarts than the intensity allows.
-    fn on_exit(&mut self, exit: Exit) -> Result<(), String> {
+    fn on_exit(&mut self, exit: Exit, ctx: &Ctx<Self>) -> Result<(), String> {
         let Some(i) = self.by_pid.remove(&exit.from) else {
             return Ok(()); // (U1)
         };
@@ -155,23 +205,128 @@ impl Supervisor {
             }
             return Ok(());
         }
-        let mut failing = i;
+        self.recover(i, i, &exit, ctx)
+    }
+
+    /// Restart `failing` (stopped) after `exit` of child `first`: each
+    /// attempt counts toward the intensity when it is made; a child with a
+    /// backoff is restarted later by its timer (U5); one that fails to
+    /// start is tried again the same way.
+    fn recover(
+        &mut self,
+        mut failing: usize,
+        first: usize,
+        exit: &Exit,
+        ctx: &Ctx<Self>,
+    ) -> Result<(), String> {
         loop {
             if let Err(why) = self.restarts.count(self.flags.intensity, self.flags.period) {
-                self.report(failing, &exit, SupervisorAction::GaveUp);
+                self.report(failing, exit, SupervisorAction::GaveUp);
                 return Err(why);
+            }
+            if let Some(delay) = self.delay(failing, exit, ctx) {
+                self.report(failing, exit, SupervisorAction::RestartDelayed(delay));
+                return Ok(());
             }
             match self.restart(failing) {
                 Ok(()) => {
-                    self.report(i, &exit, SupervisorAction::Restarted);
+                    self.report(first, exit, SupervisorAction::Restarted);
                     return Ok(());
                 }
                 Err((next, e)) => {
-                    self.report(next, &exit, SupervisorAction::RestartFailed(e.to_string()));
+                    self.report(next, exit, SupervisorAction::RestartFailed(e.to_string()));
                     failing = next; // a child failed to start: again
                 }
             }
         }
+    }
+
+    /// If child `i` backs off: stop the children restarted with it (by
+    /// the strategy) now, arm its restart timer, and return the delay.
+    fn delay(&mut self, i: usize, exit: &Exit, ctx: &Ctx<Self>) -> Option<Duration> {
+        let unit = self.next_unit();
+        let child = self.children[i].as_mut()?;
+        let backoff = child.spec.backoff?;
+        if child
+            .started_at
+            .is_some_and(|at| at.elapsed() >= backoff.reset_after)
+        {
+            child.failures = 0; // a quiet period: start over
+        }
+        child.failures = child.failures.saturating_add(1);
+        let delay = backoff.delay(child.failures, unit);
+        let timer = ctx.send_after(delay, RestartDue(child.serial));
+        child.pending = Some(Pending {
+            at: Instant::now() + delay,
+            timer,
+            exit: exit.clone(),
+        });
+        self.stop_group(i);
+        Some(delay)
+    }
+
+    /// Child `serial`'s delayed restart is due: start it (and those stopped
+    /// with it), as at once.
+    fn restart_due(&mut self, serial: u64, ctx: &Ctx<Self>) -> Result<(), String> {
+        let found = self.children.iter().position(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.serial == serial && c.pending.is_some())
+        });
+        let Some(i) = found else {
+            return Ok(()); // called off meanwhile
+        };
+        let Some(Pending { exit, .. }) = self.children[i].as_mut().and_then(|c| c.pending.take())
+        else {
+            return Ok(());
+        };
+        match self.start_group(i) {
+            Ok(()) => {
+                self.report(i, &exit, SupervisorAction::Restarted);
+                Ok(())
+            }
+            Err((next, e)) => {
+                self.report(next, &exit, SupervisorAction::RestartFailed(e.to_string()));
+                self.recover(next, i, &exit, ctx)
+            }
+        }
+    }
+
+    /// The next jitter draw, in [0, 1).
+    fn next_unit(&mut self) -> f64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Call off every delayed restart (the supervisor is stopping).
+    fn cancel_pending(&mut self) {
+        for child in self.children.iter_mut().flatten() {
+            if let Some(pending) = child.pending.take() {
+                cancel_timer(pending.timer);
+            }
+        }
+        self.publish_pending();
+    }
+
+    /// Show the first delayed restart due to introspection.
+    fn publish_pending(&self) {
+        let next = self
+            .children
+            .iter()
+            .flatten()
+            .filter_map(|c| c.pending.as_ref().map(|p| p.at))
+            .min();
+        let me = self.me;
+        with_counts(|counts| match (counts.get_mut(&me), next) {
+            (Some(entry), next) => entry.1 = next,
+            (None, Some(next)) => {
+                counts.insert(me, (0, Some(next)));
+            }
+            (None, None) => {}
+        });
     }
 
     /// Report `action` on child `i` after `exit`.
@@ -185,16 +340,36 @@ impl Supervisor {
     /// Restart child `i` (stopped) by the strategy. `Err((j, why))`: child
     /// `j` failed to start (and is stopped).
     fn restart(&mut self, i: usize) -> Result<(), (usize, StartError)> {
-        let from = match self.flags.strategy {
-            Strategy::OneForOne => return self.start_at(i).map(|_| ()).map_err(|e| (i, e)),
+        self.stop_group(i);
+        self.start_group(i)
+    }
+
+    /// The first child restarted with child `i`, by the strategy.
+    fn group_from(&self, i: usize) -> usize {
+        match self.flags.strategy {
+            Strategy::OneForOne => i,
             Strategy::OneForAll => 0,
             Strategy::RestForOne => i,
-        };
-        for j in (from..self.children.len()).rev() {
+        }
+    }
+
+    /// Stop the children restarted with child `i` (in reverse order).
+    fn stop_group(&mut self, i: usize) {
+        if self.flags.strategy == Strategy::OneForOne {
+            return;
+        }
+        for j in (self.group_from(i)..self.children.len()).rev() {
             self.stop_at(j);
         }
-        for j in from..self.children.len() {
-            if self.children[j].is_some() {
+    }
+
+    /// Start child `i` and, by the strategy, those stopped with it.
+    fn start_group(&mut self, i: usize) -> Result<(), (usize, StartError)> {
+        if self.flags.strategy == Strategy::OneForOne {
+            return self.start_at(i).map(|_| ()).map_err(|e| (i, e));
+        }
+        for j in self.group_from(i)..self.children.len() {
+            if self.children[j].as_ref().is_some_and(|c| c.pid.is_none()) {
                 self.start_at(j).map_err(|e| (j, e))?;
             }
         }
@@ -206,8 +381,12 @@ impl Supervisor {
         let Some(child) = self.children[i].as_mut() else {
             unreachable!("start_at on a removed child");
         };
+        if let Some(pending) = child.pending.take() {
+            cancel_timer(pending.timer); // started with its group first
+        }
         let pid = (child.spec.start)()?;
         child.pid = Some(pid);
+        child.started_at = Some(Instant::now());
         self.by_pid.insert(pid, i);
         Ok(pid)
     }
@@ -215,7 +394,15 @@ impl Supervisor {
     /// Start `spec` as the last child; on failure it is not kept.
     fn add(&mut self, spec: ChildSpec) -> Result<Pid, StartError> {
         let id = spec.id.clone();
-        self.children.push(Some(Child { spec, pid: None }));
+        self.next_serial += 1;
+        self.children.push(Some(Child {
+            spec,
+            pid: None,
+            serial: self.next_serial,
+            failures: 0,
+            started_at: None,
+            pending: None,
+        }));
         let i = self.children.len() - 1;
         match self.start_at(i) {
             Ok(pid) => Ok(pid),
@@ -276,6 +463,9 @@ impl Supervisor {
             return false;
         };
         self.stop_at(i);
+        if let Some(pending) = self.children[i].as_mut().and_then(|c| c.pending.take()) {
+            cancel_timer(pending.timer);
+        }
         self.children[i] = None;
         self.compact();
         true
@@ -306,6 +496,7 @@ impl Supervisor {
                 pid: c.pid,
                 kind: c.spec.kind,
                 restart: c.spec.restart,
+                restarting_at: c.pending.as_ref().map(|p| p.at),
             })
             .collect()
     }
@@ -368,24 +559,31 @@ pub(super) fn report_child(
     )));
 }
 
-/// Restarts each supervisor of a runtime has made, for introspection
-/// (`ActorInfo::restarts`); an entry goes when its supervisor exits.
+/// What introspection shows of each supervisor of a runtime: restarts
+/// made (`ActorInfo::restarts`) and the first delayed restart due
+/// (`ActorInfo::next_restart`); an entry goes when its supervisor exits.
 #[derive(Default)]
-struct RestartCounts(std::sync::Mutex<HashMap<Pid, u64>>);
+struct RestartCounts(std::sync::Mutex<HashMap<Pid, (u64, Option<Instant>)>>);
+
+fn with_counts<R>(f: impl FnOnce(&mut HashMap<Pid, (u64, Option<Instant>)>) -> R) -> R {
+    smarm_core::runtime::with_runtime_local::<RestartCounts, R>(|counts, _| {
+        f(&mut counts.0.lock().unwrap_or_else(|e| e.into_inner()))
+    })
+}
 
 fn count_restart(me: Pid) {
-    smarm_core::runtime::with_runtime_local::<RestartCounts, ()>(|counts, _| {
-        let mut counts = counts.0.lock().unwrap_or_else(|e| e.into_inner());
-        *counts.entry(me).or_default() += 1;
-    });
+    with_counts(|counts| counts.entry(me).or_default().0 += 1);
 }
 
 /// Restarts supervisor `pid` has made (0 for any other actor).
 pub(crate) fn restarts_of(pid: Pid) -> u64 {
-    smarm_core::runtime::with_runtime_local::<RestartCounts, u64>(|counts, _| {
-        let counts = counts.0.lock().unwrap_or_else(|e| e.into_inner());
-        counts.get(&pid).copied().unwrap_or(0)
-    })
+    with_counts(|counts| counts.get(&pid).map_or(0, |c| c.0))
+}
+
+/// How long until supervisor `pid`'s first delayed restart is due.
+pub(crate) fn next_restart_of(pid: Pid) -> Option<Duration> {
+    with_counts(|counts| counts.get(&pid).and_then(|c| c.1))
+        .map(|at| at.saturating_duration_since(Instant::now()))
 }
 
 /// A supervisor starts: make its restarts visible to introspection, and
@@ -393,11 +591,16 @@ pub(crate) fn restarts_of(pid: Pid) -> u64 {
 pub(super) fn track_restarts(me: Pid) {
     crate::registry::ensure_introspection_hook();
     smarm_core::signal::on_exit(me, move |_, _| {
-        smarm_core::runtime::with_runtime_local::<RestartCounts, ()>(|counts, _| {
-            let mut counts = counts.0.lock().unwrap_or_else(|e| e.into_inner());
-            counts.remove(&me);
-        });
+        with_counts(|counts| counts.remove(&me));
     });
+}
+
+/// A jitter seed for supervisor `me`: its pid and the clock.
+fn seed(me: Pid) -> u64 {
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (clock ^ (u64::from(me.index()) << 32 | u64::from(me.generation()))) | 1
 }
 
 /// Whether an exit is a failure (a transient child restarts after one):

@@ -89,6 +89,78 @@ impl SupFlags {
     }
 }
 
+/// How long a supervisor waits before restarting a child that keeps
+/// failing ([`ChildSpec::backoff`]): `initial` after its first failure,
+/// doubling with each failure after, up to `max`, each delay moved by up
+/// to `jitter` of itself either way (so a fleet of children that failed
+/// together do not all come back at once), never past `max`. A child that
+/// stayed up for `reset_after` starts over at `initial`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    /// The delay after the first failure.
+    pub initial: Duration,
+    /// The longest delay.
+    pub max: Duration,
+    /// The fraction of each delay it may move by, either way (0 to 1).
+    pub jitter: f64,
+    /// How long a child must stay up to start over at `initial`.
+    pub reset_after: Duration,
+}
+
+impl Backoff {
+    /// `initial`, doubling up to `max`, with a jitter of 10% and a reset
+    /// after `max` of quiet (or 1 s, if longer).
+    ///
+    /// # Panics
+    ///
+    /// If `initial` is zero or `max` is below it.
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        assert!(
+            !initial.is_zero() && max >= initial,
+            "smarm: supervisor::Backoff::new({initial:?}, {max:?}): the first delay must be above \
+             zero and the longest at least as long"
+        );
+        Backoff {
+            initial,
+            max,
+            jitter: 0.1,
+            reset_after: max.max(Duration::from_secs(1)),
+        }
+    }
+
+    /// Move each delay by up to `jitter` of itself (0: exact delays).
+    ///
+    /// # Panics
+    ///
+    /// If `jitter` is not within 0 and 1.
+    pub fn jitter(mut self, jitter: f64) -> Self {
+        assert!(
+            (0.0..=1.0).contains(&jitter),
+            "smarm: supervisor::Backoff::jitter({jitter}): give a fraction between 0 and 1"
+        );
+        self.jitter = jitter;
+        self
+    }
+
+    /// Start over at `initial` once the child has stayed up this long.
+    pub fn reset_after(mut self, quiet: Duration) -> Self {
+        self.reset_after = quiet;
+        self
+    }
+
+    /// The delay before restart number `attempt` (1: after the first
+    /// failure), with `unit` in [0, 1) choosing the jitter.
+    pub(super) fn delay(&self, attempt: u32, unit: f64) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(32);
+        let base = self
+            .initial
+            .saturating_mul(1u32 << doublings.min(31))
+            .min(self.max);
+        let moved = base.as_secs_f64() * (1.0 + self.jitter * (2.0 * unit - 1.0));
+        Duration::from_secs_f64(moved.max(0.0)).min(self.max)
+    }
+}
+
 /// The function that starts a child: run in the supervisor, it must link
 /// the child to the caller (`spawn_link`, `Builder::link`) and return its
 /// pid.
@@ -134,6 +206,7 @@ pub struct ChildSpec {
     pub(super) start: StartFn,
     /// Set for behaviours: how a draining supervisor stops it.
     pub(super) drain: Option<DrainFn>,
+    pub(super) backoff: Option<Backoff>,
     pub(super) restart: Restart,
     pub(super) shutdown: Shutdown,
     pub(super) kind: ChildKind,
@@ -146,6 +219,7 @@ impl std::fmt::Debug for ChildSpec {
             .field("restart", &self.restart)
             .field("shutdown", &self.shutdown)
             .field("kind", &self.kind)
+            .field("backoff", &self.backoff)
             .finish_non_exhaustive()
     }
 }
@@ -161,6 +235,7 @@ impl ChildSpec {
             id: id.into(),
             start: Box::new(start),
             drain: None,
+            backoff: None,
             restart: Restart::Permanent,
             shutdown: Shutdown::Timeout(Duration::from_secs(5)),
             kind: ChildKind::Worker,
@@ -317,6 +392,34 @@ impl ChildSpec {
     /// When to restart it (default: [`Restart::Permanent`]).
     pub fn restart(mut self, restart: Restart) -> Self {
         self.restart = restart;
+        self
+    }
+
+    /// Restart it after a delay that grows while it keeps failing
+    /// ([`Backoff`]), instead of at once. Each failure still counts toward
+    /// the supervisor's restart intensity when it happens, so a child that
+    /// fails too often still makes the supervisor give up; while a restart
+    /// waits, [`which_children`](super::SupervisorRef::which_children)
+    /// shows when it is due, and stopping the supervisor (or the child)
+    /// calls it off. With [`Strategy::OneForAll`] or
+    /// [`Strategy::RestForOne`], the children stopped with it wait too.
+    ///
+    /// ```
+    /// use smarm::supervisor::{self, Backoff, ChildSpec, Strategy, SupFlags};
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let flaky = ChildSpec::actor("flaky", || panic!("no database yet"))
+    ///         .backoff(Backoff::new(Duration::from_millis(100), Duration::from_secs(10)));
+    ///     let sup = supervisor::start(SupFlags::new(Strategy::OneForOne), vec![flaky]).unwrap();
+    ///     smarm::sleep(Duration::from_millis(20));
+    ///     let child = &sup.which_children().unwrap()[0];
+    ///     assert!(child.pid.is_none() && child.restarting_at.is_some());
+    ///     sup.shutdown().unwrap();
+    /// });
+    /// ```
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
         self
     }
 
