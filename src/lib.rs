@@ -43,7 +43,7 @@ pub use smarm_core::{
 };
 pub use smarm_core::{
     BoundedReceiver, Builder, JoinError, JoinHandle, JoinTimeoutError, LockTimeout, Mutex,
-    MutexGuard, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
+    MutexGuard, ParsePidError, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
     SendTimeoutError, Sender, SpawnError, TrySendError, channel, exit_with, hibernate, in_actor,
     is_alive, request_stop, request_stop_all, require_actor, run, select, select_timeout, self_pid,
     sleep, spawn, spawn_under, try_select, try_select_timeout, try_self_pid, try_spawn, yield_now,
@@ -182,6 +182,12 @@ pub mod gen_statem {
     pub use smarm_otp::gen_statem::*;
 }
 
+/// Inspecting and debugging a live process, as Erlang's `sys`: state,
+/// status, suspend and resume, statistics, event logs and traces.
+pub mod sys {
+    pub use smarm_otp::sys::*;
+}
+
 /// A supervision tree as the program: signals become an ordered shutdown,
 /// and the exit status says how it ended ([`Application`](application::Application)).
 pub mod application {
@@ -258,6 +264,8 @@ pub mod guide {
     pub struct GenStatem;
     #[doc = include_str!("../guide/src/supervisors.md")]
     pub struct Supervisors;
+    #[doc = include_str!("../guide/src/sys.md")]
+    pub struct Sys;
     #[doc = include_str!("../guide/src/derive-actor.md")]
     pub struct DeriveActor;
     #[doc = include_str!("../guide/src/fairness.md")]

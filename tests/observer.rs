@@ -320,3 +320,48 @@ fn the_latest_causal_profile_is_served_as_svg() {
         obs.stop();
     });
 }
+
+#[test]
+fn a_behaviours_sys_status_is_served_by_pid() {
+    smarm::run(|| {
+        let tree = start_tree();
+        let alpha = smarm::gen_server::whereis_server(ALPHA).unwrap();
+        let plain = smarm::spawn(|| smarm::sleep(Duration::from_secs(10)));
+        let obs = smarm::observer::serve("127.0.0.1:0").unwrap();
+        let addr = obs.local_addr();
+        let pid = alpha.pid().to_string();
+        let (status, body) = get(
+            addr,
+            &format!("/api/status/{}", pid.trim_matches(['<', '>'])),
+        );
+        let (sup_status, sup_body) = get(
+            addr,
+            &format!(
+                "/api/status/{}",
+                tree.pid().to_string().trim_matches(['<', '>'])
+            ),
+        );
+        let (plain_status, _) = get(
+            addr,
+            &format!(
+                "/api/status/{}",
+                plain.pid().to_string().trim_matches(['<', '>'])
+            ),
+        );
+        let (bad_status, _) = get(addr, "/api/status/not-a-pid");
+        obs.stop();
+        smarm::request_stop(plain.pid());
+        assert_eq!(status, "HTTP/1.1 200 OK");
+        let json: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(json["pid"], pid);
+        assert_eq!(json["behaviour"], "gen_server");
+        assert_eq!(json["suspended"], false);
+        assert_eq!(sup_status, "HTTP/1.1 200 OK");
+        let sup: Value = serde_json::from_str(&sup_body).unwrap();
+        assert_eq!(sup["behaviour"], "supervisor");
+        assert!(sup["state"].as_str().unwrap().contains("alpha"), "{sup}");
+        assert_eq!(plain_status, "HTTP/1.1 404 Not Found");
+        assert_eq!(bad_status, "HTTP/1.1 404 Not Found");
+        tree.shutdown().unwrap();
+    });
+}

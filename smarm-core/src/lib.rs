@@ -114,9 +114,10 @@ mod timer; //             the sharded timer heaps, bounded waits
 pub mod trace; //         runtime trace events, Chrome Trace export
 
 pub use actor::{
-    Addressable, Builder, ExitReason, JoinError, JoinFuture, JoinHandle, JoinTimeoutError, Pid,
-    SpawnError, exit_with, hibernate, in_actor, is_alive, request_stop, request_stop_all,
-    require_actor, self_pid, spawn, spawn_under, try_self_pid, try_spawn, yield_now,
+    Addressable, Builder, ExitReason, JoinError, JoinFuture, JoinHandle, JoinTimeoutError,
+    ParsePidError, Pid, SpawnError, exit_with, hibernate, in_actor, is_alive, request_stop,
+    request_stop_all, require_actor, self_pid, spawn, spawn_under, try_self_pid, try_spawn,
+    yield_now,
 };
 pub use allocator::PreemptingAlloc;
 pub use channel::{

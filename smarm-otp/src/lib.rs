@@ -17,6 +17,7 @@ pub mod observer; // the web and terminal observer (feature `observer`)
 pub mod pg; //         process groups: dispatch to one member, broadcast to all
 pub mod registry; //   names, typed addresses, name- and pid-addressed sends
 pub mod supervisor; // start, watch and restart children; trees of them
+pub mod sys; //        inspecting and debugging a live behaviour (OTP's sys)
 pub mod typed; //      typed actors: a derived message enum and its handler
 
 pub use registry::{

@@ -41,7 +41,7 @@ mod span;
 mod spawn;
 
 pub(crate) use crate::slot::Outcome;
-pub use crate::slot::{Addressable, ExitReason, Pid};
+pub use crate::slot::{Addressable, ExitReason, ParsePidError, Pid};
 pub use builder::Builder;
 pub use error::SpawnError;
 pub(crate) use exit::exit_hook;

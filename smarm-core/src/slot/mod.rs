@@ -75,7 +75,7 @@ mod loom_models;
 pub(crate) use cold::{Cold, Joiner};
 pub(crate) use exit::Outcome;
 pub use exit::{DownReason, ExitReason};
-pub use pid::{Addressable, Pid};
+pub use pid::{Addressable, ParsePidError, Pid};
 pub(crate) use table::{Slot, SlotTable};
 pub(crate) use wait_id::WaitId;
 

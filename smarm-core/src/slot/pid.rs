@@ -122,6 +122,42 @@ impl<A> fmt::Display for Pid<A> {
         write!(f, "<0.{}.{}>", self.index, self.generation)
     }
 }
+/// `"<0.INDEX.GENERATION>"` (as pids print; the brackets may be left out)
+/// is not a pid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("smarm: {0:?} is not a pid: pids read <0.INDEX.GENERATION>")]
+pub struct ParsePidError(String);
+
+/// A pid read back from how it prints, `<0.INDEX.GENERATION>`: for tools
+/// that show pids and take them back (an observer's URL). It names that
+/// incarnation only; a finished actor's pid stays finished.
+///
+/// ```
+/// smarm::run(|| {
+///     let me = smarm::self_pid();
+///     assert_eq!(me.to_string().parse::<smarm::Pid>(), Ok(me));
+///     assert!("<1.2>".parse::<smarm::Pid>().is_err());
+/// });
+/// ```
+impl std::str::FromStr for Pid {
+    type Err = ParsePidError;
+
+    fn from_str(text: &str) -> Result<Pid, ParsePidError> {
+        let bad = || ParsePidError(text.to_string());
+        let inner = text
+            .strip_prefix('<')
+            .map_or(text, |t| t.strip_suffix('>').unwrap_or(t));
+        let mut parts = inner.split('.');
+        match (parts.next(), parts.next(), parts.next(), parts.next()) {
+            (Some("0"), Some(index), Some(generation), None) => Ok(Pid::from_parts(
+                index.parse().map_err(|_| bad())?,
+                generation.parse().map_err(|_| bad())?,
+            )),
+            _ => Err(bad()),
+        }
+    }
+}
+
 impl<A> fmt::Debug for Pid<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)

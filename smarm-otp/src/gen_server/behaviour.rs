@@ -66,6 +66,17 @@ pub trait GenServer: Send + Sized + 'static {
     fn terminate(&mut self, reason: &StopReason, ctx: &mut Ctx<Self>) {
         let _ = (reason, ctx);
     }
+
+    /// The state as [`sys::get_status`](crate::sys::get_status) shows it
+    /// (OTP's `format_status`): what is worth seeing, without secrets. By
+    /// default: the state's type.
+    fn format_status(&self) -> String {
+        format!("a {}", std::any::type_name::<Self>())
+    }
+
+    /// The behaviour's name in [`sys::Status`](crate::sys::Status).
+    #[doc(hidden)]
+    const BEHAVIOUR: &'static str = "gen_server";
 }
 
 /// What a callback tells the server loop.

@@ -494,7 +494,7 @@ impl<G: GenServer> GenServerRef<G> {
         self.call_within(
             "GenServerRef::inspect",
             |reply: Reply<T>| {
-                Msg::Inspect(Box::new(move |state: &G| {
+                Msg::Inspect(Box::new(move |state: &mut G| {
                     let _ = reply.reply(f(state));
                 }))
             },
@@ -535,4 +535,38 @@ pub fn whereis_server_in<G: GenServer>(
 ) -> Option<GenServerRef<G>> {
     let (pid, inbox) = registry::resolve_in(rt, name)?;
     Some(GenServerRef::new(pid, inbox))
+}
+
+impl<G: GenServer> crate::sys::System for GenServerRef<G> {
+    fn system_call<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> crate::sys::Request,
+    ) -> Result<R, CallError> {
+        self.call_within(
+            what,
+            |reply| Msg::System(Box::new(request(reply))),
+            DEFAULT_CALL_TIMEOUT,
+        )
+    }
+}
+
+impl<G: GenServer> crate::sys::SystemState for GenServerRef<G> {
+    type State = G;
+
+    fn with_state<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&mut G) -> T + Send + 'static,
+    ) -> Result<T, CallError> {
+        self.call_within(
+            what,
+            |reply: Reply<T>| {
+                Msg::Inspect(Box::new(move |state: &mut G| {
+                    let _ = reply.reply(f(state));
+                }))
+            },
+            DEFAULT_CALL_TIMEOUT,
+        )
+    }
 }

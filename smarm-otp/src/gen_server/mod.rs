@@ -49,6 +49,7 @@
 //! | an actor watched with [`Ctx::monitor`] goes down | [`GenServer::handle_down`] with its [`Down`](smarm_core::Down) | [`Flow`] |
 //! | [`GenServerRef::shutdown`], a stop request, a callback's `Flow::Stop`, a panic in a callback, the parent's exit (while trapping) | [`GenServer::terminate`] with the [`StopReason`] | (nothing: the server then exits) |
 //! | [`GenServerRef::get_state`], [`GenServerRef::inspect`] | nothing: the state is read between callbacks | |
+//! | [`sys::get_status`](crate::sys::get_status), [`sys::suspend`](crate::sys::suspend), the rest of [`sys`](crate::sys) | [`GenServer::format_status`] for a status; the loop answers the rest between callbacks | |
 //!
 //! # Design
 //!
@@ -88,4 +89,5 @@ pub use builder::{Builder, start, start_link, start_named};
 pub use handle::{
     CastError, GenServerRef, Request, ServerName, TryCastError, whereis_server, whereis_server_in,
 };
+pub(crate) use server::SUSPENDED_WAIT;
 pub use server::{Ctx, Envelope};

@@ -28,10 +28,12 @@
 
 use super::{Flow, GenServer, GenServerRef, Reply, StopReason};
 use crate::behaviour::{Behaviour, Inbox, Launch, callback};
+use crate::sys::{About, Debug, SysEvent};
 use smarm_core::actor::Hibernation;
-use smarm_core::channel::{Receiver, Sender, channel};
+use smarm_core::channel::{Receiver, RecvTimeoutError, Sender, channel};
 use smarm_core::time::{TimerId, cancel_timer};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -49,8 +51,11 @@ pub(super) enum Msg<G: GenServer> {
     /// A monitor set through [`Ctx::monitor`] fired.
     Down(Down),
     /// Run a closure on the state between callbacks (`get_state`,
-    /// `inspect`).
-    Inspect(Box<dyn FnOnce(&G) + Send>),
+    /// `inspect`, `sys::replace_state`).
+    Inspect(Box<dyn FnOnce(&mut G) + Send>),
+    /// A `sys` request (boxed: a mailbox's messages are as large as
+    /// their largest kind).
+    System(Box<crate::sys::Request>),
     /// Stop with [`StopReason::Shutdown`]; acknowledged after `terminate`.
     Shutdown(Reply<()>),
     /// A timer delivered to the system channel: wake the loop.
@@ -165,6 +170,17 @@ impl<G: GenServer> Behaviour for Server<G> {
         else {
             return Hibernation::none();
         };
+        let me = ctx.me.clone();
+        crate::sys::note(
+            me.pid(),
+            std::sync::Arc::new(
+                move |req| match me.deliver_system(Msg::System(Box::new(req))) {
+                    Ok(()) => Ok(()),
+                    Err(Msg::System(req)) => Err(*req),
+                    Err(_) => unreachable!("a failed send hands back the message sent"),
+                },
+            ),
+        );
         Serving {
             state,
             sys,
@@ -172,6 +188,8 @@ impl<G: GenServer> Behaviour for Server<G> {
             ack: None,
             last: Handled::Nothing,
             hibernate_after,
+            debug: Debug::default(),
+            deferred: VecDeque::new(),
         }
         .run(inbox)
     }
@@ -188,6 +206,10 @@ struct Serving<G: GenServer> {
     last: Handled,
     /// Hibernate after this long without a message.
     hibernate_after: Option<Duration>,
+    /// Its `sys` debug options and suspension.
+    debug: Debug,
+    /// Messages received while suspended, to handle after (D1).
+    deferred: VecDeque<Msg<G>>,
 }
 
 impl<G: GenServer> Serving<G> {
@@ -222,6 +244,7 @@ impl<G: GenServer> Serving<G> {
         if ended.panicked() {
             smarm_core::report::note_last_message(self.last.describe::<G>());
         }
+        crate::sys::forget(self.ctx.me.pid());
         let Serving {
             mut state,
             mut ctx,
@@ -291,21 +314,21 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
     inbox: &I,
     receive: impl Fn(&I) -> Option<Envelope<G>>,
 ) -> Turn {
-    let Serving {
-        state,
-        sys,
-        ctx,
-        ack,
-        last,
-        ..
-    } = serving;
     // A callback asked to hibernate: done at the next wait for the
     // mailbox, once the system channel is drained (a timer's info there
     // would not wake a server waiting on its mailbox alone).
     let mut hibernate = false;
     loop {
-        if ctx.sys_pending.load(Ordering::Acquire) {
-            match drain_system(state, sys, ctx, last) {
+        if serving.ctx.sys_pending.load(Ordering::Acquire) {
+            let Serving {
+                state,
+                sys,
+                ctx,
+                last,
+                debug,
+                ..
+            } = serving;
+            match drain_system(state, sys, ctx, last, debug) {
                 Flow::Continue => {}
                 Flow::Hibernate => hibernate = true,
                 Flow::Stop(reason) => return Turn::Stop(reason),
@@ -318,69 +341,200 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
         let Some(Envelope(msg)) = receive(inbox) else {
             return Turn::Hibernate;
         };
-        let flow = {
-            match msg {
-                Msg::Call(request, reply) => {
-                    *last = Handled::Call;
-                    callback!(
-                        "handle_call",
-                        server = server::<G>(),
-                        state.handle_call(request, reply, ctx)
-                    )
-                }
-                Msg::Cast(msg) => {
-                    *last = Handled::Cast;
-                    callback!(
-                        "handle_cast",
-                        server = server::<G>(),
-                        state.handle_cast(msg, ctx)
-                    )
-                }
-                Msg::Info(msg) => {
-                    *last = Handled::Info;
-                    callback!(
-                        "handle_info",
-                        server = server::<G>(),
-                        state.handle_info(msg, ctx)
-                    )
-                }
-                Msg::Exit(exit) if Some(exit.from) == ctx.parent => {
-                    Flow::Stop(parent_exit(exit.reason))
-                }
-                Msg::Exit(exit) => {
-                    *last = Handled::Exit(exit.from);
-                    callback!(
-                        "handle_exit",
-                        server = server::<G>(),
-                        state.handle_exit(exit, ctx)
-                    )
-                }
-                Msg::Down(down) => {
-                    *last = Handled::Down(down.pid);
-                    callback!(
-                        "handle_down",
-                        server = server::<G>(),
-                        state.handle_down(down, ctx)
-                    )
-                }
-                Msg::Inspect(f) => {
-                    *last = Handled::Inspect;
-                    f(state);
-                    Flow::Continue
-                }
-                Msg::Shutdown(reply) => {
-                    *ack = Some(reply);
-                    Flow::Stop(StopReason::Shutdown)
-                }
-                Msg::SysWake => Flow::Continue, // the flag is up: next turn
-            }
-        };
-        match flow {
+        match dispatch(serving, inbox, msg) {
             Flow::Continue => {}
             Flow::Hibernate => hibernate = true,
             Flow::Stop(reason) => return Turn::Stop(reason),
         }
     }
+}
+
+/// Hand one message to its callback (or answer it, for a system
+/// message), and say what the loop does next.
+#[inline(always)]
+fn dispatch<G: GenServer, I: Inbox<Envelope<G>>>(
+    serving: &mut Serving<G>,
+    inbox: &I,
+    msg: Msg<G>,
+) -> Flow {
+    if serving.debug.on {
+        note_event::<G>(&mut serving.debug, serving.ctx.me.pid(), &msg);
+    }
+    let Serving {
+        state, ctx, last, ..
+    } = serving;
+    match msg {
+        Msg::Call(request, reply) => {
+            *last = Handled::Call;
+            callback!(
+                "handle_call",
+                server = server::<G>(),
+                state.handle_call(request, reply, ctx)
+            )
+        }
+        Msg::Cast(msg) => {
+            *last = Handled::Cast;
+            callback!(
+                "handle_cast",
+                server = server::<G>(),
+                state.handle_cast(msg, ctx)
+            )
+        }
+        Msg::Info(msg) => {
+            *last = Handled::Info;
+            callback!(
+                "handle_info",
+                server = server::<G>(),
+                state.handle_info(msg, ctx)
+            )
+        }
+        other => dispatch_rare(serving, inbox, other),
+    }
+}
+
+/// [`dispatch`] for the messages other than calls, casts and infos: out of
+/// line, so the loop's own code stays small.
+#[cold]
+#[inline(never)]
+fn dispatch_rare<G: GenServer, I: Inbox<Envelope<G>>>(
+    serving: &mut Serving<G>,
+    inbox: &I,
+    msg: Msg<G>,
+) -> Flow {
+    let Serving {
+        state,
+        ctx,
+        ack,
+        last,
+        ..
+    } = serving;
+    match msg {
+        Msg::Exit(exit) if Some(exit.from) == ctx.parent => Flow::Stop(parent_exit(exit.reason)),
+        Msg::Exit(exit) => {
+            *last = Handled::Exit(exit.from);
+            callback!(
+                "handle_exit",
+                server = server::<G>(),
+                state.handle_exit(exit, ctx)
+            )
+        }
+        Msg::Down(down) => {
+            *last = Handled::Down(down.pid);
+            callback!(
+                "handle_down",
+                server = server::<G>(),
+                state.handle_down(down, ctx)
+            )
+        }
+        Msg::Inspect(f) => {
+            *last = Handled::Inspect;
+            f(state);
+            Flow::Continue
+        }
+        Msg::Shutdown(reply) => {
+            *ack = Some(reply);
+            Flow::Stop(StopReason::Shutdown)
+        }
+        Msg::System(request) => system_request(serving, inbox, *request),
+        Msg::SysWake => Flow::Continue, // the flag is up: next turn
+        Msg::Call(..) | Msg::Cast(_) | Msg::Info(_) => dispatch(serving, inbox, msg),
+    }
+}
+
+/// Note a handled message for `sys` (only while a debug option is on).
+#[cold]
+#[inline(never)]
+fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: &Msg<G>) {
+    use std::any::type_name;
+    let (kind, message) = match msg {
+        Msg::Call(..) => ("call", type_name::<G::Call>()),
+        Msg::Cast(_) => ("cast", type_name::<G::Cast>()),
+        Msg::Info(_) => ("info", type_name::<G::Info>()),
+        Msg::Exit(_) => ("exit", "smarm::Exit"),
+        Msg::Down(_) => ("down", "smarm::Down"),
+        Msg::Inspect(_) | Msg::Shutdown(_) | Msg::System(_) | Msg::SysWake => return,
+    };
+    debug.event(SysEvent {
+        pid,
+        at: std::time::SystemTime::now(),
+        kind,
+        message,
+        state: None,
+    });
+}
+
+/// How long a suspended behaviour waits for a message before waiting
+/// again (the wait's own bound; no meaning beyond it).
+pub(crate) const SUSPENDED_WAIT: Duration = Duration::from_secs(3600);
+
+/// A `sys` request: answer it; one that suspends the server holds the
+/// loop here until it is resumed.
+#[cold]
+#[inline(never)]
+fn system_request<G: GenServer, I: Inbox<Envelope<G>>>(
+    serving: &mut Serving<G>,
+    inbox: &I,
+    request: crate::sys::Request,
+) -> Flow {
+    answer_system(serving, request);
+    if serving.debug.suspended {
+        return suspended(serving, inbox);
+    }
+    Flow::Continue
+}
+
+/// Answer a `sys` request.
+fn answer_system<G: GenServer>(serving: &mut Serving<G>, request: crate::sys::Request) {
+    let Serving {
+        state, ctx, debug, ..
+    } = serving;
+    let about = || About {
+        pid: ctx.me.pid(),
+        behaviour: G::BEHAVIOUR,
+        module: server::<G>(),
+        state: state.format_status(),
+        mailbox_len: ctx.me.mailbox_len(),
+    };
+    debug.handle(request, about);
+}
+
+/// The server is suspended: answer only system messages (and a shutdown),
+/// keeping the rest, until it is resumed; then handle what was kept, in
+/// order (D1).
+#[cold]
+#[inline(never)]
+fn suspended<G: GenServer, I: Inbox<Envelope<G>>>(serving: &mut Serving<G>, inbox: &I) -> Flow {
+    while serving.debug.suspended {
+        // Through `recv_timeout`: a second call site of `recv` would keep
+        // the compiler from inlining it into the serving loop, which every
+        // message would pay for.
+        let msg = match inbox.recv_timeout(SUSPENDED_WAIT) {
+            Ok(Envelope(msg)) => msg,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => break, // never, while serving (S2)
+        };
+        match msg {
+            Msg::Inspect(_) | Msg::Shutdown(_) | Msg::SysWake => {
+                if let Flow::Stop(reason) = dispatch(serving, inbox, msg) {
+                    return Flow::Stop(reason);
+                }
+            }
+            Msg::System(request) => answer_system(serving, *request),
+            Msg::Exit(exit) if Some(exit.from) == serving.ctx.parent => {
+                return Flow::Stop(parent_exit(exit.reason));
+            }
+            other => serving.deferred.push_back(other),
+        }
+    }
+    let mut flow = Flow::Continue;
+    while let Some(msg) = serving.deferred.pop_front() {
+        match dispatch(serving, inbox, msg) {
+            Flow::Continue => {}
+            Flow::Hibernate => flow = Flow::Hibernate,
+            stop @ Flow::Stop(_) => return stop,
+        }
+    }
+    flow
 }
 
 /// Handle what waits on the system channel (timer infos and other
@@ -394,11 +548,21 @@ fn drain_system<G: GenServer>(
     sys: &Receiver<G::Info>,
     ctx: &mut Ctx<G>,
     last: &mut Handled,
+    debug: &mut Debug,
 ) -> Flow {
     ctx.sys_pending.store(false, Ordering::Relaxed);
     let mut hibernate = false;
     while let Ok(Some(info)) = sys.try_recv() {
         *last = Handled::Info;
+        if debug.on {
+            debug.event(SysEvent {
+                pid: ctx.me.pid(),
+                at: std::time::SystemTime::now(),
+                kind: "info",
+                message: std::any::type_name::<G::Info>(),
+                state: None,
+            });
+        }
         let flow = callback!(
             "handle_info",
             server = server::<G>(),

@@ -72,6 +72,13 @@ pub trait GenStatem: Send + Sized + 'static {
     fn terminate(&mut self, reason: &StopReason, state: &Self::State, ctx: &mut Ctx<Self>) {
         let _ = (reason, state, ctx);
     }
+
+    /// The state and data as [`sys::get_status`](crate::sys::get_status)
+    /// shows them (OTP's `format_status`). By default: the state, and the
+    /// data's type.
+    fn format_status(&self, state: &Self::State) -> String {
+        format!("{state:?} (data: a {})", std::any::type_name::<Self>())
+    }
 }
 
 /// An event for [`GenStatem::handle_event`]: OTP's event types.

@@ -464,3 +464,46 @@ impl<M: GenStatem> Builder<M> {
         Ok(StatemRef::new(pid, inbox))
     }
 }
+
+impl<M: GenStatem> crate::sys::System for StatemRef<M> {
+    fn system_call<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> crate::sys::Request,
+    ) -> Result<R, CallError> {
+        self.addr.call_within(
+            what,
+            |reply| Envelope(Msg::System(Box::new(request(reply)))),
+            DEFAULT_CALL_TIMEOUT,
+        )
+    }
+}
+
+/// A state machine's state, for `sys`, is its state and its data.
+impl<M: GenStatem + Clone> crate::sys::SystemState for StatemRef<M>
+where
+    M::State: Clone,
+{
+    type State = (M::State, M);
+
+    fn with_state<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&mut (M::State, M)) -> T + Send + 'static,
+    ) -> Result<T, CallError> {
+        self.addr.call_within(
+            what,
+            |reply: Reply<T>| {
+                Envelope(Msg::Inspect(Box::new(
+                    move |state: &mut M::State, data: &mut M| {
+                        let mut pair = (state.clone(), data.clone());
+                        let answer = f(&mut pair);
+                        (*state, *data) = pair;
+                        let _ = reply.reply(answer);
+                    },
+                )))
+            },
+            DEFAULT_CALL_TIMEOUT,
+        )
+    }
+}

@@ -33,6 +33,7 @@ use super::StatemRef;
 use super::behaviour::{Action, Enter, Event, GenStatem, Init, Next, TimerKey, Transition};
 use super::timers::Timers;
 use crate::behaviour::{Behaviour, Inbox, Launch, Reply, StopReason, callback};
+use crate::sys::{About, Debug, SysEvent};
 use smarm_core::actor::Hibernation;
 use smarm_core::{DownReason, Exit, MonitorRef, Pid};
 use std::collections::VecDeque;
@@ -54,6 +55,9 @@ pub(super) enum Msg<M: GenStatem> {
     Inspect(Inspection<M>),
     /// Stop with [`StopReason::Shutdown`]; acknowledged after `terminate`.
     Shutdown(Reply<()>),
+    /// A `sys` request (boxed: a mailbox's messages are as large as
+    /// their largest kind).
+    System(Box<crate::sys::Request>),
 }
 
 /// What a callback can do besides changing the data: reach its own
@@ -135,6 +139,8 @@ impl<M: GenStatem> Behaviour for Statem<M> {
             ack: None,
             last: Handled::Init,
             hibernate_after,
+            debug: Debug::default(),
+            deferred: VecDeque::new(),
         }
         .run(inbox)
     }
@@ -160,6 +166,10 @@ struct Machine<M: GenStatem> {
     ack: Option<Reply<()>>,
     last: Handled,
     hibernate_after: Option<Duration>,
+    /// Its `sys` debug options and suspension.
+    debug: Debug,
+    /// Messages received while suspended, handled after (D1).
+    deferred: VecDeque<Msg<M>>,
 }
 
 /// What the machine last handled, for its crash report.
@@ -223,6 +233,7 @@ impl<M: GenStatem> Machine<M> {
         if ended.panicked() {
             smarm_core::report::note_last_message(self.describe_last());
         }
+        crate::sys::forget(self.ctx.me.pid());
         self.timers.clear();
         callback!(
             "terminate",
@@ -258,16 +269,27 @@ impl<M: GenStatem> Machine<M> {
         receive: impl Fn(&I) -> Option<Envelope<M>>,
     ) -> Turn {
         loop {
+            if self.debug.suspended
+                && let Err(reason) = self.suspended(inbox)
+            {
+                return Turn::Stop(reason);
+            }
             let event = match self.queue.pop_front() {
                 Some(event) => event,
                 None => match self.timers.pop_zero() {
                     Some(event) => event,
                     None => {
-                        if self.hibernate {
-                            return Turn::Hibernate;
-                        }
-                        let Some(Envelope(msg)) = receive(inbox) else {
-                            return Turn::Hibernate;
+                        let msg = match self.deferred.pop_front() {
+                            Some(msg) => msg, // (D1)
+                            None => {
+                                if self.hibernate {
+                                    return Turn::Hibernate;
+                                }
+                                let Some(Envelope(msg)) = receive(inbox) else {
+                                    return Turn::Hibernate;
+                                };
+                                msg
+                            }
                         };
                         match self.system(msg) {
                             Ok(Some(event)) => event,
@@ -279,6 +301,9 @@ impl<M: GenStatem> Machine<M> {
             };
             if !matches!(event, Event::EventTimeout(_)) {
                 self.timers.cancel(TimerKey::Event);
+            }
+            if self.debug.on {
+                self.note_event(&event);
             }
             self.last = Handled::Event(event.kind());
             let transition = callback!(
@@ -310,7 +335,70 @@ impl<M: GenStatem> Machine<M> {
                 self.ack = Some(reply);
                 Err(StopReason::Shutdown)
             }
+            Msg::System(request) => {
+                let (data, state, me) = (&self.data, &self.state, &self.ctx.me);
+                let about = || About {
+                    pid: me.pid(),
+                    behaviour: "gen_statem",
+                    module: machine::<M>(),
+                    state: data.format_status(state),
+                    mailbox_len: me.mailbox_len(),
+                };
+                self.debug.handle(*request, about);
+                Ok(None)
+            }
         }
+    }
+
+    /// Suspended: answer only system messages (and a shutdown), keeping
+    /// the rest for after (D1), until resumed.
+    #[cold]
+    #[inline(never)]
+    fn suspended<I: Inbox<Envelope<M>>>(&mut self, inbox: &I) -> Result<(), StopReason> {
+        while self.debug.suspended {
+            // Through `recv_timeout`, keeping `recv` inlined in the loop (as
+            // gen_server's).
+            let msg = match inbox.recv_timeout(crate::gen_server::SUSPENDED_WAIT) {
+                Ok(Envelope(msg)) => msg,
+                Err(smarm_core::channel::RecvTimeoutError::Timeout) => continue,
+                Err(_) => return Ok(()), // never, while serving (M2)
+            };
+            match msg {
+                Msg::System(_) | Msg::Inspect(_) | Msg::Shutdown(_) => {
+                    self.system(msg)?;
+                }
+                Msg::Event(Event::Exit(exit)) if Some(exit.from) == self.ctx.parent => {
+                    return Err(parent_exit(exit));
+                }
+                other => self.deferred.push_back(other),
+            }
+        }
+        Ok(())
+    }
+
+    /// Note an event for `sys` (only while a debug option is on).
+    #[cold]
+    #[inline(never)]
+    fn note_event(&mut self, event: &Event<M>) {
+        use std::any::type_name;
+        let message = match event {
+            Event::Call(..) => type_name::<M::Call>(),
+            Event::Cast(_) => type_name::<M::Cast>(),
+            Event::Info(_) => type_name::<M::Info>(),
+            Event::Internal(_) => type_name::<M::Internal>(),
+            Event::EventTimeout(_) | Event::StateTimeout(_) | Event::Timeout(..) => {
+                type_name::<M::Timeout>()
+            }
+            Event::Exit(_) => "smarm::Exit",
+            Event::Down(_) => "smarm::Down",
+        };
+        self.debug.event(SysEvent {
+            pid: self.ctx.me.pid(),
+            at: std::time::SystemTime::now(),
+            kind: event.kind(),
+            message,
+            state: Some(format!("{:?}", self.state)),
+        });
     }
 
     /// Carry out a transition in OTP's order (the module's steps 1–6);

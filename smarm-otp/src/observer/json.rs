@@ -104,6 +104,22 @@ pub(crate) struct Sample {
     pub(crate) schedulers: Vec<(usize, f64, usize)>,
 }
 
+/// A behaviour's `sys` status, as `/api/status/...` serves it.
+pub(crate) fn status(s: &crate::sys::Status) -> String {
+    json!({
+        "pid": s.pid.to_string(),
+        "behaviour": s.behaviour,
+        "module": s.module,
+        "state": s.state,
+        "suspended": s.suspended,
+        "mailbox_len": s.mailbox_len,
+        "log_size": s.log_size,
+        "trace": s.trace,
+        "installed": s.installed,
+    })
+    .to_string()
+}
+
 /// The history as `/api/history` serves it, oldest sample first.
 pub(crate) fn history<'a>(interval_ms: u64, samples: impl Iterator<Item = &'a Sample>) -> String {
     let samples: Vec<Value> = samples

@@ -16,6 +16,9 @@
 //!   interval;
 //! - `/api/history`: per-scheduler utilisation and run-queue samples, one
 //!   per interval, the last [`HISTORY`];
+//! - `/api/status/0.I.G`: [`sys::status_of`](crate::sys::status_of) the
+//!   behaviour running as `<0.I.G>`, as JSON (404 for any other actor);
+//!   the page shows it in the actor detail;
 //! - `/api/causal.svg` (feature `smarm-causal`): the plot of the latest
 //!   causal profile taken in this process (404 before the first), which
 //!   the page shows under "Causal profile".
@@ -441,8 +444,32 @@ fn serve_connection(mut stream: TcpStream, state: &State) {
         }
         "/api/stream" => stream_snapshots(&mut stream, state),
         "/api/causal.svg" => causal_svg(&mut stream),
+        path if path.starts_with("/api/status/") => sys_status(&mut stream, &path[12..]),
         _ => http::respond(&mut stream, "404 Not Found", "text/plain", b"not found\n"),
     };
+}
+
+/// `/api/status/0.I.G`: the `sys` status of the behaviour running as pid
+/// `<0.I.G>` (404 if none does).
+fn sys_status(stream: &mut TcpStream, pid: &str) -> std::io::Result<()> {
+    let status = pid
+        .parse::<smarm_core::Pid>()
+        .ok()
+        .and_then(|pid| crate::sys::status_of(pid).ok());
+    match status {
+        Some(status) => http::respond(
+            stream,
+            "200 OK",
+            "application/json",
+            json::status(&status).as_bytes(),
+        ),
+        None => http::respond(
+            stream,
+            "404 Not Found",
+            "text/plain",
+            b"no behaviour runs as that pid\n",
+        ),
+    }
 }
 
 /// The latest causal profile's plot (feature `smarm-causal`); 404 without

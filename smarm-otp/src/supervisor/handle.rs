@@ -189,3 +189,13 @@ pub(crate) fn start_link_labelled(
         .start((flags, children))?;
     Ok(SupervisorRef { server })
 }
+
+impl crate::sys::System for SupervisorRef {
+    fn system_call<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(gen_server::Reply<R>) -> crate::sys::Request,
+    ) -> Result<R, CallError> {
+        self.server.system_call(what, request)
+    }
+}

@@ -166,6 +166,26 @@ impl GenServer for Supervisor {
         Flow::Continue
     }
 
+    /// Its children, for `sys::get_status`.
+    fn format_status(&self) -> String {
+        let children: Vec<String> = self
+            .which_children()
+            .into_iter()
+            .map(|c| match (c.pid, c.restarting_at) {
+                (Some(pid), _) => format!("{} {pid}", c.id),
+                (None, Some(_)) => format!("{} (restart pending)", c.id),
+                (None, None) => format!("{} (not running)", c.id),
+            })
+            .collect();
+        format!(
+            "{:?}, children: [{}]",
+            self.flags.strategy,
+            children.join(", ")
+        )
+    }
+
+    const BEHAVIOUR: &'static str = "supervisor";
+
     fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
         self.cancel_pending();
         self.stop_all();

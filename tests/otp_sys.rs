@@ -1,0 +1,317 @@
+//! sys: state, status, suspension, statistics, event logs, traces and
+//! installed functions, on gen_servers, gen_statems and supervisors, by
+//! typed address and by pid.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+
+mod support;
+
+use smarm::gen_server::{
+    self, CallError, Ctx, Flow, GenServer, InitError, ReplaceStateError, Reply,
+};
+use smarm::gen_statem::{self, Event, GenStatem, Init, Transition};
+use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
+use smarm::sys::{self, Log, Stats};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+use support::{THREADS, rerun_in_child, run_with};
+
+#[derive(Clone, Debug, PartialEq)]
+struct Counter {
+    count: u64,
+    label: String,
+}
+
+impl GenServer for Counter {
+    type Args = ();
+    type Call = ();
+    type Reply = u64;
+    type Cast = u64;
+    type Info = ();
+
+    fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Counter {
+            count: 0,
+            label: "counter".into(),
+        })
+    }
+
+    fn handle_call(&mut self, _: (), reply: Reply<u64>, _: &mut Ctx<Self>) -> Flow {
+        reply.reply(self.count);
+        Flow::Continue
+    }
+
+    fn handle_cast(&mut self, n: u64, _: &mut Ctx<Self>) -> Flow {
+        self.count += n;
+        Flow::Continue
+    }
+
+    fn format_status(&self) -> String {
+        format!("{} at {}", self.label, self.count)
+    }
+}
+
+#[test]
+fn a_suspended_servers_queued_call_completes_after_resume() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let server = gen_server::start::<Counter>(()).unwrap();
+            server.cast(1).unwrap();
+            sys::suspend(&server).unwrap();
+            let (done_tx, done) = smarm::channel();
+            let client = server.clone();
+            smarm::spawn(move || {
+                client.cast(10).unwrap();
+                let _ = done_tx.send(client.call(()));
+            });
+            smarm::sleep(Duration::from_millis(50));
+            assert!(
+                matches!(done.try_recv(), Ok(None)),
+                "answered while suspended"
+            );
+            // System requests are answered while suspended.
+            let status = sys::get_status(&server).unwrap();
+            assert!(status.suspended);
+            assert_eq!(status.behaviour, "gen_server");
+            assert_eq!(status.state, "counter at 1");
+            assert_eq!(sys::get_state(&server).unwrap().count, 1);
+            sys::replace_state(&server, |c| c.count = 100).unwrap();
+            sys::resume(&server).unwrap();
+            // The queued cast, then the call, in order, on the new state.
+            assert_eq!(done.recv_timeout(Duration::from_secs(10)).unwrap(), Ok(110));
+            assert!(!sys::get_status(&server).unwrap().suspended);
+            server.shutdown().unwrap();
+        });
+    }
+}
+
+#[test]
+fn a_suspended_server_still_shuts_down() {
+    run_with(2, || {
+        let server = gen_server::start::<Counter>(()).unwrap();
+        sys::suspend(&server).unwrap();
+        server.shutdown().unwrap();
+        assert!(!server.is_alive());
+    });
+}
+
+#[test]
+fn replace_state_changes_what_the_next_call_sees_and_survives_a_panicking_function() {
+    run_with(2, || {
+        let server = gen_server::start::<Counter>(()).unwrap();
+        server.cast(5).unwrap();
+        let new = sys::replace_state(&server, |c| c.count *= 10).unwrap();
+        assert_eq!(new.count, 50);
+        assert_eq!(server.call(()), Ok(50));
+        let r = sys::replace_state(&server, |c| {
+            c.count = 0;
+            panic!("bad replacement");
+        });
+        assert!(
+            matches!(&r, Err(ReplaceStateError::Panicked(why)) if why == "bad replacement"),
+            "{r:?}"
+        );
+        assert_eq!(server.call(()), Ok(50), "the state is as it was");
+        server.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn statistics_count_handled_messages() {
+    run_with(2, || {
+        let server = gen_server::start::<Counter>(()).unwrap();
+        server.cast(1).unwrap(); // before counting
+        assert_eq!(sys::statistics(&server, Stats::Get).unwrap(), None);
+        sys::statistics(&server, Stats::On).unwrap();
+        for _ in 0..3 {
+            server.cast(1).unwrap();
+        }
+        server.call(()).unwrap();
+        server.call(()).unwrap();
+        let stats = sys::statistics(&server, Stats::Get).unwrap().unwrap();
+        assert_eq!(stats.messages_in, 5);
+        assert_eq!(stats.calls_in, 2);
+        sys::statistics(&server, Stats::Off).unwrap();
+        assert_eq!(sys::statistics(&server, Stats::Get).unwrap(), None);
+    });
+}
+
+#[test]
+fn the_log_keeps_the_last_events_handled() {
+    run_with(2, || {
+        let server = gen_server::start::<Counter>(()).unwrap();
+        sys::log(&server, Log::On(10)).unwrap();
+        server.cast(1).unwrap();
+        server.call(()).unwrap();
+        let events = sys::log(&server, Log::Get).unwrap();
+        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.message)).collect();
+        assert_eq!(kinds, [("cast", "u64"), ("call", "()")]);
+        assert!(events.iter().all(|e| e.pid == server.pid()));
+        for _ in 0..15 {
+            server.cast(1).unwrap();
+        }
+        server.call(()).unwrap();
+        let events = sys::log(&server, Log::Off).unwrap();
+        assert_eq!(events.len(), 10, "the last 10");
+        assert_eq!(events.last().unwrap().kind, "call");
+        assert!(sys::log(&server, Log::Get).unwrap().is_empty());
+    });
+}
+
+#[test]
+fn an_installed_function_sees_each_event_until_removed() {
+    run_with(2, || {
+        let server = gen_server::start::<Counter>(()).unwrap();
+        let seen = Arc::new(AtomicU32::new(0));
+        let s = seen.clone();
+        sys::install(&server, "count", move |_| {
+            s.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        assert_eq!(sys::get_status(&server).unwrap().installed, ["count"]);
+        server.cast(1).unwrap();
+        server.call(()).unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        assert!(sys::remove(&server, "count").unwrap());
+        assert!(!sys::remove(&server, "count").unwrap());
+        server.call(()).unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        // One that panics is removed; the server goes on.
+        sys::install(&server, "bad", |_| panic!("broken hook")).unwrap();
+        server.cast(1).unwrap();
+        assert_eq!(server.call(()), Ok(2));
+        assert!(sys::get_status(&server).unwrap().installed.is_empty());
+        // no_debug turns everything off.
+        sys::log(&server, Log::On(5)).unwrap();
+        sys::trace(&server, true).unwrap();
+        sys::no_debug(&server).unwrap();
+        let status = sys::get_status(&server).unwrap();
+        assert_eq!((status.log_size, status.trace), (None, false));
+    });
+}
+
+const TRACE_CHILD: &str = "SMARM_SYS_TRACE_CHILD";
+
+#[test]
+fn trace_prints_each_handled_event() {
+    if std::env::var_os(TRACE_CHILD).is_some() {
+        run_with(1, || {
+            let server = gen_server::start::<Counter>(()).unwrap();
+            sys::trace(&server, true).unwrap();
+            server.cast(7).unwrap();
+            server.call(()).unwrap();
+            eprintln!("pid {}", server.pid());
+        });
+        return;
+    }
+    let out = rerun_in_child("trace_prints_each_handled_event", TRACE_CHILD);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let pid = err
+        .lines()
+        .find_map(|l| l.strip_prefix("pid "))
+        .expect("the child printed its server's pid");
+    assert!(err.contains(&format!("*DBG* {pid} got cast u64")), "{err}");
+    assert!(err.contains(&format!("*DBG* {pid} got call ()")), "{err}");
+}
+
+/// A two-state machine for sys.
+#[derive(Clone, Debug, PartialEq)]
+struct Door {
+    opened: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Side {
+    Closed,
+    Open,
+}
+
+impl GenStatem for Door {
+    type Args = ();
+    type State = Side;
+    type Call = ();
+    type Reply = u32;
+    type Cast = ();
+    type Info = ();
+    type Internal = ();
+    type Timeout = ();
+
+    fn init(_: (), _: &mut gen_statem::Ctx<Self>) -> Result<Init<Self>, InitError> {
+        Ok(Init::new(Side::Closed, Door { opened: 0 }))
+    }
+
+    fn handle_event(
+        &mut self,
+        state: &Side,
+        event: Event<Self>,
+        _: &mut gen_statem::Ctx<Self>,
+    ) -> Transition<Self> {
+        match (state, event) {
+            (Side::Closed, Event::Cast(())) => {
+                self.opened += 1;
+                Transition::next_state(Side::Open)
+            }
+            (Side::Open, Event::Cast(())) => Transition::next_state(Side::Closed),
+            (_, Event::Call((), reply)) => Transition::keep_state().reply(reply, self.opened),
+            _ => Transition::keep_state(),
+        }
+    }
+}
+
+#[test]
+fn sys_works_on_a_state_machine() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let door = gen_statem::start::<Door>(()).unwrap();
+            sys::log(&door, Log::On(10)).unwrap();
+            door.cast(()).unwrap();
+            let events = sys::log(&door, Log::Get).unwrap();
+            assert_eq!(events.len(), 1);
+            assert_eq!(events[0].state.as_deref(), Some("Closed"));
+            let status = sys::get_status(&door).unwrap();
+            assert_eq!(status.behaviour, "gen_statem");
+            assert!(status.state.starts_with("Open"), "{}", status.state);
+            // Suspended: a cast and a call wait; state replaced meanwhile.
+            sys::suspend(&door).unwrap();
+            door.cast(()).unwrap();
+            let client = door.clone();
+            let call = smarm::spawn(move || client.call(()));
+            smarm::sleep(Duration::from_millis(30));
+            assert_eq!(
+                sys::get_state(&door).unwrap(),
+                (Side::Open, Door { opened: 1 })
+            );
+            sys::replace_state(&door, |(_, data)| data.opened = 41).unwrap();
+            sys::resume(&door).unwrap();
+            assert_eq!(call.join().unwrap(), Ok(41));
+            assert_eq!(sys::get_state(&door).unwrap().0, Side::Closed);
+            door.shutdown().unwrap();
+        });
+    }
+}
+
+#[test]
+fn a_supervisor_reports_its_children_and_any_behaviour_is_reached_by_pid() {
+    run_with(2, || {
+        let sup = supervisor::start(
+            SupFlags::new(Strategy::OneForOne),
+            vec![ChildSpec::server::<Counter>("counter", || ())],
+        )
+        .unwrap();
+        let status = sys::get_status(&sup).unwrap();
+        assert_eq!(status.behaviour, "supervisor");
+        assert!(status.state.contains("counter <"), "{}", status.state);
+        let child = sup.which_children().unwrap()[0].pid.unwrap();
+        let by_pid = sys::status_of(child).unwrap();
+        assert_eq!(by_pid.state, "counter at 0");
+        // A pid that runs no behaviour: down at once.
+        let plain = smarm::spawn(|| smarm::sleep(Duration::from_millis(100)));
+        assert_eq!(sys::status_of(plain.pid()), Err(CallError::ServerDown));
+        sup.shutdown().unwrap();
+        assert_eq!(
+            sys::status_of(child),
+            Err(CallError::ServerDown),
+            "forgotten when it ends"
+        );
+    });
+}
