@@ -524,15 +524,13 @@ fn with_table<R>(f: impl FnOnce(&mut HashMap<Pid, Deliver>) -> R) -> R {
     })
 }
 
-/// A behaviour starts serving as `pid`: reachable by pid through
-/// `deliver` until [`forget`].
+/// A behaviour starts serving as `pid` (the calling actor): reachable by
+/// pid through `deliver` until it exits, however it exits.
 pub(crate) fn note(pid: Pid, deliver: Deliver) {
     with_table(|t| t.insert(pid, deliver));
-}
-
-/// A behaviour is ending.
-pub(crate) fn forget(pid: Pid) {
-    with_table(|t| t.remove(&pid));
+    smarm_core::signal::on_exit(pid, move |pid, _| {
+        with_table(|t| t.remove(&pid));
+    });
 }
 
 impl System for Pid {

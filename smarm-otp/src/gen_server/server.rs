@@ -244,7 +244,6 @@ impl<G: GenServer> Serving<G> {
         if ended.panicked() {
             smarm_core::report::note_last_message(self.last.describe::<G>());
         }
-        crate::sys::forget(self.ctx.me.pid());
         let Serving {
             mut state,
             mut ctx,

@@ -233,7 +233,6 @@ impl<M: GenStatem> Machine<M> {
         if ended.panicked() {
             smarm_core::report::note_last_message(self.describe_last());
         }
-        crate::sys::forget(self.ctx.me.pid());
         self.timers.clear();
         callback!(
             "terminate",
