@@ -251,7 +251,7 @@ impl Drain {
 fn status_of(e: CallError) -> StatusCode {
     match e {
         CallError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-        CallError::ServerDown | CallError::CallingSelf => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

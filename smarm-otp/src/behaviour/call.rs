@@ -42,8 +42,10 @@ use thiserror::Error;
 /// derived actors' calls wait by default (Erlang's default, 5 s).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Why a call returned no reply.
+/// Why a call returned no reply. Non-exhaustive: a later kind of failure
+/// is not a breaking change; match the kinds you treat apart, then `_`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum CallError {
     /// No reply within the timeout; the server may still be working on it
     /// (its late reply is discarded).
