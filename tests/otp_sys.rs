@@ -270,6 +270,7 @@ fn sys_works_on_a_state_machine() {
             assert_eq!(events[0].state.as_deref(), Some("Closed"));
             let status = sys::get_status(&door).unwrap();
             assert_eq!(status.behaviour, "gen_statem");
+            assert_eq!(sys::status_of(door.pid()).unwrap(), status, "by pid too");
             assert!(status.state.starts_with("Open"), "{}", status.state);
             // Suspended: a cast and a call wait; state replaced meanwhile.
             sys::suspend(&door).unwrap();

@@ -516,7 +516,10 @@ pub fn status_of(pid: Pid) -> Result<Status, CallError> {
 #[derive(Default)]
 struct Table(Mutex<HashMap<Pid, Deliver>>);
 
-type Deliver = std::sync::Arc<dyn Fn(Request) -> Result<(), Request> + Send + Sync>;
+/// Puts a request in a behaviour's mailbox. A request that cannot be put
+/// there is dropped, and with it its reply slot: the caller sees the
+/// process down.
+pub(crate) type Deliver = std::sync::Arc<dyn Fn(Request) + Send + Sync>;
 
 fn with_table<R>(f: impl FnOnce(&mut HashMap<Pid, Deliver>) -> R) -> R {
     smarm_core::runtime::with_runtime_local::<Table, R>(|table, _| {
@@ -547,7 +550,10 @@ impl System for Pid {
             |req| {
                 // Sent outside the table's lock.
                 match with_table(|t| t.get(&pid).cloned()) {
-                    Some(deliver) => deliver(req),
+                    Some(deliver) => {
+                        deliver(req);
+                        Ok(())
+                    }
                     None => Err(req),
                 }
             },

@@ -51,6 +51,19 @@ impl<E: Send + 'static> Address<E> {
         self.inbox.queued_len()
     }
 
+    /// Make the calling actor (this address's) reachable by pid for `sys`
+    /// until it exits, its system requests put in the mailbox as
+    /// `wrap(request)`.
+    pub(crate) fn note_system(&self, wrap: fn(crate::sys::Request) -> E) {
+        let me = self.clone();
+        crate::sys::note(
+            self.pid,
+            std::sync::Arc::new(move |request| {
+                let _ = me.deliver_system(wrap(request));
+            }),
+        );
+    }
+
     /// Trap exits for the calling actor (the behaviour itself), each exit
     /// delivered to this mailbox as `wrap(exit)`, in order with the rest.
     pub(crate) fn trap_exits_as(&self, wrap: fn(Exit) -> E) -> bool {

@@ -170,17 +170,9 @@ impl<G: GenServer> Behaviour for Server<G> {
         else {
             return Hibernation::none();
         };
-        let me = ctx.me.clone();
-        crate::sys::note(
-            me.pid(),
-            std::sync::Arc::new(
-                move |req| match me.deliver_system(Msg::System(Box::new(req))) {
-                    Ok(()) => Ok(()),
-                    Err(Msg::System(req)) => Err(*req),
-                    Err(_) => unreachable!("a failed send hands back the message sent"),
-                },
-            ),
-        );
+        ctx.me
+            .address()
+            .note_system(|request| Envelope(Msg::System(Box::new(request))));
         Serving {
             state,
             sys,

@@ -13,7 +13,6 @@ use crate::gen_server::{CastError, TryCastError};
 use crate::registry::{self, Name};
 use smarm_core::Pid;
 use smarm_core::channel::Sender;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::time::Duration;
 
 /// A state machine's name: a registry [`Name`] for its mailbox.
@@ -270,7 +269,8 @@ impl<M: GenStatem> StatemRef<M> {
         )
     }
 
-    /// A copy of the machine's state and data (Erlang's `sys:get_state`).
+    /// A copy of the machine's state and data (Erlang's `sys:get_state`;
+    /// [`sys::get_state`](crate::sys::get_state)).
     ///
     /// # Panics
     ///
@@ -280,11 +280,12 @@ impl<M: GenStatem> StatemRef<M> {
         M: Clone,
         M::State: Clone,
     {
-        self.inspect(|state, data| (state.clone(), data.clone()))
+        crate::sys::get_state(self)
     }
 
     /// Change the machine's state and data with `f`, between two events,
-    /// and return the new ones (Erlang's `sys:replace_state`). `f` works on
+    /// and return the new ones (Erlang's `sys:replace_state`;
+    /// [`sys::replace_state`](crate::sys::replace_state)). `f` works on
     /// copies: if it panics the machine keeps them as they were, goes on,
     /// and this returns [`ReplaceStateError::Panicked`]. A new state set
     /// this way is not a state change: no enter call runs, and postponed
@@ -301,36 +302,7 @@ impl<M: GenStatem> StatemRef<M> {
         M: Clone,
         M::State: Clone,
     {
-        type Replaced<M> = Result<(<M as GenStatem>::State, M), String>;
-        let result = self.addr.call_within(
-            "StatemRef::replace_state",
-            |reply: Reply<Replaced<M>>| {
-                Envelope(Msg::Inspect(Box::new(
-                    move |state: &mut M::State, data: &mut M| {
-                        let (mut new_state, mut new_data) = (state.clone(), data.clone());
-                        let outcome =
-                            catch_unwind(AssertUnwindSafe(|| f(&mut new_state, &mut new_data)));
-                        let answer = match outcome {
-                            Ok(()) => {
-                                *state = new_state.clone();
-                                *data = new_data.clone();
-                                Ok((new_state, new_data))
-                            }
-                            // A stop request stays a stop.
-                            Err(payload) if smarm_core::stop::is_stop(&*payload) => {
-                                resume_unwind(payload)
-                            }
-                            Err(payload) => {
-                                Err(crate::behaviour::termination::panic_message(&*payload))
-                            }
-                        };
-                        let _ = reply.reply(answer);
-                    },
-                )))
-            },
-            DEFAULT_CALL_TIMEOUT,
-        )?;
-        result.map_err(ReplaceStateError::Panicked)
+        crate::sys::replace_state(self, move |(state, data)| f(state, data))
     }
 }
 

@@ -122,6 +122,9 @@ impl<M: GenStatem> Behaviour for Statem<M> {
         else {
             return Hibernation::none();
         };
+        ctx.me
+            .address()
+            .note_system(|request| Envelope(Msg::System(Box::new(request))));
         let Init {
             state,
             data,

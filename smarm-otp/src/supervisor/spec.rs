@@ -170,33 +170,37 @@ pub type StartFn = Box<dyn FnMut() -> Result<Pid, StartError> + Send>;
 /// child's own drain (its mailbox handled first), within the timeout.
 pub(super) type DrainFn = Box<dyn FnMut(Pid, Duration) + Send>;
 
-/// The latest address a child's start made, kept for its drain.
-type Latest<R> = Arc<Mutex<Option<R>>>;
-
-/// A place for the latest address, for the start and the drain.
-fn latest<R: Send + 'static>() -> (Latest<R>, Latest<R>) {
-    let slot = Arc::new(Mutex::new(None));
-    (slot.clone(), slot)
+/// A behaviour's address a draining supervisor stops its child through.
+trait Drains: Send + 'static {
+    fn pid(&self) -> Pid;
+    fn drain(&self, timeout: Duration);
 }
 
-/// Keep `address` as the latest, for the drain.
-fn keep<R: Clone>(slot: &Mutex<Option<R>>, address: &R) {
-    *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(address.clone());
+impl<G: GenServer> Drains for GenServerRef<G> {
+    fn pid(&self) -> Pid {
+        GenServerRef::pid(self)
+    }
+    fn drain(&self, timeout: Duration) {
+        let _ = GenServerRef::drain(self, timeout);
+    }
 }
 
-/// The drain of a child whose latest address `slot` keeps, by `drain`:
-/// only if that address is still the running child's.
-fn drain_by<R: Send + 'static>(
-    slot: Latest<R>,
-    pid_of: fn(&R) -> Pid,
-    drain: fn(&R, Duration),
-) -> DrainFn {
-    Box::new(move |pid, timeout| {
-        let address = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(address) = address.filter(|a| pid_of(a) == pid) {
-            drain(&address, timeout);
-        }
-    })
+impl<M: GenStatem> Drains for StatemRef<M> {
+    fn pid(&self) -> Pid {
+        StatemRef::pid(self)
+    }
+    fn drain(&self, timeout: Duration) {
+        let _ = StatemRef::drain(self, timeout);
+    }
+}
+
+impl Drains for SupervisorRef {
+    fn pid(&self) -> Pid {
+        SupervisorRef::pid(self)
+    }
+    fn drain(&self, timeout: Duration) {
+        let _ = SupervisorRef::drain(self, timeout);
+    }
 }
 
 /// One child of a supervisor: how to start it, and when and how to restart
@@ -264,7 +268,7 @@ impl ChildSpec {
         id: impl Into<String>,
         args: impl Fn() -> G::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::server_by(id, move || Builder::<G>::new().link().start(args()))
+        ChildSpec::drained_by(id, move || Builder::<G>::new().link().start(args()))
     }
 
     /// A named gen_server: its name is registered again at each restart,
@@ -274,24 +278,30 @@ impl ChildSpec {
         name: crate::gen_server::ServerName<G>,
         args: impl Fn() -> G::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::server_by(id, move || {
+        ChildSpec::drained_by(id, move || {
             Builder::<G>::new().name(name).link().start(args())
         })
     }
 
-    /// A gen_server child started by `start`, drained as one.
-    fn server_by<G: GenServer>(
+    /// A behaviour child started by `start`, which a draining supervisor
+    /// stops through the address its latest start made.
+    fn drained_by<R: Drains>(
         id: impl Into<String>,
-        start: impl Fn() -> Result<GenServerRef<G>, StartError> + Send + 'static,
+        start: impl Fn() -> Result<R, StartError> + Send + 'static,
     ) -> Self {
-        let (kept, slot) = latest::<GenServerRef<G>>();
+        let latest = Arc::new(Mutex::new(None::<R>));
+        let kept = latest.clone();
         let mut spec = ChildSpec::new(id, move || {
-            let server = start()?;
-            keep(&kept, &server);
-            Ok(server.pid())
+            let child = start()?;
+            let pid = child.pid();
+            *kept.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+            Ok(pid)
         });
-        spec.drain = Some(drain_by(slot, GenServerRef::pid, |s, timeout| {
-            let _ = s.drain(timeout);
+        spec.drain = Some(Box::new(move |pid, timeout| {
+            let child = latest.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(child) = child.filter(|c| c.pid() == pid) {
+                child.drain(timeout);
+            }
         }));
         spec
     }
@@ -302,7 +312,7 @@ impl ChildSpec {
         id: impl Into<String>,
         args: impl Fn() -> M::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::statem_by(id, move || {
+        ChildSpec::drained_by(id, move || {
             crate::gen_statem::Builder::<M>::new().link().start(args())
         })
     }
@@ -314,29 +324,12 @@ impl ChildSpec {
         name: crate::gen_statem::StatemName<M>,
         args: impl Fn() -> M::Args + Send + 'static,
     ) -> Self {
-        ChildSpec::statem_by(id, move || {
+        ChildSpec::drained_by(id, move || {
             crate::gen_statem::Builder::<M>::new()
                 .name(name)
                 .link()
                 .start(args())
         })
-    }
-
-    /// A state machine child started by `start`, drained as one.
-    fn statem_by<M: GenStatem>(
-        id: impl Into<String>,
-        start: impl Fn() -> Result<StatemRef<M>, StartError> + Send + 'static,
-    ) -> Self {
-        let (kept, slot) = latest::<StatemRef<M>>();
-        let mut spec = ChildSpec::new(id, move || {
-            let machine = start()?;
-            keep(&kept, &machine);
-            Ok(machine.pid())
-        });
-        spec.drain = Some(drain_by(slot, StatemRef::pid, |m, timeout| {
-            let _ = m.drain(timeout);
-        }));
-        spec
     }
 
     /// A typed actor (`#[derive(Actor)]` messages `M`) started as a server
@@ -360,15 +353,9 @@ impl ChildSpec {
     ) -> Self {
         let id = id.into();
         let label = id.clone();
-        let (kept, slot) = latest::<SupervisorRef>();
-        let mut spec = ChildSpec::new(id, move || {
-            let sup = super::handle::start_link_labelled(flags, children(), &label)?;
-            keep(&kept, &sup);
-            Ok(sup.pid())
+        let mut spec = ChildSpec::drained_by(id, move || {
+            super::handle::start_link_labelled(flags, children(), &label)
         });
-        spec.drain = Some(drain_by(slot, SupervisorRef::pid, |s, timeout| {
-            let _ = s.drain(timeout);
-        }));
         spec.kind = ChildKind::Supervisor;
         spec.shutdown = Shutdown::Infinity;
         spec
