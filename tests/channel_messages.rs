@@ -393,3 +393,127 @@ fn a_recv_match_predicate_that_reenters_its_channel_panics() {
     tx.send(2).unwrap();
     let _ = rx.try_recv_match(|_| rx.try_recv().is_ok());
 }
+
+#[test]
+fn an_interrupt_comes_after_the_messages_sent_before_it() {
+    run_with(2, || {
+        let (tx, rx) = channel::<u32>();
+        let (seen_tx, seen_rx) = channel::<(Option<u32>, u32)>();
+        let receiver = smarm::spawn(move || {
+            for _ in 0..5 {
+                let got = rx.recv_or_interrupt().unwrap();
+                seen_tx.send((got, rx.interrupts_seen())).unwrap();
+            }
+            rx
+        });
+        support::parked_on(receiver.pid());
+        // Interrupts raised before it looks are seen once, as the newest.
+        assert_eq!(
+            (tx.interrupt(), tx.interrupt(), tx.interrupt()),
+            (Some(1), Some(2), Some(3))
+        );
+        assert_eq!(seen_rx.recv(), Ok((None, 3)));
+        tx.send(7).unwrap();
+        assert_eq!(seen_rx.recv(), Ok((Some(7), 3)));
+        // Messages sent before an interrupt are received before it.
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        assert_eq!(tx.interrupt(), Some(4));
+        let got: Vec<_> = (0..3).map(|_| seen_rx.recv().unwrap()).collect();
+        assert_eq!(got, [(Some(1), 3), (Some(2), 3), (None, 4)]);
+        let rx = receiver.join().unwrap();
+        // A plain recv leaves an interrupt for the next recv_or_interrupt.
+        tx.interrupt();
+        tx.send(8).unwrap();
+        assert_eq!(rx.recv(), Ok(8));
+        assert_eq!(rx.recv_or_interrupt(), Ok(None));
+        assert_eq!(rx.interrupts_seen(), 5);
+        drop(tx);
+        assert_eq!(rx.recv_or_interrupt(), Err(RecvError));
+        let (tx, rx) = channel::<u32>();
+        drop(rx);
+        assert_eq!(tx.interrupt(), None, "no receiver to interrupt");
+    });
+}
+
+#[test]
+fn interrupts_racing_a_receiver_are_never_lost_nor_early() {
+    use std::sync::{Arc, Mutex};
+    const ROUNDS: u64 = 5_000;
+    let _guard = support::HangGuard::new(Duration::from_secs(120), "a lost interrupt");
+    for threads in THREADS {
+        run_with(threads, move || {
+            let (tx, rx) = channel::<(usize, u64)>();
+            // An actor and a plain thread each send a message, interrupt,
+            // and wait until the receiver has seen it; the receiver is
+            // often parked when the interrupt comes, so a lost wake is a
+            // hang. Each publishes its interrupt's number under a lock held
+            // across the interrupt (as a request kept beside a channel is).
+            // Per interrupter: its last round and that round's interrupt.
+            type Raised = Mutex<Option<(u64, u32)>>;
+            let raised: Arc<[Raised; 2]> = Arc::new([Mutex::new(None), Mutex::new(None)]);
+            let mut acks = Vec::new();
+            let mut interrupters: Vec<Box<dyn FnOnce()>> = Vec::new();
+            for i in 0..2 {
+                let (ack_tx, ack_rx) = channel::<()>();
+                acks.push(ack_tx);
+                let (tx, raised) = (tx.clone(), raised.clone());
+                let body = move || {
+                    for r in 0..ROUNDS {
+                        tx.send((i, r)).unwrap();
+                        {
+                            let _gate = smarm::NoPreempt::new();
+                            let mut slot = raised[i].lock().unwrap();
+                            *slot = Some((r, tx.interrupt().unwrap()));
+                        }
+                        ack_rx.recv().unwrap();
+                    }
+                };
+                if i == 0 {
+                    let a = smarm::spawn(body);
+                    interrupters.push(Box::new(move || a.join().unwrap()));
+                } else {
+                    let t = std::thread::spawn(body);
+                    interrupters.push(Box::new(move || t.join().unwrap()));
+                }
+            }
+            let sender = smarm::spawn(move || {
+                for r in 0..ROUNDS {
+                    tx.send((2, r)).unwrap();
+                }
+            });
+            let (mut next, mut acked) = ([0u64; 3], [0u64; 2]);
+            while next[2] < ROUNDS || acked != [ROUNDS; 2] {
+                match rx.recv_or_interrupt() {
+                    Ok(Some((i, r))) => {
+                        assert_eq!(r, next[i], "out of order, lost or doubled");
+                        next[i] += 1;
+                    }
+                    Ok(None) => {
+                        let seen = rx.interrupts_seen();
+                        for (i, ack) in acks.iter().enumerate() {
+                            let _gate = smarm::NoPreempt::new();
+                            let slot = raised[i].lock().unwrap();
+                            if let Some((r, n)) = *slot
+                                && n <= seen
+                                && r + 1 > acked[i]
+                            {
+                                assert!(
+                                    next[i] > r,
+                                    "an interrupt seen before a message sent before it"
+                                );
+                                acked[i] = r + 1;
+                                ack.send(()).unwrap();
+                            }
+                        }
+                    }
+                    Err(RecvError) => panic!("closed early"),
+                }
+            }
+            for join in interrupters {
+                join();
+            }
+            sender.join().unwrap();
+        });
+    }
+}

@@ -1,4 +1,4 @@
-//! Loom models of the channel's send/park/close races and of select
+//! Loom models of the channel's send/park/close/interrupt races and of select
 //! registration against a concurrent send, on the real `Inner`, slot word
 //! and run-queue code: `RUSTFLAGS="--cfg loom" cargo test -p smarm-core
 //! --release --lib channel`.
@@ -90,6 +90,41 @@ fn last_sender_drop_racing_the_receivers_park_is_never_lost() {
         }
         let requeued = runnable_after_park(&shared, me);
         closer.join().unwrap();
+        assert_woken(&shared, me, requeued);
+    });
+}
+
+/// `recv_or_interrupt`'s path up to the park: look (a message, the close,
+/// or an interrupt not yet taken), else register.
+fn look_or_register_interruptible<T>(rx: &Receiver<T>, shared: &Shared, me: Pid) -> bool {
+    let mut g = rx.inner.lock();
+    let raised = rx
+        .inner
+        .interrupts
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if !g.queue.is_empty() || g.senders == 0 || raised != rx.interrupts.taken.get() {
+        return true;
+    }
+    let epoch = shared.slots.get(me.index()).unwrap().word.begin_wait();
+    g.register(WaitId { pid: me, epoch }, shared);
+    false
+}
+
+#[test]
+fn an_interrupt_racing_the_receivers_park_is_never_lost() {
+    loom::model(|| {
+        let (shared, me) = runtime_with_receiver();
+        let (tx, rx) = channel::<u32>();
+        let interrupter = thread::spawn(move || {
+            assert_eq!(tx.interrupt(), Some(1));
+            tx // kept open: only the interrupt may wake the receiver
+        });
+        if look_or_register_interruptible(&rx, &shared, me) {
+            interrupter.join().unwrap();
+            return; // saw the interrupt: no park
+        }
+        let requeued = runnable_after_park(&shared, me);
+        let _tx = interrupter.join().unwrap();
         assert_woken(&shared, me, requeued);
     });
 }

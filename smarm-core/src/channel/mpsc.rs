@@ -18,9 +18,9 @@ use crate::lock::{LockClass, RawMutex};
 use crate::scheduler::Shared;
 use crate::scheduler::{self, Wait, WaitingOn};
 use crate::slot::WaitId;
-use std::cell::{RefCell, RefMut};
+use std::cell::{Cell, RefCell, RefMut};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use thiserror::Error;
@@ -59,6 +59,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         Receiver {
             inner: chan,
             taken: RefCell::new(Queue::default()),
+            interrupts: Interrupts::default(),
         },
     )
 }
@@ -82,7 +83,8 @@ pub(super) fn new_chan<T>(cap: usize) -> Arc<Chan<T>> {
             },
         ),
         cap,
-        _gap: [0; 48],
+        interrupts: AtomicU32::new(0),
+        _gap: [0; 44],
         taken_len: AtomicUsize::new(0),
         received: AtomicU64::new(0),
     })
@@ -97,13 +99,19 @@ pub(crate) struct Chan<T> {
     /// The capacity ([`UNBOUNDED`] for [`channel`]), read without the
     /// lock: it never changes.
     pub(super) cap: usize,
+    /// The number of the last interrupt raised (wrapping; see
+    /// [`Sender::interrupt`]). Read and written only under `shared`'s
+    /// lock, which orders it (so `Relaxed`): kept here, where it costs no
+    /// room, as `Inner` has none left in its allocation class. Written
+    /// rarely, so it does not undo the gap's work.
+    interrupts: AtomicU32,
     /// Keeps the receiver's counters below, which change at every
     /// receive, off the cache lines the senders write (the lock word and
-    /// the queue, at the start of `shared`): with the read-only `cap`
-    /// beside it, at least 56 bytes past `shared`'s end. No larger, so the
-    /// whole `Arc<Chan>` stays within a 200-byte allocation, which is what
-    /// every parked actor's mailbox costs.
-    _gap: [u8; 48],
+    /// the queue, at the start of `shared`): with the read-only `cap` and
+    /// `interrupts` beside it, at least 56 bytes past `shared`'s end. No
+    /// larger, so the whole `Arc<Chan>` stays within a 200-byte
+    /// allocation, which is what every parked actor's mailbox costs.
+    _gap: [u8; 44],
     /// How many messages the receiver holds in its own queue, for
     /// `Sender::queued_len`.
     taken_len: AtomicUsize,
@@ -235,6 +243,43 @@ pub struct Receiver<T> {
     /// receiver's actor touches it, and a `recv_match` predicate that
     /// re-enters the channel panics instead of aliasing it.
     taken: RefCell<Queue<T>>,
+    /// What `recv_or_interrupt` knows of the interrupts.
+    interrupts: Interrupts,
+}
+
+/// The receiver's side of the interrupts (see [`Sender::interrupt`]).
+#[derive(Default)]
+struct Interrupts {
+    /// The last interrupt number taken from the channel at a batch swap.
+    taken: Cell<u32>,
+    /// An interrupt found at the last swap, with a batch: every message
+    /// sent before it is in that batch or was received before, so it is
+    /// seen at the next swap, once the batch is done.
+    pending: Cell<Option<u32>>,
+    /// The last interrupt seen.
+    seen: Cell<u32>,
+}
+
+impl Interrupts {
+    /// At a batch swap, the channel's last interrupt is `raised`, not the
+    /// last taken: whether `recv_or_interrupt` sees one now (the one
+    /// pending since the last swap, or `raised` if the batch is empty).
+    /// Out of line: receives pay only for the compare that leads here.
+    #[cold]
+    #[inline(never)]
+    fn found(&self, raised: u32, batch_empty: bool) -> bool {
+        let now = match self.pending.take() {
+            Some(n) => n,
+            None if batch_empty => raised,
+            None => {
+                self.pending.set(Some(raised));
+                return false;
+            }
+        };
+        self.taken.set(now);
+        self.seen.set(now);
+        true
+    }
 }
 
 /// [`Sender::send`] failed because the [`Receiver`] is gone. The message
@@ -517,6 +562,69 @@ impl<T> Sender<T> {
         !self.inner.lock().receiver_alive
     }
 
+    /// Interrupt the receiver: its
+    /// [`recv_or_interrupt`](Receiver::recv_or_interrupt) returns `Ok(None)`
+    /// once it has received every message sent before the interrupt, so it
+    /// can look at something kept beside the channel (a queue of control
+    /// requests, a flag). A plain [`recv`](Receiver::recv) ignores
+    /// interrupts.
+    ///
+    /// Returns the interrupt's number (they count up from 1, wrapping), for
+    /// a request kept beside the channel to be taken only once
+    /// [`interrupts_seen`](Receiver::interrupts_seen) has reached it;
+    /// `None` if the receiver is gone. Interrupts raised before the
+    /// receiver looks are seen at once, as the newest.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// smarm::run(|| {
+    ///     let (tx, rx) = smarm::channel::<u32>();
+    ///     // The interrupt's number, set under the lock held across the
+    ///     // interrupt, so the worker finds it once it sees the interrupt.
+    ///     let stop = Arc::new(smarm::Mutex::new(None));
+    ///     let asked = stop.clone();
+    ///     let worker = smarm::spawn(move || {
+    ///         let mut sum = 0;
+    ///         loop {
+    ///             match rx.recv_or_interrupt() {
+    ///                 Ok(Some(n)) => sum += n,
+    ///                 Ok(None) => {
+    ///                     let seen = rx.interrupts_seen();
+    ///                     if asked.lock().unwrap().is_some_and(|n| n == seen) {
+    ///                         return sum;
+    ///                     }
+    ///                 }
+    ///                 Err(_) => return sum,
+    ///             }
+    ///         }
+    ///     });
+    ///     tx.send(1).unwrap();
+    ///     tx.send(2).unwrap();
+    ///     {
+    ///         let mut stop = stop.lock().unwrap();
+    ///         *stop = tx.interrupt();
+    ///     }
+    ///     // Every message sent before the interrupt was received first.
+    ///     assert_eq!(worker.join().unwrap(), 3);
+    /// });
+    /// ```
+    pub fn interrupt(&self) -> Option<u32> {
+        let mut g = self.inner.lock();
+        if !g.receiver_alive {
+            return None;
+        }
+        // Under the lock (see `Chan::interrupts`).
+        let n = self
+            .inner
+            .interrupts
+            .load(Ordering::Relaxed)
+            .wrapping_add(1);
+        self.inner.interrupts.store(n, Ordering::Relaxed);
+        g.wake_receiver();
+        Some(n)
+    }
+
     /// Messages the receiver has taken so far (for introspection).
     pub fn received_count(&self) -> u64 {
         self.inner.received.load(Ordering::Relaxed)
@@ -562,6 +670,53 @@ impl<T> Receiver<T> {
             };
             wait.park();
         }
+    }
+
+    /// [`recv`](Self::recv) that also returns, with `Ok(None)`, when a
+    /// sender has [`interrupt`](Sender::interrupt)ed it: after every message
+    /// sent before the interrupt, and before every message sent after the
+    /// receive returns. [`interrupts_seen`](Self::interrupts_seen) then
+    /// says which interrupts it has seen. Costs a receive nothing more than
+    /// [`recv`](Self::recv) until an interrupt is raised.
+    ///
+    /// # Panics
+    ///
+    /// As [`recv`](Self::recv).
+    pub fn recv_or_interrupt(&self) -> Result<Option<T>, RecvError> {
+        loop {
+            let wait = {
+                let mut taken = self.taken();
+                if let Some(v) = taken.pop() {
+                    return Ok(Some(self.count(v)));
+                }
+                let mut g = self.inner.lock();
+                // `taken` is empty: the swap leaves its buffer to the senders.
+                std::mem::swap(&mut *taken, &mut g.queue);
+                // Under the lock (see `Chan::interrupts`).
+                let raised = self.inner.interrupts.load(Ordering::Relaxed);
+                if raised != self.interrupts.taken.get()
+                    && self.interrupts.found(raised, taken.is_empty())
+                {
+                    return Ok(None);
+                }
+                if let Some(v) = taken.pop() {
+                    return Ok(Some(self.count(v)));
+                }
+                if g.senders == 0 {
+                    return Err(RecvError);
+                }
+                wait_or_park_thread!(g, "Receiver::recv_or_interrupt", taken)
+            };
+            wait.park();
+        }
+    }
+
+    /// The number of the newest interrupt
+    /// [`recv_or_interrupt`](Self::recv_or_interrupt) has returned for
+    /// (0 before the first): every interrupt up to it (wrapping) has been
+    /// seen.
+    pub fn interrupts_seen(&self) -> u32 {
+        self.interrupts.seen.get()
     }
 
     /// Receive from async code: a future of the next message, or of
