@@ -321,12 +321,32 @@ fn the_latest_causal_profile_is_served_as_svg() {
     });
 }
 
+/// A typed actor, for its sys status.
+#[derive(smarm::Actor)]
+enum Gauge {
+    Set(u64),
+}
+
+struct Level(u64);
+
+impl smarm::actor::Handler<Gauge> for Level {
+    fn handle(&mut self, Gauge::Set(n): Gauge) -> smarm::gen_server::Flow {
+        self.0 = n;
+        smarm::gen_server::Flow::Continue
+    }
+    fn format_status(&self) -> String {
+        format!("level {}", self.0)
+    }
+}
+
 #[test]
 fn a_behaviours_sys_status_is_served_by_pid() {
     smarm::run(|| {
         let tree = start_tree();
         let alpha = smarm::gen_server::whereis_server(ALPHA).unwrap();
         let plain = smarm::spawn(|| smarm::sleep(Duration::from_secs(10)));
+        let gauge = smarm::actor::spawn(Level(0));
+        smarm::send_to(gauge, Gauge::Set(3)).unwrap();
         let obs = smarm::observer::serve("127.0.0.1:0").unwrap();
         let addr = obs.local_addr();
         let pid = alpha.pid().to_string();
@@ -348,9 +368,21 @@ fn a_behaviours_sys_status_is_served_by_pid() {
                 plain.pid().to_string().trim_matches(['<', '>'])
             ),
         );
+        let (gauge_status, gauge_body) = get(
+            addr,
+            &format!(
+                "/api/status/{}",
+                gauge.erase().to_string().trim_matches(['<', '>'])
+            ),
+        );
         let (bad_status, _) = get(addr, "/api/status/not-a-pid");
         obs.stop();
         smarm::request_stop(plain.pid());
+        smarm::request_stop(gauge);
+        assert_eq!(gauge_status, "HTTP/1.1 200 OK");
+        let json: Value = serde_json::from_str(&gauge_body).unwrap();
+        assert_eq!(json["behaviour"], "actor");
+        assert_eq!(json["state"], "level 3");
         assert_eq!(status, "HTTP/1.1 200 OK");
         let json: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(json["pid"], pid);

@@ -1,10 +1,11 @@
 //! sys: state, status, suspension, statistics, event logs, traces and
-//! installed functions, on gen_servers, gen_statems and supervisors, by
-//! typed address and by pid.
+//! installed functions, on gen_servers, gen_statems, supervisors and typed
+//! actors' own loops, by typed address and by pid.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;
 
+use smarm::actor::{self, Handler};
 use smarm::gen_server::{
     self, CallError, Ctx, Flow, GenServer, InitError, ReplaceStateError, Reply,
 };
@@ -314,5 +315,228 @@ fn a_supervisor_reports_its_children_and_any_behaviour_is_reached_by_pid() {
             Err(CallError::ServerDown),
             "forgotten when it ends"
         );
+    });
+}
+
+/// A typed actor for sys: its loops (`actor::spawn`, `actor::start`).
+#[derive(smarm::Actor)]
+enum Tally {
+    Add(u64),
+    Get(Reply<u64>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Total(u64);
+
+impl Handler<Tally> for Total {
+    fn handle(&mut self, msg: Tally) -> Flow {
+        match msg {
+            Tally::Add(n) => self.0 += n,
+            Tally::Get(reply) => {
+                reply.reply(self.0);
+            }
+        }
+        Flow::Continue
+    }
+
+    fn format_status(&self) -> String {
+        format!("total {}", self.0)
+    }
+}
+
+/// Starts a tally one way.
+type Run = fn() -> smarm::Pid<Tally>;
+
+/// Both ways to run a typed actor's own loop.
+fn tallies() -> [(&'static str, Run); 2] {
+    [
+        ("spawn", || actor::spawn(Total(0))),
+        ("start", || actor::start(Total(0)).unwrap()),
+    ]
+}
+
+#[test]
+fn a_suspended_typed_actors_queued_call_completes_after_resume() {
+    for threads in THREADS {
+        run_with(threads, || {
+            for (how, run) in tallies() {
+                let tally = run();
+                tally.add(1).unwrap();
+                sys::suspend(&tally).unwrap();
+                let (done_tx, done) = smarm::channel();
+                smarm::spawn(move || {
+                    tally.add(10).unwrap();
+                    let _ = done_tx.send(tally.get());
+                });
+                smarm::sleep(Duration::from_millis(50));
+                assert!(
+                    matches!(done.try_recv(), Ok(None)),
+                    "{how}: answered while suspended"
+                );
+                let status = sys::get_status(&tally).unwrap();
+                assert!(status.suspended, "{how}");
+                assert_eq!(status.behaviour, "actor");
+                assert_eq!(status.state, "total 1");
+                assert!(status.module.ends_with("Total"), "{}", status.module);
+                assert_eq!(sys::get_state_of::<Total>(&tally), Ok(Total(1)));
+                assert_eq!(
+                    sys::replace_state_of::<Total>(&tally, |t| t.0 = 100),
+                    Ok(Total(100))
+                );
+                sys::resume(&tally).unwrap();
+                // The queued cast, then the call, in order, on the new state.
+                assert_eq!(
+                    done.recv_timeout(Duration::from_secs(10)).unwrap(),
+                    Ok(110),
+                    "{how}"
+                );
+                assert!(!sys::get_status(&tally).unwrap().suspended);
+                smarm::request_stop(tally);
+            }
+        });
+    }
+}
+
+#[test]
+fn a_typed_actors_state_by_type_survives_a_panicking_function_and_names_a_wrong_type() {
+    run_with(2, || {
+        for (how, run) in tallies() {
+            let tally = run();
+            tally.add(5).unwrap();
+            let r = sys::replace_state_of::<Total>(&tally, |t| {
+                t.0 = 0;
+                panic!("bad replacement");
+            });
+            assert_eq!(r, Err(sys::StateError::Panicked("bad replacement".into())));
+            assert_eq!(tally.get(), Ok(5), "{how}: the state is as it was");
+            let wrong = sys::get_state_of::<Counter>(&tally).unwrap_err();
+            assert!(
+                matches!(wrong, sys::StateError::NotItsType { asked, holds }
+                    if asked.ends_with("Counter") && holds.ends_with("Total")),
+                "{wrong:?}"
+            );
+            assert!(wrong.to_string().contains("not a"), "{wrong}");
+            smarm::request_stop(tally);
+        }
+        // By type, by pid, on the other behaviours too.
+        let server = gen_server::start::<Counter>(()).unwrap();
+        server.cast(3).unwrap();
+        let by_pid = server.pid();
+        assert_eq!(sys::get_state_of::<Counter>(&by_pid).unwrap().count, 3);
+        let new = sys::replace_state_of::<Counter>(&server, |c| c.count = 7).unwrap();
+        assert_eq!(new.count, 7);
+        assert_eq!(server.call(()), Ok(7));
+        let door = gen_statem::start::<Door>(()).unwrap();
+        assert_eq!(sys::get_state_of::<Door>(&door.pid()).unwrap().opened, 0);
+    });
+}
+
+#[test]
+fn a_typed_actors_statistics_log_and_installed_functions_see_each_message() {
+    run_with(2, || {
+        for (how, run) in tallies() {
+            let tally = run();
+            sys::statistics(&tally, Stats::On).unwrap();
+            sys::log(&tally, Log::On(10)).unwrap();
+            let seen = Arc::new(AtomicU32::new(0));
+            let s = seen.clone();
+            sys::install(&tally, "count", move |_| {
+                s.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+            tally.add(1).unwrap();
+            for _ in 0..3 {
+                tally.add(1).unwrap();
+            }
+            assert_eq!(tally.get(), Ok(4));
+            let stats = sys::statistics(&tally, Stats::Get).unwrap().unwrap();
+            assert_eq!((stats.messages_in, stats.calls_in), (5, 1), "{how}");
+            let events = sys::log(&tally, Log::Get).unwrap();
+            let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.message)).collect();
+            assert_eq!(kinds[0], ("cast", "Add"));
+            assert_eq!(kinds[4], ("call", "Get"));
+            assert!(events.iter().all(|e| e.pid == tally.erase()));
+            assert_eq!(seen.load(Ordering::SeqCst), 5);
+            sys::no_debug(&tally).unwrap();
+            tally.add(1).unwrap();
+            assert_eq!(tally.get(), Ok(5));
+            assert_eq!(seen.load(Ordering::SeqCst), 5, "removed by no_debug");
+            smarm::request_stop(tally);
+        }
+    });
+}
+
+#[test]
+fn sys_requests_racing_a_typed_actors_messages_are_all_answered_in_order() {
+    use std::sync::atomic::AtomicBool;
+    const ROUNDS: u64 = 5_000;
+    let _guard = support::HangGuard::new(Duration::from_secs(120), "a lost sys request");
+    for threads in THREADS {
+        run_with(threads, || {
+            for (how, run) in tallies() {
+                let tally = run();
+                // Two actors each add, then ask for the state, while a
+                // third floods the mailbox (long batches: the window in
+                // which a request could overtake a message): every request
+                // is answered after the asker's own adds (its count, in its
+                // own bits of the total, is exact), every message handled
+                // once.
+                let done = Arc::new(AtomicBool::new(false));
+                let flooding = done.clone();
+                let sender = smarm::spawn(move || {
+                    let mut sent = 0u64;
+                    while !flooding.load(Ordering::SeqCst) {
+                        tally.add(1 << 40).unwrap();
+                        sent += 1;
+                        if sent.is_multiple_of(256) {
+                            smarm::yield_now();
+                        }
+                    }
+                    sent
+                });
+                let askers: Vec<_> = (0..2)
+                    .map(|i| {
+                        smarm::spawn(move || {
+                            for round in 1..=ROUNDS {
+                                tally.add(1 << (20 * i)).unwrap();
+                                let Total(now) = sys::get_state_of::<Total>(&tally).unwrap();
+                                let mine = (now >> (20 * i)) & ((1 << 20) - 1);
+                                assert_eq!(mine, round, "a request overtook the asker's add");
+                            }
+                        })
+                    })
+                    .collect();
+                for a in askers {
+                    a.join().unwrap();
+                }
+                done.store(true, Ordering::SeqCst);
+                let sent = sender.join().unwrap();
+                assert_eq!(
+                    tally.get(),
+                    Ok((sent << 40) + (ROUNDS << 20) + ROUNDS),
+                    "{how}"
+                );
+                smarm::request_stop(tally);
+            }
+        });
+    }
+}
+
+#[test]
+fn a_typed_actor_is_forgotten_by_sys_when_it_ends() {
+    run_with(2, || {
+        for (how, run) in tallies() {
+            let tally = run();
+            assert_eq!(sys::status_of(tally.erase()).unwrap().state, "total 0");
+            smarm::request_stop(tally);
+            while smarm::actor_info(tally.erase()).is_some() {
+                smarm::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(
+                sys::get_status(&tally),
+                Err(CallError::ServerDown),
+                "{how}: forgotten when it ends"
+            );
+        }
     });
 }

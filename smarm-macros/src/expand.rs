@@ -24,6 +24,14 @@ pub(crate) fn expand(e: &ActorEnum) -> TokenStream {
         };
         quote!(#pattern => #text,)
     });
+    let call_arms = e.variants.iter().filter(|v| v.reply.is_some()).map(|v| {
+        let variant = &v.ident;
+        match v.shape {
+            Shape::Unit => quote!(#ident::#variant => true,),
+            Shape::Tuple => quote!(#ident::#variant(..) => true,),
+            Shape::Named => quote!(#ident::#variant { .. } => true,),
+        }
+    });
     let constant = e.name.as_ref().map(|lit| {
         let konst = format_ident!("{}", snake_case(ident).to_uppercase());
         let doc = format!(
@@ -50,6 +58,14 @@ pub(crate) fn expand(e: &ActorEnum) -> TokenStream {
             fn variant(&self) -> &'static str {
                 match self {
                     #(#variant_arms)*
+                }
+            }
+
+            fn is_call(&self) -> bool {
+                #[allow(unreachable_patterns)]
+                match self {
+                    #(#call_arms)*
+                    _ => false,
                 }
             }
         }

@@ -22,6 +22,7 @@
 //! impl smarm::actor::Actor for Counter {
 //!     const NAME: Option<&'static str> = Some("counter");
 //!     fn variant(&self) -> &'static str { match self { Counter::Add(..) => "Add", /* ... */ } }
+//!     fn is_call(&self) -> bool { matches!(self, Counter::Get(..) | Counter::Swap(..)) }
 //! }
 //!
 //! /// Client methods, on `Pid<Counter>` and `Name<Counter>` (anything that

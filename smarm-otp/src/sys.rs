@@ -1,12 +1,13 @@
 //! sys: inspecting and debugging a live process, as Erlang's `sys` module
 //! does, for every behaviour (gen_server, gen_statem, supervisors, typed
-//! actors run as gen_servers).
+//! actors: their own loops and those run as gen_servers).
 //!
 //! A behaviour's loop answers system requests between its callbacks:
 //!
 //! | You call | The process |
 //! |---|---|
 //! | [`get_state`], [`replace_state`] | reads (or changes, on a copy: a panicking function leaves it as it was) its state |
+//! | [`get_state_of`], [`replace_state_of`] | the same, for any process by pid or address, the state asked for by its type |
 //! | [`get_status`] | reports its [`Status`]: behaviour, type, state as its `format_status` shows it, mailbox, debug options |
 //! | [`suspend`], [`resume`] | while suspended, keeps its requests queued and answers only system requests (state, status, debug, shutdown) |
 //! | [`statistics`] | counts the events it handles from now ([`Statistics`]) |
@@ -52,7 +53,7 @@
 //!
 //! Debugging costs a handled message one check of a flag while it is
 //! off. A process is reached by its typed address, or by pid
-//! ([`status_of`], which the observer uses).
+//! ([`status_of`], which the observer uses; a typed actor's `Pid<M>`).
 //!
 //! # Invariants
 //!
@@ -64,6 +65,7 @@
 
 use crate::behaviour::{CallError, DEFAULT_CALL_TIMEOUT, ReplaceStateError, Reply};
 use smarm_core::Pid;
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -82,7 +84,7 @@ pub struct SysEvent {
     /// for a gen_statem also `internal`, `timeout`, `state_timeout`,
     /// `{timeout, Name}`.
     pub kind: &'static str,
-    /// The message's type.
+    /// The message's type (a typed actor's message: its variant).
     pub message: &'static str,
     /// For a gen_statem: the state it was handled in.
     pub state: Option<String>,
@@ -104,7 +106,7 @@ impl fmt::Display for SysEvent {
 pub struct Status {
     /// The process.
     pub pid: Pid,
-    /// `gen_server`, `gen_statem` or `supervisor`.
+    /// `gen_server`, `gen_statem`, `supervisor`, or `actor` (a typed actor's own loop).
     pub behaviour: &'static str,
     /// Its callback type.
     pub module: &'static str,
@@ -174,10 +176,15 @@ pub enum Request {
     Install(&'static str, EventFn, Reply<()>),
     Remove(&'static str, Reply<bool>),
     NoDebug(Reply<()>),
+    State(StateFn),
 }
 
 /// A function [`install`]ed to see each event.
 type EventFn = Box<dyn FnMut(&SysEvent) + Send>;
+
+/// A request for the state by its type ([`get_state_of`]): called with
+/// the state and the name of its type.
+type StateFn = Box<dyn FnOnce(&mut dyn Any, &'static str) + Send>;
 
 /// What a behaviour's status holds besides its debug options: for
 /// [`Debug::handle`].
@@ -195,6 +202,8 @@ pub(crate) struct About {
 pub(crate) struct Debug {
     /// Any event hook on (checked per message: one load).
     pub(crate) on: bool,
+    /// `on` or `suspended`: what a typed actor's loop checks per message.
+    pub(crate) attention: bool,
     pub(crate) suspended: bool,
     log: Option<(usize, VecDeque<SysEvent>)>,
     trace: bool,
@@ -241,11 +250,19 @@ impl Debug {
     fn refresh(&mut self) {
         self.on =
             self.log.is_some() || self.trace || !self.installed.is_empty() || self.stats.is_some();
+        self.attention = self.on || self.suspended;
     }
 
-    /// Handle a system request; `about` builds the status, if asked.
+    /// Handle a system request on the process whose state (as
+    /// [`get_state_of`] reaches it) is `state`; `about` builds the status,
+    /// if asked.
     #[cold]
-    pub(crate) fn handle(&mut self, request: Request, about: impl FnOnce() -> About) {
+    pub(crate) fn handle<S: 'static>(
+        &mut self,
+        request: Request,
+        state: &mut S,
+        about: impl FnOnce(&S) -> About,
+    ) {
         match request {
             Request::Suspend(reply) => {
                 self.suspended = true;
@@ -255,8 +272,9 @@ impl Debug {
                 self.suspended = false;
                 let _ = reply.reply(());
             }
+            Request::State(f) => f(state, std::any::type_name::<S>()),
             Request::Status(reply) => {
-                let about = about();
+                let about = about(state);
                 let _ = reply.reply(Status {
                     pid: about.pid,
                     behaviour: about.behaviour,
@@ -270,7 +288,7 @@ impl Debug {
                 });
             }
             Request::Statistics(what, reply) => {
-                let pid = about().pid;
+                let pid = about(state).pid;
                 let counted = match what {
                     Stats::On => {
                         self.stats = Some((SystemTime::now(), Instant::now(), 0, 0));
@@ -485,21 +503,128 @@ pub fn replace_state<P: SystemState>(
 where
     P::State: Clone,
 {
-    let replaced = process.with_state("sys::replace_state", move |state| {
-        let mut copy = state.clone();
-        match catch_unwind(AssertUnwindSafe(|| f(&mut copy))) {
-            Ok(()) => {
-                *state = copy.clone();
-                Ok(copy)
-            }
-            // A stop request stays a stop.
-            Err(payload) if smarm_core::stop::is_stop(&*payload) => {
-                std::panic::resume_unwind(payload)
-            }
-            Err(payload) => Err(crate::behaviour::termination::panic_message(&*payload)),
-        }
-    })?;
+    let replaced = process.with_state("sys::replace_state", move |state| replace(state, f))?;
     replaced.map_err(ReplaceStateError::Panicked)
+}
+
+/// [`get_state_of`] or [`replace_state_of`] failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The request did not reach the process, or it did not answer.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The process's state is of another type than the one asked for.
+    #[error("smarm: sys: the process's state is a {holds}, not a {asked}: ask for that type")]
+    NotItsType {
+        /// The type asked for.
+        asked: &'static str,
+        /// The type of the process's state.
+        holds: &'static str,
+    },
+    /// The replacing function panicked; the process kept its state as it
+    /// was and goes on.
+    #[error("smarm: sys::replace_state_of: the function panicked ({0}); the state is unchanged")]
+    Panicked(String),
+}
+
+/// A copy of the state of a process known by pid or any address, asked
+/// for by its type `S`: a typed actor's handler, a gen_server's `G`, a
+/// gen_statem's data (its state is in [`get_status`]). Works on a
+/// suspended process too.
+///
+/// ```
+/// use smarm::actor::{self, Handler};
+/// use smarm::gen_server::Flow;
+/// use smarm::sys;
+///
+/// #[derive(smarm::Actor)]
+/// enum Counter {
+///     Add(u64),
+/// }
+/// #[derive(Clone, Debug, PartialEq)]
+/// struct Count(u64);
+/// impl Handler<Counter> for Count {
+///     fn handle(&mut self, Counter::Add(n): Counter) -> Flow {
+///         self.0 += n;
+///         Flow::Continue
+///     }
+/// }
+///
+/// smarm::run(|| {
+///     let counter = actor::spawn(Count(0));
+///     smarm::send_to(counter, Counter::Add(2)).unwrap();
+///     assert_eq!(sys::get_state_of::<Count>(&counter), Ok(Count(2)));
+///     assert!(matches!(
+///         sys::get_state_of::<u64>(&counter),
+///         Err(sys::StateError::NotItsType { .. })
+///     ));
+///     smarm::request_stop(counter);
+/// });
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn get_state_of<S: Clone + Send + 'static>(process: &impl System) -> Result<S, StateError> {
+    process
+        .system_call(
+            "sys::get_state_of",
+            |reply: Reply<Result<S, &'static str>>| {
+                Request::State(Box::new(move |state, holds| {
+                    let _ = reply.reply(state.downcast_ref::<S>().cloned().ok_or(holds));
+                }))
+            },
+        )?
+        .map_err(|holds| StateError::NotItsType {
+            asked: std::any::type_name::<S>(),
+            holds,
+        })
+}
+
+/// [`replace_state`] for a process known by pid or any address, its state
+/// asked for by its type `S` (as [`get_state_of`]): `f` works on a copy,
+/// and a panic in it leaves the state as it was.
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn replace_state_of<S: Clone + Send + 'static>(
+    process: &impl System,
+    f: impl FnOnce(&mut S) + Send + 'static,
+) -> Result<S, StateError> {
+    type Answer<S> = Result<Result<S, String>, &'static str>;
+    let answer = process.system_call("sys::replace_state_of", |reply: Reply<Answer<S>>| {
+        Request::State(Box::new(move |state, holds| {
+            let _ = reply.reply(match state.downcast_mut::<S>() {
+                Some(state) => Ok(replace(state, f)),
+                None => Err(holds),
+            });
+        }))
+    })?;
+    match answer {
+        Ok(Ok(state)) => Ok(state),
+        Ok(Err(panicked)) => Err(StateError::Panicked(panicked)),
+        Err(holds) => Err(StateError::NotItsType {
+            asked: std::any::type_name::<S>(),
+            holds,
+        }),
+    }
+}
+
+/// Run `f` on a copy of `state` and keep the copy unless `f` panics (the
+/// panic's message then); a stop request's unwind goes on.
+fn replace<S: Clone>(state: &mut S, f: impl FnOnce(&mut S)) -> Result<S, String> {
+    let mut copy = state.clone();
+    match catch_unwind(AssertUnwindSafe(|| f(&mut copy))) {
+        Ok(()) => {
+            *state = copy.clone();
+            Ok(copy)
+        }
+        // A stop request stays a stop.
+        Err(payload) if smarm_core::stop::is_stop(&*payload) => std::panic::resume_unwind(payload),
+        Err(payload) => Err(crate::behaviour::termination::panic_message(&*payload)),
+    }
 }
 
 /// The [`Status`] of the behaviour running as `pid`, if one does: for
@@ -527,22 +652,29 @@ fn with_table<R>(f: impl FnOnce(&mut HashMap<Pid, Deliver>) -> R) -> R {
     })
 }
 
-/// A behaviour starts serving as `pid` (the calling actor): reachable by
-/// pid through `deliver` until it exits, however it exits.
+/// A behaviour serves as `pid` (the calling actor, or one it just
+/// spawned): reachable by pid through `deliver` until it exits, however it
+/// exits.
 pub(crate) fn note(pid: Pid, deliver: Deliver) {
     with_table(|t| t.insert(pid, deliver));
-    smarm_core::signal::on_exit(pid, move |pid, _| {
+    let hooked = smarm_core::signal::on_exit(pid, move |pid, _| {
         with_table(|t| t.remove(&pid));
     });
+    if !hooked {
+        // It exited already: no hook would ever remove the entry.
+        let gone = with_table(|t| t.remove(&pid));
+        drop(gone); // outside the table's lock
+    }
 }
 
-impl System for Pid {
+/// Any process by its pid, typed or not (a typed actor's `Pid<M>`).
+impl<A> System for Pid<A> {
     fn system_call<R: Send>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Request,
     ) -> Result<R, CallError> {
-        let pid = *self;
+        let pid = self.erase();
         crate::behaviour::call_to(
             what,
             || Some(pid),

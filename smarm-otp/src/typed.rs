@@ -20,12 +20,32 @@
 //! [`gen_server::call`](crate::gen_server::call), so they time out, fail
 //! fast with `ServerDown` when the actor is gone, and fail when the handler
 //! drops the `Reply`.
+//!
+//! Every way answers [`sys`](crate::sys) requests between two messages.
+//! The message enum has no variant for them, so the plain loops keep them
+//! in a lane (`SysLane`) beside the mailbox and
+//! [`interrupt`](smarm_core::Sender::interrupt) the mailbox's receive to
+//! have them looked at: a message costs the loop nothing more.
+//!
+//! # Invariants
+//!
+//! - (T1) A `sys` request is answered after every message sent before it
+//!   and before the loop next waits: it goes in the lane under the lane's
+//!   lock with the number of the interrupt raised for it, and the loop
+//!   takes from the lane only requests whose interrupt it has seen
+//!   (`Receiver::interrupts_seen`), which `recv_or_interrupt` reports
+//!   after the messages sent before it.
+//! - (T2) A request for a loop that ended is dropped with its reply slot
+//!   (the caller sees the actor down), never kept.
 
 use crate::gen_server::{
     Ctx, Flow, GenServer, GenServerRef, InitError, Reply, StartError, StopReason,
 };
 use crate::registry::{self, Name};
-use smarm_core::{Addressable, Pid};
+use crate::sys::{About, Debug, Request, SysEvent};
+use smarm_core::{Addressable, NoPreempt, Pid, Receiver, Sender};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 /// A message enum with `#[derive(Actor)]`: its typed address is `Pid<Self>`.
 pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
@@ -36,6 +56,12 @@ pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
     /// report of an actor that panicked handling it.
     fn variant(&self) -> &'static str {
         ""
+    }
+
+    /// Whether the message is a call (carries a `Reply`; the derive
+    /// gives it), for [`sys`](crate::sys)'s events.
+    fn is_call(&self) -> bool {
+        false
     }
 }
 
@@ -48,6 +74,12 @@ pub trait Handler<M: Actor>: Send + 'static {
     fn terminate(&mut self, reason: &StopReason) {
         let _ = reason;
     }
+
+    /// The state as [`sys::get_status`](crate::sys::get_status) shows it
+    /// (OTP's `format_status`). By default: the state's type.
+    fn format_status(&self) -> String {
+        format!("a {}", std::any::type_name::<Self>())
+    }
 }
 
 /// Spawn `state` as a plain typed actor: it handles each message until
@@ -58,13 +90,17 @@ pub trait Handler<M: Actor>: Send + 'static {
 /// Outside an actor.
 pub fn spawn<M: Actor>(mut state: impl Handler<M>) -> Pid<M> {
     smarm_core::require_actor("actor::spawn");
-    registry::spawn_addr::<M>(move |inbox| {
-        while let Ok(msg) = inbox.recv() {
-            if let Flow::Stop(_) = state.handle(msg) {
-                break;
-            }
-        }
-    })
+    let (tx, inbox) = smarm_core::channel::channel::<M>();
+    let lane = SysLane::new();
+    let theirs = lane.clone();
+    let handle = smarm_core::spawn(move || {
+        serve_loop(&mut state, &inbox, &theirs, |state, msg| state.handle(msg));
+    });
+    let pid = handle.pid();
+    drop(handle); // detached: its life is its own
+    // Before the pid is returned, so a sys request right away reaches it.
+    lane.note(pid, tx.clone());
+    registry::publish(pid, tx)
 }
 
 /// Start `state` as a typed server: registered under `M::NAME` (if any)
@@ -88,7 +124,7 @@ pub fn start_link<M: Actor>(state: impl Handler<M>) -> Result<Pid<M>, StartError
     start_with(state, true)
 }
 
-fn start_with<M: Actor>(state: impl Handler<M>, link: bool) -> Result<Pid<M>, StartError> {
+fn start_with<M: Actor, H: Handler<M>>(state: H, link: bool) -> Result<Pid<M>, StartError> {
     let (tx, inbox) = smarm_core::channel::channel::<M>();
     let pid = crate::behaviour::start(
         if link {
@@ -102,12 +138,14 @@ fn start_with<M: Actor>(state: impl Handler<M>, link: bool) -> Result<Pid<M>, St
 }
 
 /// The typed server's body: register, report, loop, terminate.
-fn serve<M: Actor>(
-    mut state: impl Handler<M>,
-    tx: smarm_core::Sender<M>,
-    inbox: smarm_core::Receiver<M>,
+fn serve<M: Actor, H: Handler<M>>(
+    mut state: H,
+    tx: Sender<M>,
+    inbox: Receiver<M>,
     started: crate::behaviour::Started,
 ) {
+    let lane = SysLane::new();
+    lane.note(smarm_core::self_pid(), tx.clone());
     let registered = match M::NAME {
         Some(name) => registry::register(Name::<M>::new(name), tx).map_err(StartError::from),
         None => {
@@ -123,24 +161,16 @@ fn serve<M: Actor>(
     }
     let mut last: Option<&'static str> = None;
     let ended = crate::behaviour::termination::run(|| {
-        loop {
-            match inbox.recv() {
-                Ok(msg) => {
-                    let variant = msg.variant();
-                    last = Some(variant);
-                    let flow = crate::behaviour::callback!(
-                        region = (std::any::type_name::<M>(), variant),
-                        "handle",
-                        msg = variant,
-                        state.handle(msg)
-                    );
-                    if let Flow::Stop(reason) = flow {
-                        return reason;
-                    }
-                }
-                Err(_) => return StopReason::Normal,
-            }
-        }
+        serve_loop(&mut state, &inbox, &lane, |state, msg| {
+            let variant = msg.variant();
+            last = Some(variant);
+            crate::behaviour::callback!(
+                region = (std::any::type_name::<M>(), variant),
+                "handle",
+                msg = variant,
+                state.handle(msg)
+            )
+        })
     });
     if ended.panicked() {
         let ty = std::any::type_name::<M>();
@@ -153,6 +183,163 @@ fn serve<M: Actor>(
     state.terminate(&ended.reason);
     drop(inbox);
     ended.finish();
+}
+
+/// Handle each message with `handle`, and `sys` requests between them,
+/// until it returns `Flow::Stop` (its reason) or the mailbox closes
+/// (`Normal`). One receive call site: a second would keep the compiler
+/// from inlining it here, which every message would pay for.
+fn serve_loop<M: Actor, H: Handler<M>>(
+    state: &mut H,
+    inbox: &Receiver<M>,
+    lane: &SysLane,
+    mut handle: impl FnMut(&mut H, M) -> Flow,
+) -> StopReason {
+    let mut debug = Debug::default();
+    // Messages received while suspended, handled once resumed (D1).
+    let mut held = VecDeque::new();
+    loop {
+        let msg = match inbox.recv_or_interrupt() {
+            Ok(Some(msg)) => msg,
+            Ok(None) => {
+                let resumed = interrupted(state, inbox, lane, &mut debug, &mut held, &mut handle);
+                if let Some(reason) = resumed {
+                    return reason;
+                }
+                continue;
+            }
+            Err(_) => return StopReason::Normal,
+        };
+        if debug.attention && attend(&mut debug, &msg) {
+            hold(&mut held, msg);
+            continue;
+        }
+        if let Flow::Stop(reason) = handle(state, msg) {
+            return reason;
+        }
+    }
+}
+
+/// The loop was interrupted: answer the requests in its lane whose
+/// interrupts it has seen (T1); if that leaves it running, handle what it
+/// kept while suspended. `Some` if a handler stopped it.
+#[cold]
+#[inline(never)]
+fn interrupted<M: Actor, H: Handler<M>>(
+    state: &mut H,
+    inbox: &Receiver<M>,
+    lane: &SysLane,
+    debug: &mut Debug,
+    held: &mut VecDeque<M>,
+    handle: &mut dyn FnMut(&mut H, M) -> Flow,
+) -> Option<StopReason> {
+    for request in lane.take(inbox.interrupts_seen()) {
+        let queued = inbox.len() + held.len();
+        debug.handle(request, state, |state: &H| About {
+            pid: smarm_core::self_pid(),
+            behaviour: "actor",
+            module: std::any::type_name::<H>(),
+            state: state.format_status(),
+            mailbox_len: queued,
+        });
+    }
+    while !debug.suspended
+        && let Some(msg) = held.pop_front()
+    {
+        if debug.on {
+            note_event(debug, &msg);
+        }
+        if let Flow::Stop(reason) = handle(state, msg) {
+            return Some(reason);
+        }
+    }
+    None
+}
+
+/// A message arrived while a debug option is on or the loop is
+/// suspended: `true` if suspended (to keep it for after: (D1)), else
+/// noted.
+#[cold]
+#[inline(never)]
+fn attend<M: Actor>(debug: &mut Debug, msg: &M) -> bool {
+    if debug.suspended {
+        return true;
+    }
+    note_event(debug, msg);
+    false
+}
+
+/// Keep a message received while suspended.
+#[cold]
+#[inline(never)]
+fn hold<M>(held: &mut VecDeque<M>, msg: M) {
+    held.push_back(msg);
+}
+
+/// Note a handled message for `sys` (only while a debug option is on).
+#[cold]
+fn note_event<M: Actor>(debug: &mut Debug, msg: &M) {
+    let variant = msg.variant();
+    debug.event(SysEvent {
+        pid: smarm_core::self_pid(),
+        at: std::time::SystemTime::now(),
+        kind: if msg.is_call() { "call" } else { "cast" },
+        message: if variant.is_empty() {
+            std::any::type_name::<M>()
+        } else {
+            variant
+        },
+        state: None,
+    });
+}
+
+/// A typed actor's `sys` requests, kept beside its mailbox (its message
+/// type has no variant for them), each with its interrupt's number: (T1),
+/// (T2).
+struct SysLane(Mutex<VecDeque<(u32, Request)>>);
+
+impl SysLane {
+    fn new() -> Arc<SysLane> {
+        Arc::new(SysLane(Mutex::new(VecDeque::new())))
+    }
+
+    /// Make `pid` (running this lane's loop, receiving from `tx`'s
+    /// channel) reachable by pid for `sys` until it exits.
+    fn note<M: Send + 'static>(self: &Arc<Self>, pid: Pid, tx: Sender<M>) {
+        let lane = self.clone();
+        crate::sys::note(
+            pid,
+            Arc::new(move |request| {
+                // Under the lock: the loop takes it only once it has seen
+                // its interrupt (T1). If the loop ended, it drops here (T2).
+                let _ = lane.with(|q| tx.interrupt().map(|n| q.push_back((n, request))));
+            }),
+        );
+    }
+
+    /// The requests whose interrupts are seen (`seen` the newest), oldest
+    /// first.
+    fn take(&self, seen: u32) -> Vec<Request> {
+        self.with(|q| {
+            let mut due = Vec::new();
+            // Numbers wrap: `n` is seen if not past `seen`.
+            while let Some((n, _)) = q.front()
+                && seen.wrapping_sub(*n) < u32::MAX / 2
+            {
+                if let Some((_, request)) = q.pop_front() {
+                    due.push(request);
+                }
+            }
+            due
+        })
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut VecDeque<(u32, Request)>) -> R) -> R {
+        // A std lock held by an actor: no preemption while it is held, or
+        // another actor of this thread could wait on it forever.
+        let _gate = NoPreempt::new();
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// `Deliver::deliver_async` sending with `$send` (an async method of
@@ -317,4 +504,62 @@ impl<M: Actor, H: Handler<M>> Deliver<M> for GenServerRef<Served<M, H>> {
         |server, msg| server.cast_async(msg),
         crate::registry::SendError::Dead
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request whose answer says which it was.
+    fn request(answered: &Arc<Mutex<Vec<u32>>>, which: u32) -> Request {
+        let answered = answered.clone();
+        Request::NoDebug(crate::behaviour::Reply::forward(move |()| {
+            answered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(which);
+            true
+        }))
+    }
+
+    #[test]
+    fn a_lane_hands_out_only_the_requests_whose_interrupts_were_seen() {
+        let answered = Arc::new(Mutex::new(Vec::new()));
+        let lane = SysLane::new();
+        lane.with(|q| {
+            q.push_back((1, request(&answered, 1)));
+            q.push_back((2, request(&answered, 2)));
+            q.push_back((3, request(&answered, 3)));
+        });
+        let answer = |requests: Vec<Request>| {
+            for r in requests {
+                if let Request::NoDebug(reply) = r {
+                    reply.reply(());
+                }
+            }
+        };
+        assert!(lane.take(0).is_empty(), "none seen yet");
+        answer(lane.take(2));
+        assert_eq!(*answered.lock().unwrap_or_else(|e| e.into_inner()), [1, 2]);
+        answer(lane.take(3));
+        assert_eq!(
+            *answered.lock().unwrap_or_else(|e| e.into_inner()),
+            [1, 2, 3]
+        );
+        // Numbers wrap: u32::MAX comes before 0 and 1.
+        lane.with(|q| {
+            q.push_back((u32::MAX, request(&answered, 4)));
+            q.push_back((1, request(&answered, 5)));
+        });
+        answer(lane.take(0));
+        assert_eq!(
+            *answered.lock().unwrap_or_else(|e| e.into_inner()),
+            [1, 2, 3, 4]
+        );
+        answer(lane.take(1));
+        assert_eq!(
+            *answered.lock().unwrap_or_else(|e| e.into_inner()),
+            [1, 2, 3, 4, 5]
+        );
+    }
 }

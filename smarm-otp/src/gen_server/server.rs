@@ -479,14 +479,14 @@ fn answer_system<G: GenServer>(serving: &mut Serving<G>, request: crate::sys::Re
     let Serving {
         state, ctx, debug, ..
     } = serving;
-    let about = || About {
+    let about = |state: &G| About {
         pid: ctx.me.pid(),
         behaviour: G::BEHAVIOUR,
         module: server::<G>(),
         state: state.format_status(),
         mailbox_len: ctx.me.mailbox_len(),
     };
-    debug.handle(request, about);
+    debug.handle(request, state, about);
 }
 
 /// The server is suspended: answer only system messages (and a shutdown),

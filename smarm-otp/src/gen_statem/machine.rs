@@ -338,15 +338,16 @@ impl<M: GenStatem> Machine<M> {
                 Err(StopReason::Shutdown)
             }
             Msg::System(request) => {
-                let (data, state, me) = (&self.data, &self.state, &self.ctx.me);
-                let about = || About {
+                let (state, me) = (&self.state, &self.ctx.me);
+                let about = |data: &M| About {
                     pid: me.pid(),
                     behaviour: "gen_statem",
                     module: machine::<M>(),
                     state: data.format_status(state),
                     mailbox_len: me.mailbox_len(),
                 };
-                self.debug.handle(*request, about);
+                // By type, a state machine's state is its data.
+                self.debug.handle(*request, &mut self.data, about);
                 Ok(None)
             }
         }

@@ -277,6 +277,12 @@ pub fn spawn_addr<A: Addressable>(body: impl FnOnce(Receiver<A::Msg>) + Send + '
     let handle = smarm_core::spawn(move || body(rx));
     let pid = handle.pid();
     drop(handle); // detached: its life is its own
+    publish(pid, tx)
+}
+
+/// Publish `tx` as `pid`'s channel for `A::Msg` (an actor just spawned)
+/// and return its typed address.
+pub(crate) fn publish<A: Addressable>(pid: Pid, tx: Sender<A::Msg>) -> Pid<A> {
     with_tables(|t| t.publish(pid, tx));
     pid.cast()
 }

@@ -71,6 +71,7 @@ mod tables;
 
 pub use crate::key::{ATOM_LIMIT, AtomTableFull};
 pub(crate) use binding::ensure_introspection_hook;
+pub(crate) use binding::publish;
 pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis, whereis_in};
 pub use error::{RegisterError, SendError};
 pub use name::Name;
