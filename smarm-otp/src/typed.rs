@@ -343,14 +343,18 @@ impl SysLane {
 }
 
 /// `Deliver::deliver_async` sending with `$send` (an async method of
-/// `$this` taking the message) and mapping its error with `$error`.
+/// `$this` taking the message, of type `$m`, `M` if not given) and mapping
+/// its error with `$error`.
 macro_rules! deliver_async_by {
     (|$this:ident, $msg:ident| $send:expr, $error:path) => {
+        deliver_async_by!(M; |$this, $msg| $send, $error);
+    };
+    ($m:ty; |$this:ident, $msg:ident| $send:expr, $error:path) => {
         #[allow(clippy::manual_async_fn)] // the signature promises `Send`
         fn deliver_async(
             &self,
-            $msg: M,
-        ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<M>>> + Send + '_
+            $msg: $m,
+        ) -> impl std::future::Future<Output = Result<(), crate::registry::SendError<$m>>> + Send + '_
         where
             Self: Sync,
         {
@@ -361,7 +365,7 @@ macro_rules! deliver_async_by {
 }
 
 /// How the derived client methods deliver: to a pid, to a name, to a
-/// server, or on a channel.
+/// server or a state machine, or on a channel.
 #[doc(hidden)]
 pub trait Deliver<M: Actor> {
     /// Send `msg`; `Err(msg)` back if it was not delivered.
@@ -502,6 +506,28 @@ impl<M: Actor, H: Handler<M>> Deliver<M> for GenServerRef<Served<M, H>> {
 
     deliver_async_by!(
         |server, msg| server.cast_async(msg),
+        crate::registry::SendError::Dead
+    );
+}
+
+/// A state machine whose casts are a derived message enum: the derived
+/// client methods cast to it, a call's `Reply` riding in its event (so
+/// the machine may postpone it like any other).
+impl<S: crate::gen_statem::GenStatem> Deliver<S::Cast> for crate::gen_statem::StatemRef<S>
+where
+    S::Cast: Actor,
+{
+    fn deliver(&self, msg: S::Cast) -> Result<(), crate::registry::SendError<S::Cast>> {
+        self.cast(msg)
+            .map_err(|e| crate::registry::SendError::Dead(e.0))
+    }
+
+    fn callee(&self) -> Option<Pid> {
+        Some(self.pid())
+    }
+
+    deliver_async_by!(
+        S::Cast; |machine, msg| machine.cast_async(msg),
         crate::registry::SendError::Dead
     );
 }

@@ -181,6 +181,26 @@ impl<M: GenStatem> StatemRef<M> {
         }
     }
 
+    /// [`cast`](Self::cast) from async code: on a full bounded mailbox the
+    /// future waits for room without blocking its thread. The future is
+    /// `Send` and runs on any executor.
+    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
+    pub fn cast_async(
+        &self,
+        msg: M::Cast,
+    ) -> impl std::future::Future<Output = Result<(), CastError<M::Cast>>> + Send + '_ {
+        async move {
+            let event = Envelope(Msg::Event(Event::Cast(msg)));
+            match self.addr.inbox.send_async(event).await {
+                Ok(()) => Ok(()),
+                Err(e) => match e.0.0 {
+                    Msg::Event(Event::Cast(msg)) => Err(CastError(msg)),
+                    _ => unreachable!("a failed send hands back the message sent"),
+                },
+            }
+        }
+    }
+
     /// [`cast`](Self::cast) without waiting.
     pub fn try_cast(&self, msg: M::Cast) -> Result<(), TryCastError<M::Cast>> {
         self.try_deliver(Event::Cast(msg)).map_err(|e| match e {
