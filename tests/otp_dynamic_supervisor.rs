@@ -1,17 +1,18 @@
 //! The dynamic supervisor: per-child arguments, 100,000 children,
-//! `max_children`, restarts of restartable children within the intensity,
+//! `max_children`, restarts of restartable children within the intensity
+//! (at once or backing off),
 //! a shutdown that stops every child, and nesting under a supervisor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;
 
 use smarm::supervisor::{
-    self, ChildSpec, DynamicName, DynamicSpec, DynamicSupervisor, Restart, Shutdown,
+    self, Backoff, ChildSpec, DynamicName, DynamicSpec, DynamicSupervisor, Restart, Shutdown,
     StartChildError, Strategy, SupFlags,
 };
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::{CountDrop, run_with};
 
 #[test]
@@ -215,5 +216,97 @@ fn a_named_dynamic_supervisor_nests_under_a_supervisor() {
         top.shutdown().unwrap();
         assert!(!conns.is_alive());
         assert!(DynamicSupervisor::whereis(CONNS).is_none());
+    });
+}
+
+/// A dynamic child that reports each start (with its argument), stays up
+/// its argument's ms, then panics.
+fn failing_children(starts: smarm::Sender<(u64, Instant)>) -> DynamicSpec<u64> {
+    DynamicSpec::actor(move |hold_ms: u64| {
+        let _ = starts.send((hold_ms, Instant::now()));
+        smarm::sleep(Duration::from_millis(hold_ms));
+        panic!("fails on purpose");
+    })
+    .restart(Restart::Permanent)
+}
+
+#[test]
+fn a_failing_dynamic_child_restarts_after_doubling_delays_within_the_cap() {
+    smarm::report::set_handler(|_| {});
+    run_with(2, || {
+        let (tx, starts) = smarm::channel();
+        let jitter = 0.1;
+        let sup = DynamicSupervisor::start(
+            failing_children(tx)
+                .intensity(20, Duration::from_secs(60))
+                .max_children(2)
+                .backoff(
+                    Backoff::new(Duration::from_millis(100), Duration::from_millis(400))
+                        .jitter(jitter)
+                        .reset_after(Duration::from_secs(10)),
+                ),
+        )
+        .unwrap();
+        sup.start_child(0).unwrap();
+        let (arg, mut last) = starts.recv().unwrap();
+        assert_eq!(arg, 0);
+        // While it waits: not running, but holding its place under
+        // max_children, and its due time shows in introspection.
+        smarm::sleep(Duration::from_millis(20));
+        assert_eq!(sup.count_children().unwrap(), 0);
+        let next = smarm::actor_info(sup.pid()).unwrap().next_restart;
+        assert!(
+            next.is_some_and(|d| d <= Duration::from_millis(100)),
+            "{next:?}"
+        );
+        sup.start_child(1_000_000).unwrap(); // the second place
+        assert!(matches!(
+            sup.start_child(7),
+            Err(StartChildError::MaxChildren { max: 2, arg: 7 })
+        ));
+        assert_eq!(starts.recv().unwrap().0, 1_000_000);
+        for expected_ms in [100u64, 200, 400, 400] {
+            let (arg, next) = starts.recv_timeout(Duration::from_secs(10)).unwrap();
+            assert_eq!(arg, 0, "restarted with its own argument");
+            support::assert_backoff_gap(next - last, expected_ms, jitter);
+            last = next;
+        }
+        // A shutdown calls the waiting restart off.
+        sup.shutdown().unwrap();
+        assert!(
+            starts.recv_timeout(Duration::from_millis(600)).is_err(),
+            "a restart after the shutdown"
+        );
+    });
+}
+
+#[test]
+fn a_backing_off_dynamic_child_still_counts_toward_the_intensity() {
+    smarm::report::set_handler(|_| {});
+    run_with(2, || {
+        let (tx, starts) = smarm::channel();
+        let sup = DynamicSupervisor::start(
+            failing_children(tx)
+                .intensity(3, Duration::from_secs(60))
+                .backoff(Backoff::new(
+                    Duration::from_millis(10),
+                    Duration::from_millis(20),
+                )),
+        )
+        .unwrap();
+        let watch = smarm::monitor(sup.pid());
+        sup.start_child(0).unwrap();
+        // The first start and 3 restarts; the 4th failure escalates.
+        let down = watch.rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(
+            matches!(down.reason, smarm::DownReason::Panic),
+            "gave up with a failure: {:?}",
+            down.reason
+        );
+        let mut started = 0;
+        while starts.try_recv().unwrap_or(None).is_some() {
+            started += 1;
+        }
+        assert_eq!(started, 4);
     });
 }

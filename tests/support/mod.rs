@@ -130,3 +130,17 @@ pub fn proc_status_kib(field: &str) -> u64 {
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
         .unwrap()
 }
+
+/// Assert a restart came `gap` after the last start, `expected` by its
+/// backoff: within 25% (a loaded machine) plus the backoff's `jitter`.
+pub fn assert_backoff_gap(gap: std::time::Duration, expected_ms: u64, jitter: f64) {
+    let expected = std::time::Duration::from_millis(expected_ms);
+    let (low, high) = (
+        expected.mul_f64(1.0 - 0.25 - jitter),
+        expected.mul_f64(1.0 + 0.25 + jitter),
+    );
+    assert!(
+        gap >= low && gap <= high,
+        "restart after {gap:?}, expected {expected:?} (within {low:?}..{high:?})"
+    );
+}

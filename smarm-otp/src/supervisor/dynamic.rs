@@ -43,7 +43,7 @@
 //! |---|---|
 //! | [`DynamicSupervisor::start`], [`start_link`](DynamicSupervisor::start_link) | starts with no children |
 //! | [`start_child(arg)`](DynamicSupervisor::start_child) | runs the template's start with `arg`, linked to itself; refuses (handing `arg` back) at `max_children` |
-//! | a child exits | temporary children (the default) are forgotten; with [`DynamicSpec::restart`] (for a `Clone` argument) a permanent or transient child is started again with a clone of its argument, within the restart intensity |
+//! | a child exits | temporary children (the default) are forgotten; with [`DynamicSpec::restart`] (for a `Clone` argument) a permanent or transient child is started again with a clone of its argument, within the restart intensity; with [`DynamicSpec::backoff`], after a delay that doubles with each failure in a row |
 //! | more than `intensity` restarts within `period` | stops every child and exits abnormally |
 //! | [`terminate_child`](DynamicSupervisor::terminate_child) | stops that child by the template's [`Shutdown`] policy |
 //! | [`shutdown`](DynamicSupervisor::shutdown), a stop request, its parent exiting | asks every child to stop at once, waits for them all within the shutdown policy, then exits |
@@ -56,14 +56,20 @@
 //!   refused before it runs.
 //! - (D3) Stopping many children asks them all first and waits after, so
 //!   a shutdown of N children takes one shutdown timeout, not N.
+//! - (D4) A child whose restart is delayed by its backoff waits in
+//!   `waiting` (its argument, failures and timer) and holds its place
+//!   under `max_children`; its failure counted toward the intensity when
+//!   it happened. A timer message for a restart no longer waiting is
+//!   ignored; stopping the supervisor cancels every waiting timer.
 
-use super::server::{RestartLog, is_failure, report_child};
-use super::spec::{Restart, Shutdown};
+use super::server::{Jitter, RestartLog, is_failure, publish_next_restart, report_child};
+use super::spec::{Backoff, Restart, Shutdown};
 use crate::gen_server::{
     self, CallError, Ctx, DEFAULT_CALL_TIMEOUT, Flow, GenServer, GenServerRef, InitError, Reply,
     ServerName, StartError, StopReason,
 };
 use smarm_core::report::SupervisorAction;
+use smarm_core::time::{TimerId, cancel_timer};
 use smarm_core::{Exit, Pid};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -87,6 +93,7 @@ pub struct DynamicSpec<A: Send + 'static> {
     intensity: u32,
     period: Duration,
     name: Option<DynamicName<A>>,
+    backoff: Option<Backoff>,
 }
 
 impl<A: Send + 'static> std::fmt::Debug for DynamicSpec<A> {
@@ -95,6 +102,7 @@ impl<A: Send + 'static> std::fmt::Debug for DynamicSpec<A> {
             .field("restart", &self.restart)
             .field("shutdown", &self.shutdown)
             .field("max_children", &self.max_children)
+            .field("backoff", &self.backoff)
             .finish_non_exhaustive()
     }
 }
@@ -113,6 +121,7 @@ impl<A: Send + 'static> DynamicSpec<A> {
             intensity: 3,
             period: Duration::from_secs(5),
             name: None,
+            backoff: None,
         }
     }
 
@@ -160,6 +169,36 @@ impl<A: Clone + Send + 'static> DynamicSpec<A> {
     pub fn restart(mut self, restart: Restart) -> Self {
         self.restart = restart;
         self.clone_arg = (restart != Restart::Temporary).then_some(A::clone as fn(&A) -> A);
+        self
+    }
+
+    /// Restart a child that keeps failing after delays that double, to a
+    /// cap, with jitter ([`Backoff`], as
+    /// [`ChildSpec::backoff`](super::ChildSpec::backoff)), instead of at
+    /// once. Each failure counts toward the intensity when it happens; a
+    /// child waiting for its restart holds its place under
+    /// `max_children` and is not in
+    /// [`which_children`](DynamicSupervisor::which_children); a shutdown
+    /// calls the restart off. Restartable children only (see
+    /// [`restart`](Self::restart)).
+    ///
+    /// ```
+    /// use smarm::supervisor::{Backoff, DynamicSpec, DynamicSupervisor, Restart};
+    /// use std::time::Duration;
+    ///
+    /// smarm::run(|| {
+    ///     let workers = DynamicSupervisor::start(
+    ///         DynamicSpec::actor(|job: u32| smarm::sleep(Duration::from_millis(u64::from(job))))
+    ///             .restart(Restart::Transient)
+    ///             .backoff(Backoff::new(Duration::from_millis(100), Duration::from_secs(30))),
+    ///     )
+    ///     .unwrap();
+    ///     workers.start_child(5).unwrap();
+    ///     workers.shutdown().unwrap();
+    /// });
+    /// ```
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
         self
     }
 }
@@ -365,11 +404,39 @@ impl<A: Send + 'static> DynamicSupervisor<A> {
 /// The dynamic supervisor's server (a gen_server, as the supervisor is);
 /// it appears in user code only as the type of a [`DynamicName`].
 pub struct DynamicServer<A: Send + 'static> {
+    me: Pid,
     spec: DynamicSpec<A>,
-    /// Running children and, for restartable ones, their argument (D1).
-    children: HashMap<Pid, Option<A>>,
+    /// Running children (D1).
+    children: HashMap<Pid, Running<A>>,
+    /// Restarts delayed by the backoff, by serial (D4).
+    waiting: HashMap<u64, Waiting<A>>,
+    next_serial: u64,
+    jitter: Jitter,
     restarts: RestartLog,
 }
+
+/// A running child.
+struct Running<A> {
+    /// A restartable child's argument, kept for its restart.
+    arg: Option<A>,
+    /// Failures in a row, without a quiet period between (its backoff).
+    failures: u32,
+    started_at: Instant,
+}
+
+/// A child waiting for its delayed restart (D4).
+struct Waiting<A> {
+    arg: A,
+    failures: u32,
+    at: Instant,
+    timer: TimerId,
+    /// The exit that led to it, for the reports.
+    exit: Exit,
+}
+
+/// A delayed restart is due: its serial.
+#[doc(hidden)]
+pub struct RestartDue(u64);
 
 /// A dynamic supervisor request (a call).
 #[doc(hidden)]
@@ -394,14 +461,19 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
     type Call = Request<A>;
     type Reply = Response<A>;
     type Cast = ();
-    type Info = ();
+    type Info = RestartDue;
 
     fn init(spec: DynamicSpec<A>, ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
         ctx.trap_exits();
-        super::server::track_restarts(ctx.me().pid());
+        let me = ctx.me().pid();
+        super::server::track_restarts(me);
         Ok(DynamicServer {
+            me,
             spec,
             children: HashMap::new(),
+            waiting: HashMap::new(),
+            next_serial: 0,
+            jitter: Jitter::new(me),
             restarts: RestartLog::default(),
         })
     }
@@ -423,7 +495,7 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
     }
 
     fn handle_exit(&mut self, exit: Exit, ctx: &mut Ctx<Self>) -> Flow {
-        let Some(arg) = self.children.remove(&exit.from) else {
+        let Some(child) = self.children.remove(&exit.from) else {
             return Flow::Continue; // (D1)
         };
         let failed = is_failure(&exit.reason);
@@ -432,22 +504,43 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
             Restart::Transient => failed,
             Restart::Temporary => false,
         };
-        let me = ctx.me().pid();
-        match (restart, arg) {
+        match (restart, child.arg) {
             (true, Some(arg)) => {
-                if let Err(why) = self.restart_child(me, &exit, arg) {
-                    self.report(me, &exit, SupervisorAction::GaveUp);
-                    panic!("smarm: dynamic supervisor {me} gave up: {why}");
-                }
-                self.report(me, &exit, SupervisorAction::Restarted);
+                let outcome =
+                    self.restart_child(&exit, arg, child.failures, Some(child.started_at), ctx);
+                self.gave_up_on(outcome, &exit);
             }
-            _ if failed => self.report(me, &exit, SupervisorAction::Removed),
+            _ if failed => self.report(&exit, SupervisorAction::Removed),
             _ => {}
         }
         Flow::Continue
     }
 
+    fn handle_info(&mut self, due: RestartDue, ctx: &mut Ctx<Self>) -> Flow {
+        let Some(waiting) = self.waiting.remove(&due.0) else {
+            return Flow::Continue; // called off meanwhile (D4)
+        };
+        self.publish_waiting();
+        let outcome = match self.start_again(waiting.arg, waiting.failures) {
+            Ok(()) => {
+                self.report(&waiting.exit, SupervisorAction::Restarted);
+                Ok(())
+            }
+            Err((arg, e)) => {
+                let why = SupervisorAction::RestartFailed(e.to_string());
+                self.report(&waiting.exit, why);
+                self.restart_child(&waiting.exit, arg, waiting.failures, None, ctx)
+            }
+        };
+        self.gave_up_on(outcome, &waiting.exit);
+        Flow::Continue
+    }
+
     fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
+        for (_, waiting) in self.waiting.drain() {
+            cancel_timer(waiting.timer); // (D4)
+        }
+        self.publish_waiting();
         let pids: Vec<Pid> = self.children.drain().map(|(pid, _)| pid).collect();
         stop_all(&pids, self.spec.shutdown);
     }
@@ -455,7 +548,7 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
 
 impl<A: Send + 'static> DynamicServer<A> {
     fn start_child(&mut self, arg: A) -> Result<Pid, StartChildError<A>> {
-        if self.children.len() >= self.spec.max_children {
+        if self.children.len() + self.waiting.len() >= self.spec.max_children {
             return Err(StartChildError::MaxChildren {
                 max: self.spec.max_children,
                 arg,
@@ -463,33 +556,102 @@ impl<A: Send + 'static> DynamicServer<A> {
         }
         let kept = self.spec.clone_arg.map(|clone| clone(&arg));
         let pid = (self.spec.start)(arg).map_err(StartChildError::Start)?;
-        self.children.insert(pid, kept);
+        self.children.insert(
+            pid,
+            Running {
+                arg: kept,
+                failures: 0,
+                started_at: Instant::now(),
+            },
+        );
         Ok(pid)
     }
 
-    /// Start an exited restartable child again with `arg`, counting each
-    /// attempt against the intensity. `Err(why)`: too many restarts.
-    fn restart_child(&mut self, me: Pid, exit: &Exit, arg: A) -> Result<(), String> {
-        let Some(clone) = self.spec.clone_arg else {
-            return Ok(());
-        };
+    /// Start an exited restartable child again with `arg` (after
+    /// `failures` in a row; it last started at `started_at`, if it did),
+    /// counting each attempt against the intensity; with a backoff, arm
+    /// its timer instead (D4). `Err(why)`: too many restarts.
+    fn restart_child(
+        &mut self,
+        exit: &Exit,
+        mut arg: A,
+        mut failures: u32,
+        mut started_at: Option<Instant>,
+        ctx: &Ctx<Self>,
+    ) -> Result<(), String> {
         loop {
             self.restarts.count(self.spec.intensity, self.spec.period)?;
-            match (self.spec.start)(clone(&arg)) {
-                Ok(pid) => {
-                    self.children.insert(pid, Some(arg));
+            if let Some(backoff) = self.spec.backoff {
+                if started_at.is_some_and(|at| at.elapsed() >= backoff.reset_after) {
+                    failures = 0; // a quiet period: start over
+                }
+                failures = failures.saturating_add(1);
+                let delay = backoff.delay(failures, self.jitter.next_unit());
+                let serial = self.next_serial;
+                self.next_serial += 1;
+                let waiting = Waiting {
+                    arg,
+                    failures,
+                    at: Instant::now() + delay,
+                    timer: ctx.send_after(delay, RestartDue(serial)),
+                    exit: exit.clone(),
+                };
+                self.waiting.insert(serial, waiting);
+                self.publish_waiting();
+                self.report(exit, SupervisorAction::RestartDelayed(delay));
+                return Ok(());
+            }
+            match self.start_again(arg, failures) {
+                Ok(()) => {
+                    self.report(exit, SupervisorAction::Restarted);
                     return Ok(());
                 }
-                Err(e) => self.report(me, exit, SupervisorAction::RestartFailed(e.to_string())),
+                Err((back, e)) => {
+                    self.report(exit, SupervisorAction::RestartFailed(e.to_string()));
+                    (arg, started_at) = (back, None);
+                }
             }
         }
     }
 
+    /// Start a restartable child with a clone of `arg`; on failure, `arg`
+    /// back with the error.
+    fn start_again(&mut self, arg: A, failures: u32) -> Result<(), (A, StartError)> {
+        let Some(clone) = self.spec.clone_arg else {
+            return Ok(()); // only restartable children keep an argument
+        };
+        match (self.spec.start)(clone(&arg)) {
+            Ok(pid) => {
+                let running = Running {
+                    arg: Some(arg),
+                    failures,
+                    started_at: Instant::now(),
+                };
+                self.children.insert(pid, running);
+                Ok(())
+            }
+            Err(e) => Err((arg, e)),
+        }
+    }
+
+    /// A restart's outcome: past the intensity, report and give up.
+    fn gave_up_on(&self, outcome: Result<(), String>, exit: &Exit) {
+        if let Err(why) = outcome {
+            self.report(exit, SupervisorAction::GaveUp);
+            panic!("smarm: dynamic supervisor {} gave up: {why}", self.me);
+        }
+    }
+
+    /// The next delayed restart's due time, for introspection.
+    fn publish_waiting(&self) {
+        publish_next_restart(self.me, self.waiting.values().map(|w| w.at).min());
+    }
+
     /// Report `action` on the child `exit` is from. Its children share
     /// one template: the child is named by it.
-    fn report(&self, me: Pid, exit: &Exit, action: SupervisorAction) {
+    fn report(&self, exit: &Exit, action: SupervisorAction) {
         let child = "dynamic child".to_string();
-        report_child(me, child, exit, self.restarts.len(), action);
+        report_child(self.me, child, exit, self.restarts.len(), action);
     }
 
     fn terminate_child(&mut self, pid: Pid) -> bool {

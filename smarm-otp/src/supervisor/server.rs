@@ -74,7 +74,7 @@ pub(super) struct Supervisor {
     drain: Option<Reply<Response>>,
     next_serial: u64,
     /// The jitter's random state (xorshift).
-    rng: u64,
+    jitter: Jitter,
 }
 
 /// What a [`SupervisorRef`](super::SupervisorRef) asks (a call).
@@ -114,7 +114,7 @@ impl GenServer for Supervisor {
             restarts: RestartLog::default(),
             drain: None,
             next_serial: 0,
-            rng: seed(ctx.me().pid()),
+            jitter: Jitter::new(ctx.me().pid()),
         };
         for spec in specs {
             if let Err(e) = sup.add(spec) {
@@ -264,7 +264,7 @@ impl Supervisor {
     /// If child `i` backs off: stop the children restarted with it (by
     /// the strategy) now, arm its restart timer, and return the delay.
     fn delay(&mut self, i: usize, exit: &Exit, ctx: &Ctx<Self>) -> Option<Duration> {
-        let unit = self.next_unit();
+        let unit = self.jitter.next_unit();
         let child = self.children[i].as_mut()?;
         let backoff = child.spec.backoff?;
         if child
@@ -311,16 +311,6 @@ impl Supervisor {
         }
     }
 
-    /// The next jitter draw, in [0, 1).
-    fn next_unit(&mut self) -> f64 {
-        let mut x = self.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng = x;
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     /// Call off every delayed restart (the supervisor is stopping).
     fn cancel_pending(&mut self) {
         for child in self.children.iter_mut().flatten() {
@@ -339,14 +329,7 @@ impl Supervisor {
             .flatten()
             .filter_map(|c| c.pending.as_ref().map(|p| p.at))
             .min();
-        let me = self.me;
-        with_counts(|counts| match (counts.get_mut(&me), next) {
-            (Some(entry), next) => entry.1 = next,
-            (None, Some(next)) => {
-                counts.insert(me, (0, Some(next)));
-            }
-            (None, None) => {}
-        });
+        publish_next_restart(self.me, next);
     }
 
     /// Report `action` on child `i` after `exit`.
@@ -606,6 +589,18 @@ pub(crate) fn next_restart_of(pid: Pid) -> Option<Duration> {
         .map(|at| at.saturating_duration_since(Instant::now()))
 }
 
+/// Supervisor `me`'s next delayed restart is due at `next` (or none is
+/// waiting): for introspection (`ActorInfo::next_restart`).
+pub(super) fn publish_next_restart(me: Pid, next: Option<Instant>) {
+    with_counts(|counts| match (counts.get_mut(&me), next) {
+        (Some(entry), next) => entry.1 = next,
+        (None, Some(next)) => {
+            counts.insert(me, (0, Some(next)));
+        }
+        (None, None) => {}
+    });
+}
+
 /// A supervisor starts: make its restarts visible to introspection, and
 /// forget them when it exits.
 pub(super) fn track_restarts(me: Pid) {
@@ -615,12 +610,27 @@ pub(super) fn track_restarts(me: Pid) {
     });
 }
 
-/// A jitter seed for supervisor `me`: its pid and the clock.
-fn seed(me: Pid) -> u64 {
-    let clock = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    (clock ^ (u64::from(me.index()) << 32 | u64::from(me.generation()))) | 1
+/// The draws that spread backoff delays (shared by the static and the
+/// dynamic supervisor): xorshift, seeded by the clock and the pid.
+pub(super) struct Jitter(u64);
+
+impl Jitter {
+    pub(super) fn new(me: Pid) -> Jitter {
+        let clock = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Jitter((clock ^ (u64::from(me.index()) << 32 | u64::from(me.generation()))) | 1)
+    }
+
+    /// The next draw, in [0, 1).
+    pub(super) fn next_unit(&mut self) -> f64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
 
 /// Whether an exit is a failure (a transient child restarts after one):
