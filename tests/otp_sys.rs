@@ -202,6 +202,13 @@ fn trace_prints_each_handled_event() {
             server.cast(7).unwrap();
             server.call(()).unwrap();
             eprintln!("pid {}", server.pid());
+            // A typed actor's own loop: its events named by variant.
+            let tally = actor::spawn(Total(0));
+            sys::trace(&tally, true).unwrap();
+            tally.add(1).unwrap();
+            tally.get().unwrap();
+            eprintln!("tally {}", tally.erase());
+            smarm::request_stop(tally);
         });
         return;
     }
@@ -213,6 +220,18 @@ fn trace_prints_each_handled_event() {
         .expect("the child printed its server's pid");
     assert!(err.contains(&format!("*DBG* {pid} got cast u64")), "{err}");
     assert!(err.contains(&format!("*DBG* {pid} got call ()")), "{err}");
+    let tally = err
+        .lines()
+        .find_map(|l| l.strip_prefix("tally "))
+        .expect("the child printed its typed actor's pid");
+    assert!(
+        err.contains(&format!("*DBG* {tally} got cast Add")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("*DBG* {tally} got call Get")),
+        "{err}"
+    );
 }
 
 /// A two-state machine for sys.
