@@ -559,3 +559,27 @@ fn a_typed_actor_is_forgotten_by_sys_when_it_ends() {
         }
     });
 }
+
+#[test]
+fn a_typed_actor_run_as_a_gen_server_shows_its_handler_to_sys() {
+    run_with(2, || {
+        let served = gen_server::start::<actor::Served<Tally, Total>>(Total(0)).unwrap();
+        sys::log(&served, Log::On(10)).unwrap();
+        served.add(2).unwrap();
+        assert_eq!(served.get(), Ok(2));
+        // Its messages as the typed loop shows them, its handler's status
+        // and state.
+        let events = sys::log(&served, Log::Get).unwrap();
+        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.message)).collect();
+        assert_eq!(kinds, [("cast", "Add"), ("call", "Get")]);
+        let status = sys::get_status(&served).unwrap();
+        assert_eq!(
+            (status.behaviour, status.state.as_str()),
+            ("gen_server", "total 2")
+        );
+        assert_eq!(sys::get_state_of::<Total>(&served), Ok(Total(2)));
+        sys::replace_state_of::<Total>(&served, |t| t.0 = 9).unwrap();
+        assert_eq!(served.get(), Ok(9));
+        served.shutdown().unwrap();
+    });
+}

@@ -196,6 +196,11 @@ pub(crate) struct About {
     pub(crate) mailbox_len: usize,
 }
 
+/// A state as [`get_state_of`] reaches it: itself, by its own type.
+pub(crate) fn itself<S: 'static>(state: &mut S) -> (&mut dyn Any, &'static str) {
+    (state, std::any::type_name::<S>())
+}
+
 /// A behaviour's debug options and suspension: what its loop keeps for
 /// sys.
 #[derive(Default)]
@@ -253,14 +258,16 @@ impl Debug {
         self.attention = self.on || self.suspended;
     }
 
-    /// Handle a system request on the process whose state (as
-    /// [`get_state_of`] reaches it) is `state`; `about` builds the status,
-    /// if asked.
+    /// Handle a system request on the process whose state is `state`:
+    /// `by_type` gives what [`get_state_of`] reaches of it (the state
+    /// itself, [`itself`], or a part) and that type's name; `about` builds
+    /// the status, if asked.
     #[cold]
-    pub(crate) fn handle<S: 'static>(
+    pub(crate) fn handle<S>(
         &mut self,
         request: Request,
         state: &mut S,
+        by_type: impl FnOnce(&mut S) -> (&mut dyn Any, &'static str),
         about: impl FnOnce(&S) -> About,
     ) {
         match request {
@@ -272,7 +279,10 @@ impl Debug {
                 self.suspended = false;
                 let _ = reply.reply(());
             }
-            Request::State(f) => f(state, std::any::type_name::<S>()),
+            Request::State(f) => {
+                let (reached, type_name) = by_type(state);
+                f(reached, type_name)
+            }
             Request::Status(reply) => {
                 let about = about(state);
                 let _ = reply.reply(Status {
@@ -529,9 +539,9 @@ pub enum StateError {
 }
 
 /// A copy of the state of a process known by pid or any address, asked
-/// for by its type `S`: a typed actor's handler, a gen_server's `G`, a
-/// gen_statem's data (its state is in [`get_status`]). Works on a
-/// suspended process too.
+/// for by its type `S`: a typed actor's handler (however it runs, as a
+/// `Served` gen_server too), a gen_server's `G`, a gen_statem's data
+/// (its state is in [`get_status`]). Works on a suspended process too.
 ///
 /// ```
 /// use smarm::actor::{self, Handler};

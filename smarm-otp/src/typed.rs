@@ -234,13 +234,13 @@ fn interrupted<M: Actor, H: Handler<M>>(
     handle: &mut dyn FnMut(&mut H, M) -> Flow,
 ) -> Option<StopReason> {
     for request in lane.take(inbox.interrupts_seen()) {
-        let queued = inbox.len() + held.len();
-        debug.handle(request, state, |state: &H| About {
+        let kept = held.len();
+        debug.handle(request, state, crate::sys::itself, |state: &H| About {
             pid: smarm_core::self_pid(),
             behaviour: "actor",
             module: std::any::type_name::<H>(),
             state: state.format_status(),
-            mailbox_len: queued,
+            mailbox_len: inbox.len() + kept,
         });
     }
     while !debug.suspended
@@ -279,18 +279,26 @@ fn hold<M>(held: &mut VecDeque<M>, msg: M) {
 /// Note a handled message for `sys` (only while a debug option is on).
 #[cold]
 fn note_event<M: Actor>(debug: &mut Debug, msg: &M) {
-    let variant = msg.variant();
+    let (kind, message) = sys_event(msg);
     debug.event(SysEvent {
         pid: smarm_core::self_pid(),
         at: std::time::SystemTime::now(),
-        kind: if msg.is_call() { "call" } else { "cast" },
-        message: if variant.is_empty() {
-            std::any::type_name::<M>()
-        } else {
-            variant
-        },
+        kind,
+        message,
         state: None,
     });
+}
+
+/// A typed actor's message as `sys`'s events show it, however the actor
+/// runs: `call` (it carries a `Reply`) or `cast`, named by its variant.
+fn sys_event<M: Actor>(msg: &M) -> (&'static str, &'static str) {
+    let variant = msg.variant();
+    let kind = if msg.is_call() { "call" } else { "cast" };
+    if variant.is_empty() {
+        (kind, std::any::type_name::<M>())
+    } else {
+        (kind, variant)
+    }
 }
 
 /// A typed actor's `sys` requests, kept beside its mailbox (its message
@@ -491,6 +499,18 @@ impl<M: Actor, H: Handler<M>> GenServer for Served<M, H> {
 
     fn terminate(&mut self, reason: &StopReason, _ctx: &mut Ctx<Self>) {
         self.state.terminate(reason);
+    }
+
+    fn format_status(&self) -> String {
+        self.state.format_status()
+    }
+
+    fn sys_state(&mut self) -> (&mut dyn std::any::Any, &'static str) {
+        crate::sys::itself(&mut self.state)
+    }
+
+    fn sys_cast_event(msg: &M) -> (&'static str, &'static str) {
+        sys_event(msg)
     }
 }
 

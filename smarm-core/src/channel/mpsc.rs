@@ -683,6 +683,9 @@ impl<T> Receiver<T> {
     ///
     /// As [`recv`](Self::recv).
     pub fn recv_or_interrupt(&self) -> Result<Option<T>, RecvError> {
+        // `take_one` open-coded: the interrupt check goes between the swap
+        // and the pop (through a `take_one`-like helper, the typed call
+        // loop measured 8 instructions a call more).
         loop {
             let wait = {
                 let mut taken = self.taken();

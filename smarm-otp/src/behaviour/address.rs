@@ -88,6 +88,12 @@ impl<E: Send + 'static> Address<E> {
         self.inbox.send_as(what, msg).map_err(|e| e.0)
     }
 
+    /// [`deliver`](Self::deliver) from async code: on a full bounded
+    /// mailbox the future waits for room without blocking its thread.
+    pub(crate) async fn deliver_async(&self, msg: E) -> Result<(), E> {
+        self.inbox.send_async(msg).await.map_err(|e| e.0)
+    }
+
     /// Deliver a message core hands over from a callback (an exit, a
     /// `Down`, a timer's wake): never waits, past a bounded mailbox's
     /// capacity if need be, as Erlang never drops a signal.

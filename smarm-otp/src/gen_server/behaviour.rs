@@ -77,6 +77,23 @@ pub trait GenServer: Send + Sized + 'static {
     /// The behaviour's name in [`sys::Status`](crate::sys::Status).
     #[doc(hidden)]
     const BEHAVIOUR: &'static str = "gen_server";
+
+    /// What [`sys::get_state_of`](crate::sys::get_state_of) reaches of
+    /// the server, and that type's name: the server itself (a typed actor
+    /// run as a gen_server, `Served`, gives its handler).
+    #[doc(hidden)]
+    fn sys_state(&mut self) -> (&mut dyn std::any::Any, &'static str) {
+        crate::sys::itself(self)
+    }
+
+    /// How a cast shows in [`sys`](crate::sys)'s events: its kind and
+    /// message (`Served` shows a typed actor's message as the typed loop
+    /// does).
+    #[doc(hidden)]
+    fn sys_cast_event(msg: &Self::Cast) -> (&'static str, &'static str) {
+        let _ = msg;
+        ("cast", std::any::type_name::<Self::Cast>())
+    }
 }
 
 /// What a callback tells the server loop.

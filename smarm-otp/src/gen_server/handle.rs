@@ -256,12 +256,10 @@ impl<G: GenServer> GenServerRef<G> {
         msg: G::Cast,
     ) -> impl std::future::Future<Output = Result<(), CastError<G::Cast>>> + Send + '_ {
         async move {
-            match self.addr.inbox.send_async(Envelope(Msg::Cast(msg))).await {
+            match self.addr.deliver_async(Envelope(Msg::Cast(msg))).await {
                 Ok(()) => Ok(()),
-                Err(e) => match e.0.0 {
-                    Msg::Cast(msg) => Err(CastError(msg)),
-                    _ => unreachable!("a failed send hands back the message sent"),
-                },
+                Err(Envelope(Msg::Cast(msg))) => Err(CastError(msg)),
+                Err(_) => unreachable!("a failed send hands back the message sent"),
             }
         }
     }

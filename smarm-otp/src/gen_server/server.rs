@@ -439,7 +439,7 @@ fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: &Msg<G>) {
     use std::any::type_name;
     let (kind, message) = match msg {
         Msg::Call(..) => ("call", type_name::<G::Call>()),
-        Msg::Cast(_) => ("cast", type_name::<G::Cast>()),
+        Msg::Cast(msg) => G::sys_cast_event(msg),
         Msg::Info(_) => ("info", type_name::<G::Info>()),
         Msg::Exit(_) => ("exit", "smarm::Exit"),
         Msg::Down(_) => ("down", "smarm::Down"),
@@ -486,7 +486,7 @@ fn answer_system<G: GenServer>(serving: &mut Serving<G>, request: crate::sys::Re
         state: state.format_status(),
         mailbox_len: ctx.me.mailbox_len(),
     };
-    debug.handle(request, state, about);
+    debug.handle(request, state, G::sys_state, about);
 }
 
 /// The server is suspended: answer only system messages (and a shutdown),

@@ -191,12 +191,10 @@ impl<M: GenStatem> StatemRef<M> {
     ) -> impl std::future::Future<Output = Result<(), CastError<M::Cast>>> + Send + '_ {
         async move {
             let event = Envelope(Msg::Event(Event::Cast(msg)));
-            match self.addr.inbox.send_async(event).await {
+            match self.addr.deliver_async(event).await {
                 Ok(()) => Ok(()),
-                Err(e) => match e.0.0 {
-                    Msg::Event(Event::Cast(msg)) => Err(CastError(msg)),
-                    _ => unreachable!("a failed send hands back the message sent"),
-                },
+                Err(Envelope(Msg::Event(Event::Cast(msg)))) => Err(CastError(msg)),
+                Err(_) => unreachable!("a failed send hands back the message sent"),
             }
         }
     }

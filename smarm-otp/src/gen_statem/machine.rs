@@ -347,7 +347,8 @@ impl<M: GenStatem> Machine<M> {
                     mailbox_len: me.mailbox_len(),
                 };
                 // By type, a state machine's state is its data.
-                self.debug.handle(*request, &mut self.data, about);
+                let by_type = crate::sys::itself::<M>;
+                self.debug.handle(*request, &mut self.data, by_type, about);
                 Ok(None)
             }
         }
