@@ -38,8 +38,9 @@ pub use smarm_core::{
     actor_info, heap_accounting, snapshot, tree, tree_from,
 };
 pub use smarm_core::{
-    Addressable, Down, DownReason, Exit, ExitReason, Killed, Monitor, MonitorId, MonitorRef,
-    demonitor, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
+    Addressable, Down, DownReason, Ended, Exit, ExitReason, ExitSignal, Monitor, MonitorId,
+    MonitorRef, demonitor, exit, link, monitor, monitor_with, spawn_link, trap_exit,
+    trap_exit_with, unlink,
 };
 pub use smarm_core::{
     BoundedReceiver, Builder, JoinError, JoinHandle, JoinTimeoutError, LockTimeout, Mutex,

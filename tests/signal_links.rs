@@ -3,7 +3,7 @@
 
 mod support;
 
-use smarm::{DownReason, Killed, channel, demonitor, link, monitor, spawn_link, trap_exit};
+use smarm::{DownReason, Ended, channel, demonitor, link, monitor, spawn_link, trap_exit};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -146,12 +146,12 @@ fn a_chain_of_1000_linked_actors_all_stop_when_one_panics_and_a_trapper_survives
                 let e = r.as_ref().unwrap_err();
                 let killed = e
                     .payload
-                    .downcast_ref::<Killed>()
+                    .downcast_ref::<Ended>()
                     .unwrap_or_else(|| panic!("actor {i} not killed"));
-                assert!(matches!(killed.reason, DownReason::Killed { .. }));
+                assert!(matches!(killed.reason, DownReason::Linked { .. }));
             }
             let exit = trapped_rx.recv().unwrap();
-            assert!(matches!(exit.reason, DownReason::Killed { .. }), "{exit:?}");
+            assert!(matches!(exit.reason, DownReason::Linked { .. }), "{exit:?}");
         });
     }
 }
@@ -192,7 +192,7 @@ fn linking_to_a_dead_pid_delivers_noproc_at_once() {
         });
         let err = plain.join().unwrap_err();
         assert_eq!(
-            err.payload.downcast_ref::<Killed>().unwrap().reason,
+            err.payload.downcast_ref::<Ended>().unwrap().reason,
             DownReason::NoProc
         );
     });

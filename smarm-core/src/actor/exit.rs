@@ -67,7 +67,7 @@ fn outcome_of(
             Outcome::Ended(DownReason::HeapLimit)
         }
         Err(payload) => match payload.downcast::<super::ExitWith>() {
-            Ok(exit) => Outcome::Ended(DownReason::Custom(exit.0)),
+            Ok(exit) => Outcome::Ended(exit.0),
             Err(payload) => Outcome::Panic(payload),
         },
     };

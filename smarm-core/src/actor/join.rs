@@ -385,7 +385,7 @@ impl<T> Drop for JoinHandle<T> {
 
 fn to_result<T: 'static>(outcome: Outcome) -> Result<T, JoinError> {
     let ended = |reason| JoinError {
-        payload: Box::new(crate::signal::Killed { reason }),
+        payload: Box::new(crate::signal::Ended { reason }),
     };
     match outcome {
         // A hibernated actor's value is its continuation's, whose type the

@@ -9,7 +9,7 @@ use thiserror::Error;
 /// is exactly what the panic carried, as with
 /// [`std::thread::JoinHandle::join`]; for any other end (killed by a link,
 /// a stack overflow, [`exit_with`](crate::exit_with)) it is a
-/// [`Killed`](crate::Killed) naming the [`reason`](JoinError::reason).
+/// [`Ended`](crate::Ended) naming the [`reason`](JoinError::reason).
 ///
 /// ```
 /// smarm::run(|| {
@@ -39,7 +39,7 @@ impl JoinError {
     /// });
     /// ```
     pub fn reason(&self) -> crate::DownReason {
-        match self.payload.downcast_ref::<crate::signal::Killed>() {
+        match self.payload.downcast_ref::<crate::signal::Ended>() {
             Some(k) => k.reason.clone(),
             None => crate::DownReason::Panic,
         }
@@ -48,7 +48,7 @@ impl JoinError {
 
 /// "the actor panicked: <message>", or what ended it.
 fn describe(payload: &(dyn Any + Send)) -> String {
-    match payload.downcast_ref::<crate::signal::Killed>() {
+    match payload.downcast_ref::<crate::signal::Ended>() {
         Some(k) => k.to_string(),
         None => format!("the actor panicked: {}", panic_message(payload)),
     }
@@ -68,7 +68,7 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
         s.clone()
-    } else if let Some(k) = payload.downcast_ref::<crate::signal::Killed>() {
+    } else if let Some(k) = payload.downcast_ref::<crate::signal::Ended>() {
         k.to_string()
     } else {
         "<non-string panic payload>".to_string()

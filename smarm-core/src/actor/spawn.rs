@@ -6,7 +6,7 @@ use super::{JoinHandle, SpawnError};
 use crate::loom::Ordering;
 use crate::scheduler::Shared;
 use crate::scheduler::{self, with_current_actor};
-use crate::slot::ExitReason;
+use crate::slot::DownReason;
 use crate::slot::table::Entry;
 use crate::slot::table::entry;
 use crate::slot::{Pid, Slot};
@@ -245,12 +245,17 @@ pub fn request_stop_all() {
 }
 
 /// The unwind payload of [`exit_with`].
-pub(crate) struct ExitWith(pub(crate) ExitReason);
+pub(crate) struct ExitWith(pub(crate) DownReason);
 
 /// End the calling actor with `reason`, as Erlang's `exit(Reason)` does:
 /// it unwinds from here, running its destructors, and its monitors, links
-/// and joiner see [`DownReason::Custom`](crate::DownReason::Custom). The
-/// exit is abnormal: linked actors that do not trap exits are stopped.
+/// and joiner see `reason`: text (a `&str`, a `String`, an
+/// [`ExitReason`](crate::ExitReason)) is a [`DownReason::Custom`](crate::DownReason::Custom)
+/// reason, and any `DownReason` is taken as it is
+/// (`exit_with(DownReason::Shutdown)` is Erlang's `exit(shutdown)`). Every
+/// reason but [`DownReason::Exit`](crate::DownReason::Exit) is abnormal:
+/// linked actors that do not trap exits are stopped. Its joiner gets an
+/// error naming the reason, whichever it is.
 ///
 /// ```
 /// use smarm::{DownReason, ExitReason};
@@ -269,7 +274,7 @@ pub(crate) struct ExitWith(pub(crate) ExitReason);
 ///
 /// Outside an actor. Like `panic!`, it must not be called by a destructor
 /// while the actor is already unwinding (the process would abort).
-pub fn exit_with(reason: impl Into<ExitReason>) -> ! {
+pub fn exit_with(reason: impl Into<DownReason>) -> ! {
     with_current_actor("exit_with", |_, _| ());
     std::panic::resume_unwind(Box::new(ExitWith(reason.into())))
 }

@@ -94,6 +94,31 @@ impl RuntimeHandle {
         }
     }
 
+    /// Send the exit signal `signal` to `pid` from any thread, as
+    /// [`exit`](crate::exit) does from an actor. A trapping target's
+    /// [`Exit`](crate::Exit) names the target itself as `from`: the signal
+    /// comes from no actor.
+    ///
+    /// ```
+    /// use smarm::{DownReason, ExitSignal};
+    ///
+    /// let runtime = smarm::runtime::init(smarm::runtime::Config::default());
+    /// let handle = runtime.handle();
+    /// let reason = runtime.run(move || {
+    ///     let (_, m) = smarm::Builder::new()
+    ///         .spawn_monitor(|| smarm::sleep(std::time::Duration::from_secs(60)))
+    ///         .unwrap();
+    ///     let target = m.target;
+    ///     std::thread::spawn(move || handle.exit(target, ExitSignal::Kill));
+    ///     m.rx.recv().unwrap().reason
+    /// });
+    /// assert_eq!(reason, DownReason::Killed);
+    /// ```
+    pub fn exit<A>(&self, pid: crate::Pid<A>, signal: crate::ExitSignal) {
+        let pid = pid.erase();
+        crate::signal::send_exit_signal(&self.shared, None, pid, signal);
+    }
+
     /// Whether `pid` names a live actor of this runtime.
     pub fn is_alive<A>(&self, pid: crate::Pid<A>) -> bool {
         crate::actor::alive_in(&self.shared, pid.erase())

@@ -4,7 +4,7 @@
 use crate::actor::{Outcome, SpawnOpts, spawn_in};
 use crate::config::{Config, ConfigError};
 use crate::scheduler::Shared;
-use crate::slot::Pid;
+use crate::slot::{DownReason, Pid};
 use std::sync::Arc;
 
 /// A configured runtime: call [`run`](Runtime::run) to start it.
@@ -238,9 +238,7 @@ impl Runtime {
         }
         match root.take_outcome_now() {
             Some(Outcome::Panic(payload)) => std::panic::resume_unwind(payload),
-            Some(Outcome::Ended(reason)) => {
-                std::panic::resume_unwind(Box::new(crate::signal::Killed { reason }))
-            }
+            Some(Outcome::Ended(reason)) => panic!("{}", root_ended(&reason)),
             Some(Outcome::Exit(_) | Outcome::Stopped) | None => {}
         }
     }
@@ -249,6 +247,29 @@ impl Runtime {
     pub fn root(&self) -> Option<Pid> {
         self.shared.root()
     }
+}
+
+/// What `run` says of a root that ended for `reason` instead of
+/// returning: which actor ended it, by its registered names, and why.
+fn root_ended(reason: &DownReason) -> String {
+    let mut text = String::from("smarm::run: the root actor ");
+    match reason {
+        DownReason::Linked { by, reason } => {
+            let names = crate::actor::extras::names_of(*by);
+            let named = match names.as_slice() {
+                [] => String::new(),
+                names => format!(" ({})", names.join(", ")),
+            };
+            text.push_str(&format!(
+                "was stopped by the exit of linked actor {by}{named}, which {reason}"
+            ));
+            text.push_str(
+                "; a root that should outlive what it links to traps exits (smarm::trap_exit)",
+            );
+        }
+        other => text.push_str(&other.to_string()),
+    }
+    text
 }
 
 type Thread = std::thread::JoinHandle<()>;

@@ -20,15 +20,15 @@ pub struct Exit {
 }
 
 /// The `JoinError` payload of an actor that neither returned nor panicked
-/// nor was stopped: killed by a linked actor's exit, overflowed its stack,
-/// crossed its heap limit, or ended with a reason of its own
-/// ([`exit_with`](crate::exit_with)).
+/// nor was stopped: stopped by a linked actor's exit or an exit signal,
+/// overflowed its stack, crossed its heap limit, or ended with a reason of
+/// its own ([`exit_with`](crate::exit_with)).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("the actor {reason}")]
-pub struct Killed {
-    /// Why it ended ([`DownReason::Killed`], `NoProc` for a link to an
-    /// actor that was already gone, `StackOverflow`, `HeapLimit`, or
-    /// `Custom`).
+pub struct Ended {
+    /// Why it ended ([`DownReason::Linked`], `NoProc` for a link to an
+    /// actor that was already gone, `Killed`, `Shutdown`, `StackOverflow`,
+    /// `HeapLimit`, or `Custom`).
     pub reason: DownReason,
 }
 
@@ -102,7 +102,7 @@ pub fn unlink<A>(target: Pid<A>) {
 ///         smarm::sleep(std::time::Duration::from_secs(60)); // stopped by the link
 ///     });
 ///     let err = parent.join().unwrap_err();
-///     assert!(err.to_string().contains("killed by the exit of linked actor"));
+///     assert!(err.to_string().contains("stopped by the exit of linked actor"));
 /// });
 /// ```
 ///
@@ -228,7 +228,10 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
                 sig.kill_reason = Some(if reason == DownReason::NoProc {
                     DownReason::NoProc
                 } else {
-                    DownReason::Killed { by: from }
+                    DownReason::Linked {
+                        by: from,
+                        reason: Box::new(reason.clone()),
+                    }
                 });
             }
             Action::Stop

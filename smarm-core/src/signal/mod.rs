@@ -16,9 +16,14 @@
 //! An exit is delivered to each linked actor: one that traps exits gets an
 //! [`Exit`] message through its trapping sink; one that does not is stopped
 //! (a cooperative unwind, like `request_stop`) if the exit was abnormal,
-//! and its own exit then carries [`DownReason::Killed`]. A normal exit
-//! reaches only trapping actors. Linking to a pid that is already gone
-//! delivers a `NoProc` exit at once.
+//! and its own exit then carries [`DownReason::Linked`], naming the linked
+//! actor and its reason. A normal exit reaches only trapping actors.
+//! Linking to a pid that is already gone delivers a `NoProc` exit at once.
+//!
+//! An exit signal ([`exit`], Erlang's `exit(Pid, Reason)`) needs no link:
+//! it is delivered by the same rules, with the signal's own reason, and a
+//! `kill` stops even a trapping actor (which then ends with
+//! [`DownReason::Killed`]).
 //!
 //! # Invariants
 //!
@@ -30,13 +35,16 @@
 //! - (I3) Messages are sent, sinks called, and `Sender`s dropped, outside
 //!   every cold lock.
 
+mod exit;
 mod link;
 mod monitor;
 mod on_exit;
 mod record;
 
 pub use crate::slot::DownReason;
-pub use link::{Exit, Killed, link, spawn_link, trap_exit, trap_exit_with, unlink};
+pub(crate) use exit::send_exit_signal;
+pub use exit::{ExitSignal, exit, exit_from_node};
+pub use link::{Ended, Exit, link, spawn_link, trap_exit, trap_exit_with, unlink};
 pub(crate) use monitor::prearranged as prearranged_monitor;
 pub use monitor::{Down, Monitor, MonitorId, MonitorRef, demonitor, monitor, monitor_with};
 pub use on_exit::on_exit;

@@ -14,8 +14,8 @@ pub(crate) enum Outcome {
     Panic(Box<dyn Any + Send>),
     /// It unwound because of [`request_stop`](crate::request_stop).
     Stopped,
-    /// It ended for another reason: an exit signal from a linked actor, a
-    /// stack overflow, or a reason of its own
+    /// It ended for another reason: a linked actor's exit, an exit signal,
+    /// a stack overflow, or a reason of its own
     /// ([`exit_with`](crate::exit_with)).
     Ended(DownReason),
 }
@@ -52,11 +52,26 @@ pub enum DownReason {
     /// It did not exist (already finished, or never did) when the monitor
     /// or link was set up.
     NoProc,
-    /// It was stopped by the abnormal exit of the linked actor `by`.
-    Killed {
+    /// It was stopped by the abnormal exit of the linked actor `by`,
+    /// which ended for `reason` (Erlang's exit with the linked process's
+    /// reason; kept apart from [`Killed`](DownReason::Killed) so that a
+    /// crash spreading through links and a deliberate kill read
+    /// differently).
+    Linked {
         /// The linked actor whose exit stopped it.
         by: Pid,
+        /// Why `by` ended.
+        reason: Box<DownReason>,
     },
+    /// It was ended by a [`kill`](crate::ExitSignal::Kill) exit signal,
+    /// which no actor can trap (Erlang's `killed`).
+    Killed,
+    /// It was shut down: by a [`shutdown`](crate::ExitSignal::Shutdown)
+    /// exit signal, or it ended itself so, as a supervisor that gives up
+    /// does (Erlang's `shutdown`). Abnormal for links, but not a failure
+    /// for a supervisor: a transient child that shuts down is not
+    /// restarted, and no crash report is made.
+    Shutdown,
     /// It overflowed its stack. The process aborts instead where the
     /// overflow could not be contained (see the guide's chapter on
     /// failures).
@@ -105,6 +120,27 @@ impl std::fmt::Debug for ExitReason {
     }
 }
 
+impl From<ExitReason> for DownReason {
+    /// A reason of the program's own: [`DownReason::Custom`].
+    fn from(reason: ExitReason) -> Self {
+        DownReason::Custom(reason)
+    }
+}
+
+impl From<&str> for DownReason {
+    /// A reason of the program's own: [`DownReason::Custom`].
+    fn from(text: &str) -> Self {
+        DownReason::Custom(ExitReason::new(text))
+    }
+}
+
+impl From<String> for DownReason {
+    /// A reason of the program's own: [`DownReason::Custom`].
+    fn from(text: String) -> Self {
+        DownReason::Custom(ExitReason::new(text))
+    }
+}
+
 impl std::fmt::Display for ExitReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -126,6 +162,16 @@ impl DownReason {
     pub fn is_abnormal(&self) -> bool {
         *self != DownReason::Exit
     }
+
+    /// The reason at the end of a chain of link exits: for
+    /// [`Linked`](DownReason::Linked), the reason of the actor whose exit
+    /// started the chain; any other reason is its own root.
+    pub fn root_cause(&self) -> &DownReason {
+        match self {
+            DownReason::Linked { reason, .. } => reason.root_cause(),
+            other => other,
+        }
+    }
 }
 
 impl std::fmt::Display for DownReason {
@@ -135,7 +181,14 @@ impl std::fmt::Display for DownReason {
             DownReason::Panic => write!(f, "panicked"),
             DownReason::Stopped => write!(f, "was stopped"),
             DownReason::NoProc => write!(f, "did not exist"),
-            DownReason::Killed { by } => write!(f, "was killed by the exit of linked actor {by}"),
+            DownReason::Linked { by, reason } => {
+                write!(
+                    f,
+                    "was stopped by the exit of linked actor {by}, which {reason}"
+                )
+            }
+            DownReason::Killed => write!(f, "was killed (an untrappable kill signal)"),
+            DownReason::Shutdown => write!(f, "shut down"),
             DownReason::StackOverflow => write!(f, "overflowed its stack"),
             DownReason::HeapLimit => write!(f, "exceeded its heap limit"),
             DownReason::Custom(reason) => write!(f, "exited: {reason}"),

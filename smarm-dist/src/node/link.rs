@@ -4,13 +4,21 @@
 //! Each link has a proxy actor on this node, linked (smarm's own link) to
 //! the smarm actor and trapping exits. When the actor ends, the proxy
 //! sends EXIT with the actor's reason as a term (`normal`, `panic`,
-//! `shutdown` for a stop, `killed`, or the text of an `exit_with`). When
+//! `shutdown` for a stop or a shutdown, `killed`, the reason of the linked
+//! actor whose exit stopped it, or the text of an `exit_with`). When
 //! the remote process ends (EXIT), or its node goes away
 //! (`noconnection`), the proxy ends with that reason: `normal` reaches the
 //! actor only if it traps exits, anything else stops it or, if it traps
 //! exits, arrives as an [`Exit`](smarm_core::Exit) whose reason is
-//! `Custom` with the remote reason's text. So a supervisor supervises
-//! through such a link as through a local one.
+//! `Shutdown`, `Killed`, `NoProc`, or `Custom` with the remote reason's
+//! text. So a supervisor supervises through such a link as through a
+//! local one.
+//!
+//! An exit signal from another node (`exit(Pid, Reason)`, EXIT2) follows
+//! [`ExitSignal`](smarm_core::ExitSignal)'s rules for the actor that owns
+//! the pid: `normal` is ignored unless it traps exits, `kill` ends it in
+//! any case, and any other reason ends it with that reason; a trapping
+//! owner gets `{'EXIT', From, Reason}` in the pid's mailbox.
 //!
 //! Invariants:
 //! - (L1) A link is in the table from before its LINK is sent (or its
@@ -74,14 +82,17 @@ pub(super) fn node_down(s: &mut State, peer: &str) {
     }
 }
 
-/// A smarm actor's end, as an exit reason term.
+/// A smarm actor's end, as an exit reason term. An actor stopped by a
+/// linked actor's exit ends, as an Erlang process does, with that actor's
+/// reason.
 pub(super) fn reason_term(reason: &DownReason) -> Term {
     match reason {
         DownReason::Exit => atom("normal"),
         DownReason::Panic => atom("panic"),
-        DownReason::Stopped => atom("shutdown"),
+        DownReason::Stopped | DownReason::Shutdown => atom("shutdown"),
         DownReason::NoProc => atom("noproc"),
-        DownReason::Killed { .. } => atom("killed"),
+        DownReason::Linked { reason, .. } => reason_term(reason),
+        DownReason::Killed => atom("killed"),
         DownReason::StackOverflow => atom("stack_overflow"),
         DownReason::HeapLimit => atom("heap_limit"),
         DownReason::Custom(r) => atom(r.as_str()),
@@ -89,12 +100,34 @@ pub(super) fn reason_term(reason: &DownReason) -> Term {
     }
 }
 
-/// A remote exit reason as the text of a smarm `ExitReason`: an atom is
-/// its name (`boom`), any other term its Erlang form.
-fn reason_text(reason: &Term) -> String {
+/// A remote exit reason as a smarm one: `normal`, `shutdown`, `killed`
+/// and `noproc` as their `DownReason`s, any other as `Custom` with its text
+/// (an atom's name, `boom`, or another term's Erlang form).
+fn down_reason(reason: &Term) -> DownReason {
     match reason {
-        Term::Atom(Atom { name }) => name.clone(),
-        other => crate::term::display(other).to_string(),
+        Term::Atom(Atom { name }) => match name.as_str() {
+            "normal" => DownReason::Exit,
+            "shutdown" => DownReason::Shutdown,
+            "killed" => DownReason::Killed,
+            "noproc" => DownReason::NoProc,
+            other => DownReason::from(other),
+        },
+        other => DownReason::from(crate::term::display(other).to_string()),
+    }
+}
+
+/// A remote `exit(Pid, Reason)` (EXIT2) as the exit signal it is: `kill`
+/// cannot be trapped; `normal`, `shutdown` and any other reason follow
+/// [`ExitSignal`](smarm_core::ExitSignal)'s rules.
+fn exit_signal(reason: &Term) -> smarm_core::ExitSignal {
+    match down_reason(reason) {
+        DownReason::Exit => smarm_core::ExitSignal::Normal,
+        DownReason::Shutdown => smarm_core::ExitSignal::Shutdown,
+        _ if matches!(reason, Term::Atom(Atom { name }) if name == "kill") => {
+            smarm_core::ExitSignal::Kill
+        }
+        DownReason::Custom(text) => smarm_core::ExitSignal::Reason(text),
+        other => smarm_core::ExitSignal::from(other.to_string()),
     }
 }
 
@@ -237,16 +270,31 @@ impl Node {
                 reason,
                 exit2: true,
             } => {
-                // exit/2 to a pid of ours: the mailbox gets {'EXIT', From,
-                // Reason}, as a process trapping exits would.
-                let term = crate::term::tuple(vec![atom("EXIT"), from.to_term(), reason]);
-                self.deliver(
-                    Control::Send {
-                        from: Some(from),
-                        to,
-                    },
-                    term,
-                );
+                // exit/2 to a pid of ours, by Erlang's rules: its owner
+                // ends with the reason (`normal` ignored, `kill` in any
+                // case), or, trapping exits, the mailbox gets
+                // {'EXIT', From, Reason}.
+                let owner = self
+                    .with_state(|s| s.procs.owners.get(&to.id()).copied())
+                    .flatten()
+                    .filter(|_| to.node() == self.name() && to.creation() == self.creation());
+                let Some(owner) = owner else {
+                    self.inner
+                        .stats
+                        .undeliverable
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return;
+                };
+                if smarm_core::signal::exit_from_node(owner, exit_signal(&reason)) {
+                    let term = crate::term::tuple(vec![atom("EXIT"), from.to_term(), reason]);
+                    self.deliver(
+                        Control::Send {
+                            from: Some(from),
+                            to,
+                        },
+                        term,
+                    );
+                }
             }
             Control::Unlink {
                 id,
@@ -314,7 +362,7 @@ impl Node {
                         if matches!(&reason, Term::Atom(Atom { name }) if name == "normal") {
                             return; // a normal end reaches only an actor that traps exits
                         }
-                        smarm_core::exit_with(reason_text(&reason));
+                        smarm_core::exit_with(down_reason(&reason));
                     }
                     Ok(LinkSignal::Unlink) | Err(_) => {
                         smarm_core::unlink(owner);
