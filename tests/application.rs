@@ -138,6 +138,24 @@ fn child(scenario: &str) -> ! {
                 std::io::stdout().flush().unwrap();
                 top
             }),
+        "gives_up_linked" => {
+            // The OTP idiom: the top supervisor linked to the root. As
+            // `main() -> AppExit` would, report the exit (one line on
+            // stderr) before exiting with its status.
+            let exit = app.run(|| {
+                supervisor::start_link(
+                    SupFlags::new(Strategy::OneForOne).intensity(2, Duration::from_secs(10)),
+                    vec![ChildSpec::actor("crasher", || panic!("crashes every time"))],
+                )
+            });
+            println!("returned {exit:?}");
+            std::io::stdout().flush().unwrap();
+            let code = exit.code();
+            let _ = std::process::Termination::report(exit);
+            println!("exit {code}");
+            std::io::stdout().flush().unwrap();
+            std::process::exit(i32::from(code));
+        }
         "start_fails" => app.run(|| Err(StartError::SupervisorDown)),
         other => panic!("unknown scenario {other}"),
     };
@@ -149,6 +167,16 @@ fn child(scenario: &str) -> ! {
 /// Run this binary as the child for `scenario`; `signal` is sent after
 /// it prints "ready". Returns its stdout lines and exit status.
 fn run_child(test: &str, scenario: &str, signal: Option<libc::c_int>) -> (Vec<String>, i32) {
+    let (lines, code, _) = run_child_with_stderr(test, scenario, signal);
+    (lines, code)
+}
+
+/// [`run_child`], with the child's stderr lines too.
+fn run_child_with_stderr(
+    test: &str,
+    scenario: &str,
+    signal: Option<libc::c_int>,
+) -> (Vec<String>, i32, Vec<String>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", test, "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, scenario)
@@ -159,10 +187,13 @@ fn run_child(test: &str, scenario: &str, signal: Option<libc::c_int>) -> (Vec<St
     // The child's reports (its supervisor gives up on purpose) go through
     // this test's captured output: shown only if the test fails.
     let stderr = BufReader::new(child.stderr.take().unwrap());
-    std::thread::spawn(move || {
+    let errors = std::thread::spawn(move || {
+        let mut lines = Vec::new();
         for line in stderr.lines().map_while(Result::ok) {
             eprintln!("child: {line}");
+            lines.push(line);
         }
+        lines
     });
     let started = Instant::now();
     let stdout = BufReader::new(child.stdout.take().unwrap());
@@ -186,7 +217,7 @@ fn run_child(test: &str, scenario: &str, signal: Option<libc::c_int>) -> (Vec<St
         "the child took {:?}",
         started.elapsed()
     );
-    (lines, status.code().unwrap_or(-1))
+    (lines, status.code().unwrap_or(-1), errors.join().unwrap())
 }
 
 /// The lines that matter (the harness prints its own around them).
@@ -299,6 +330,32 @@ fn a_top_supervisor_that_gives_up_exits_one() {
     let (lines, code) = run_child("a_top_supervisor_that_gives_up_exits_one", "gives_up", None);
     assert_eq!(events(&lines), ["exit 1"], "{lines:?}");
     assert_eq!(code, 1);
+}
+
+#[test]
+fn a_linked_top_supervisor_that_gives_up_returns_failed_and_says_so() {
+    const TEST: &str = "a_linked_top_supervisor_that_gives_up_returns_failed_and_says_so";
+    if let Ok(s) = std::env::var(CHILD_ENV) {
+        child(&s);
+    }
+    let (lines, code, errors) = run_child_with_stderr(TEST, "gives_up_linked", None);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with("returned Failed(Shutdown)")),
+        "Application::run returned its AppExit: {lines:?}"
+    );
+    assert_eq!(events(&lines), ["exit 1"], "{lines:?}");
+    assert_eq!(code, 1);
+    let said: Vec<_> = errors
+        .iter()
+        .filter(|l| l.starts_with("smarm: the top supervisor gave up"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line says so: {errors:?}");
+    // The supervisor's own end is no crash: only its child's three are
+    // reported (the start and two restarts; the third failure gives up).
+    let crashes = errors.iter().filter(|l| l.contains("CRASH REPORT")).count();
+    assert_eq!(crashes, 3, "{errors:?}");
 }
 
 #[test]

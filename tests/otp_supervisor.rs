@@ -9,7 +9,7 @@ use smarm::supervisor::{self, ChildSpec, Restart, Shutdown, Strategy, SupFlags};
 use smarm::{DownReason, Pid, Receiver, Sender, channel};
 use std::collections::HashMap;
 use std::time::Duration;
-use support::run_with;
+use support::{THREADS, run_with};
 
 /// What test workers report.
 #[derive(Debug)]
@@ -229,17 +229,23 @@ fn transient_and_temporary_children_follow_their_restart_type() {
     });
 }
 
+/// The children of a middle supervisor: one that fails at every start,
+/// sending its pid to `starts` first.
+fn crashing_children(starts: Sender<Pid>) -> impl Fn() -> Vec<ChildSpec> + Send + 'static {
+    move || {
+        let starts = starts.clone();
+        vec![ChildSpec::actor("crasher", move || {
+            starts.send(smarm::self_pid()).unwrap();
+            std::panic::resume_unwind(Box::new("always fails"));
+        })]
+    }
+}
+
 #[test]
 fn exceeding_the_intensity_escalates_to_the_parent_supervisor() {
     run_with(2, || {
         let (starts_tx, starts_rx) = channel::<Pid>();
-        let middle = move || {
-            let starts = starts_tx.clone();
-            vec![ChildSpec::actor("crasher", move || {
-                starts.send(smarm::self_pid()).unwrap();
-                std::panic::resume_unwind(Box::new("always fails"));
-            })]
-        };
+        let middle = crashing_children(starts_tx);
         // Linked, with exits trapped: the top's exit reaches us however
         // fast the escalation runs.
         let exits = smarm::trap_exit(true).unwrap();
@@ -256,8 +262,8 @@ fn exceeding_the_intensity_escalates_to_the_parent_supervisor() {
         assert_eq!(exit.from, top.pid());
         assert_eq!(
             exit.reason,
-            DownReason::Panic,
-            "the top supervisor gave up too"
+            DownReason::Shutdown,
+            "the top supervisor gave up too, with shutdown as OTP's does"
         );
         // 3 middles (the first and two restarts), each starting its crasher
         // twice (the start and one restart) before giving up.
@@ -455,4 +461,81 @@ fn a_stopped_supervisor_refuses_requests_at_once() {
         ));
         assert!(sup.which_children().is_err());
     });
+}
+
+#[test]
+fn a_transient_supervisor_that_gives_up_is_not_restarted_and_nothing_crashes() {
+    run_with(2, || {
+        let (starts_tx, starts_rx) = channel::<Pid>();
+        let middle = crashing_children(starts_tx);
+        let top = supervisor::start(
+            SupFlags::new(Strategy::OneForOne).intensity(5, Duration::from_secs(10)),
+            vec![
+                ChildSpec::supervisor(
+                    "middle",
+                    SupFlags::new(Strategy::OneForOne).intensity(1, Duration::from_secs(10)),
+                    middle,
+                )
+                .restart(Restart::Transient),
+            ],
+        )
+        .unwrap();
+        // The middle gives up (with `shutdown`: its reason is pinned by
+        // the dynamic supervisor's and the reports' tests) ...
+        let began = std::time::Instant::now();
+        while top.which_children().unwrap()[0].pid.is_some() {
+            assert!(began.elapsed() < Duration::from_secs(10), "it gave up");
+            smarm::sleep(Duration::from_millis(2));
+        }
+        // ... and `shutdown` is no failure: a transient child that ends so
+        // stays down, and the top supervisor goes on.
+        smarm::sleep(Duration::from_millis(50));
+        let children = top.which_children().unwrap();
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0].pid, None, "not restarted");
+        assert!(smarm::is_alive(top.pid()));
+        let starts: Vec<Pid> = std::iter::from_fn(|| starts_rx.try_recv().ok().flatten()).collect();
+        assert_eq!(starts.len(), 2, "one middle: its start and one restart");
+        top.shutdown().unwrap();
+    });
+}
+
+#[test]
+fn shutdown_escalates_to_kill_past_the_timeout_for_a_child_that_ignores_it() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let (told_tx, told) = channel::<DownReason>();
+            let (ready_tx, ready) = channel::<()>();
+            let stubborn = ChildSpec::actor("stubborn", move || {
+                let exits = smarm::trap_exit(true).unwrap();
+                ready_tx.send(()).unwrap();
+                // Told of the shutdown, and it ignores it.
+                while let Ok(exit) = exits.recv() {
+                    told_tx.send(exit.reason).unwrap();
+                }
+            })
+            .shutdown(Shutdown::Timeout(Duration::from_millis(100)));
+            let obliging = ChildSpec::actor("obliging", || smarm::sleep(Duration::from_secs(60)));
+            let sup =
+                supervisor::start(SupFlags::new(Strategy::OneForOne), vec![stubborn, obliging])
+                    .unwrap();
+            ready.recv().unwrap();
+            let pids: Vec<Pid> = sup
+                .which_children()
+                .unwrap()
+                .iter()
+                .map(|c| c.pid.unwrap())
+                .collect();
+            let downs: Vec<_> = pids.iter().map(|&p| smarm::monitor(p)).collect();
+            let began = std::time::Instant::now();
+            sup.shutdown().unwrap();
+            assert!(
+                began.elapsed() >= Duration::from_millis(100),
+                "the stubborn child had its timeout"
+            );
+            assert_eq!(told.recv().unwrap(), DownReason::Shutdown, "it was told");
+            assert_eq!(downs[0].rx.recv().unwrap().reason, DownReason::Killed);
+            assert_eq!(downs[1].rx.recv().unwrap().reason, DownReason::Shutdown);
+        });
+    }
 }

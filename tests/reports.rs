@@ -225,11 +225,20 @@ fn supervisors_report_each_restart_then_giving_up() {
             ]
         );
         assert!(mine.iter().all(|s| s.supervisor == sup.pid()));
-        // Each of the three crashes of the child was reported too, and
-        // the supervisor's own panic on giving up.
+        // Each of the three crashes of the child was reported too; giving
+        // up is the supervisor report alone, an exit with `shutdown`, not a
+        // crash of the supervisor (as OTP's).
+        assert_eq!(exit.reason, smarm::DownReason::Shutdown);
         assert_eq!(crashes_where(|c| c.message == "flaky child").len(), 3);
-        let gave_up = crashes_where(|c| c.pid == sup.pid() && c.message.contains("gave up"));
-        assert_eq!(gave_up.len(), 1, "{gave_up:?}");
+        // (Other tests' runtimes reuse the pid: their crashes are raised
+        // in this file; a supervisor's own would be raised in smarm's.)
+        let own = crashes_where(|c| {
+            c.pid == sup.pid()
+                && c.location
+                    .as_deref()
+                    .is_none_or(|at| !at.starts_with("tests/"))
+        });
+        assert!(own.is_empty(), "no crash report of the supervisor: {own:?}");
     });
 }
 

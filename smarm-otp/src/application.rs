@@ -28,7 +28,7 @@
 //! | the start function fails | returns at once | 2 |
 //! | `SIGTERM` or `SIGINT` | runs the [`before_stop`](Application::before_stop) hook if any (a drain), then stops the top supervisor (its children in reverse start order, each by its shutdown policy; with [`drain_on_stop`](Application::drain_on_stop), each server child handles its mailbox first) | 0 |
 //! | the ordered stop outlasts the deadline, or a second signal comes | asks every actor left to stop, and ends the process if they have not after a grace period | 3 |
-//! | the top supervisor gives up (restart intensity) or fails | the runtime ends | 1 |
+//! | the top supervisor gives up (restart intensity: [`AppExit::Failed`] with [`DownReason::Shutdown`], after its supervisor report) or fails | the runtime ends | 1 |
 //! | the top supervisor is shut down from inside the program | the runtime ends | 0 |
 //!
 //! Signals are caught through [`OsSignals`]
@@ -87,7 +87,8 @@ pub enum AppExit {
     Signal(libc::c_int),
     /// The top supervisor was shut down by the program itself. Status 0.
     Stopped,
-    /// The top supervisor gave up or failed, for this reason. Status 1.
+    /// The top supervisor gave up ([`DownReason::Shutdown`]: more restarts
+    /// than its intensity allows) or failed, for this reason. Status 1.
     Failed(DownReason),
     /// The start function failed. Status 2.
     StartFailed(StartError),
@@ -122,6 +123,11 @@ impl std::fmt::Display for AppExit {
         match self {
             AppExit::Signal(sig) => write!(f, "smarm: stopped in order on signal {sig}"),
             AppExit::Stopped => write!(f, "smarm: the top supervisor was shut down"),
+            AppExit::Failed(DownReason::Shutdown) => write!(
+                f,
+                "smarm: the top supervisor gave up: more restarts than its intensity allows \
+                 (see its supervisor report)"
+            ),
             AppExit::Failed(reason) => write!(f, "smarm: the top supervisor failed: {reason}"),
             AppExit::StartFailed(e) => write!(f, "smarm: the application did not start: {e}"),
             AppExit::Setup(e) => write!(f, "smarm: could not catch SIGTERM/SIGINT: {e}"),
@@ -327,13 +333,19 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
         Ok(caught) => caught,
         Err(e) => return AppExit::Setup(e),
     };
+    // A top supervisor started with `start_link` is linked to this root:
+    // its end is seen here, as for `start`, instead of stopping the root
+    // before it can say how the application ended; and the link's exit
+    // carries its reason even when it ended before the monitor below.
+    let (exits_tx, exits) = smarm_core::channel::<smarm_core::Exit>();
+    smarm_core::trap_exit_with(move |exit| drop(exits_tx.send(exit)));
     let top = match start() {
         Ok(top) => top,
         Err(e) => return AppExit::StartFailed(e),
     };
     let down = smarm_core::monitor(top.pid());
     let signal = match smarm_core::select(&[&down.rx, &caught.arm()]) {
-        0 => return ended(down.rx.recv().map(|d| d.reason)),
+        0 => return ended(down.rx.recv().map(|d| d.reason), &exits),
         _ => match caught.try_recv() {
             Ok(Some(sig)) => sig,
             Ok(None) | Err(_) => libc::SIGTERM,
@@ -350,7 +362,7 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
             let left = deadline.saturating_duration_since(Instant::now());
             match smarm_core::select_timeout(&[&drained.rx, &down.rx, &caught.arm()], left) {
                 Some(0) => break, // drained (or the hook panicked: stop anyway)
-                Some(1) => return ended(down.rx.recv().map(|d| d.reason)),
+                Some(1) => return ended(down.rx.recv().map(|d| d.reason), &exits),
                 Some(_) if matches!(caught.try_recv(), Ok(None)) => continue, // spurious
                 _ => {
                     // A second signal, or the deadline: no time to drain.
@@ -389,7 +401,19 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
 }
 
 /// The exit for a top supervisor that went down by itself.
-fn ended(reason: Result<DownReason, smarm_core::RecvError>) -> AppExit {
+fn ended(
+    reason: Result<DownReason, smarm_core::RecvError>,
+    exits: &smarm_core::Receiver<smarm_core::Exit>,
+) -> AppExit {
+    // Ended before it was monitored: a linked top supervisor's exit still
+    // says why.
+    let reason = match reason {
+        Ok(DownReason::NoProc) => match exits.try_recv() {
+            Ok(Some(exit)) => Ok(exit.reason),
+            _ => Ok(DownReason::NoProc),
+        },
+        other => other,
+    };
     match reason {
         Ok(DownReason::Exit | DownReason::Stopped) => AppExit::Stopped,
         Ok(reason) => AppExit::Failed(reason),

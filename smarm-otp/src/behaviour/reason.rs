@@ -3,7 +3,7 @@
 
 use super::CallError;
 use crate::registry::RegisterError;
-use smarm_core::{Pid, SpawnError};
+use smarm_core::{DownReason, Pid, SpawnError};
 use thiserror::Error;
 
 /// Why a server stopped.
@@ -20,12 +20,25 @@ pub enum StopReason {
     /// child is restarted).
     #[error("error: {0}")]
     Error(String),
+    /// It ends with this exit reason, as Erlang's `{stop, Reason, State}`
+    /// with a reason of the runtime's own: a supervisor that gives up ends
+    /// with `Exit(DownReason::Shutdown)`, which its links see as abnormal
+    /// but its own supervisor does not count as a failure, and no crash
+    /// report is made. `Exit(DownReason::Exit)` is a normal exit.
+    #[error("exit: {0}")]
+    Exit(DownReason),
 }
 
 impl StopReason {
-    /// Whether this stop is an abnormal exit (only [`StopReason::Error`]).
+    /// Whether this stop is a failure: [`StopReason::Error`], or an
+    /// [`Exit`](StopReason::Exit) with a reason other than a normal exit or
+    /// a shutdown.
     pub fn is_abnormal(&self) -> bool {
-        matches!(self, StopReason::Error(_))
+        match self {
+            StopReason::Error(_) => true,
+            StopReason::Exit(reason) => !matches!(reason, DownReason::Exit | DownReason::Shutdown),
+            StopReason::Normal | StopReason::Shutdown => false,
+        }
     }
 }
 

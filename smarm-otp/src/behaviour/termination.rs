@@ -3,8 +3,9 @@
 //! or a panic into a [`StopReason`], let the behaviour clean up outside the
 //! unwind (a stop is set aside so the cleanup may block), then end the
 //! actor the way the loop ended: a stop stays a stop, a panic stays that
-//! panic, and `StopReason::Error` from the loop exits abnormally without
-//! the panic hook's message.
+//! panic, `StopReason::Error` from the loop exits abnormally without
+//! the panic hook's message, and `StopReason::Exit` ends the actor with its
+//! reason.
 
 use super::StopReason;
 use std::any::Any;
@@ -51,6 +52,9 @@ impl Ended {
         match (self.unwind, self.reason) {
             (Some(payload), _) => resume_unwind(payload),
             (None, StopReason::Error(why)) => resume_unwind(Box::new(StopReason::Error(why))),
+            (None, StopReason::Exit(reason)) if reason != smarm_core::DownReason::Exit => {
+                smarm_core::exit_with(reason)
+            }
             (None, _) => {}
         }
     }

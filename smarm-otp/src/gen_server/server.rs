@@ -575,7 +575,10 @@ fn drain_system<G: GenServer>(
 /// Why a trapping server stops when its parent exits: a parent's failure
 /// is the server's failure; any other exit is a shutdown.
 fn parent_exit(reason: DownReason) -> StopReason {
-    if matches!(reason, DownReason::Exit | DownReason::Stopped) {
+    if matches!(
+        reason,
+        DownReason::Exit | DownReason::Stopped | DownReason::Shutdown
+    ) {
         StopReason::Shutdown
     } else {
         StopReason::Error(format!("parent exited: {reason}"))

@@ -518,7 +518,10 @@ impl<M: GenStatem> Pending<M> {
 
 /// Why a trapping machine stops when its parent exits.
 fn parent_exit(exit: Exit) -> StopReason {
-    if matches!(exit.reason, DownReason::Exit | DownReason::Stopped) {
+    if matches!(
+        exit.reason,
+        DownReason::Exit | DownReason::Stopped | DownReason::Shutdown
+    ) {
         StopReason::Shutdown
     } else {
         StopReason::Error(format!("parent exited: {}", exit.reason))

@@ -62,7 +62,10 @@
 //!   it happened. A timer message for a restart no longer waiting is
 //!   ignored; stopping the supervisor cancels every waiting timer.
 
-use super::server::{Jitter, RestartLog, is_failure, publish_next_restart, report_child};
+use super::server::{
+    Jitter, RestartLog, give_up_on, is_failure, publish_next_restart, report_child,
+};
+use super::shutdown::{ask_to_shut_down, stop_children};
 use super::spec::{Backoff, Restart, Shutdown};
 use crate::gen_server::{
     self, CallError, Ctx, DEFAULT_CALL_TIMEOUT, Flow, GenServer, GenServerRef, InitError, Reply,
@@ -508,12 +511,14 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
             (true, Some(arg)) => {
                 let outcome =
                     self.restart_child(&exit, arg, child.failures, Some(child.started_at), ctx);
-                self.gave_up_on(outcome, &exit);
+                self.gave_up_on(outcome, &exit)
             }
-            _ if failed => self.report(&exit, SupervisorAction::Removed),
-            _ => {}
+            _ if failed => {
+                self.report(&exit, SupervisorAction::Removed);
+                Flow::Continue
+            }
+            _ => Flow::Continue,
         }
-        Flow::Continue
     }
 
     fn handle_info(&mut self, due: RestartDue, ctx: &mut Ctx<Self>) -> Flow {
@@ -532,8 +537,7 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
                 self.restart_child(&waiting.exit, arg, waiting.failures, None, ctx)
             }
         };
-        self.gave_up_on(outcome, &waiting.exit);
-        Flow::Continue
+        self.gave_up_on(outcome, &waiting.exit)
     }
 
     fn terminate(&mut self, _: &StopReason, _: &mut Ctx<Self>) {
@@ -634,12 +638,13 @@ impl<A: Send + 'static> DynamicServer<A> {
         }
     }
 
-    /// A restart's outcome: past the intensity, report and give up.
-    fn gave_up_on(&self, outcome: Result<(), String>, exit: &Exit) {
-        if let Err(why) = outcome {
+    /// A restart's outcome: past the intensity, report and give up
+    /// (server's `give_up_on`).
+    fn gave_up_on(&self, outcome: Result<(), String>, exit: &Exit) -> Flow {
+        if outcome.is_err() {
             self.report(exit, SupervisorAction::GaveUp);
-            panic!("smarm: dynamic supervisor {} gave up: {why}", self.me);
         }
+        give_up_on(outcome)
     }
 
     /// The next delayed restart's due time, for introspection.
@@ -663,35 +668,7 @@ impl<A: Send + 'static> DynamicServer<A> {
     }
 }
 
-/// Stop `pids` by `shutdown`: unlink and ask each to stop, then wait for
-/// their exits together, within one timeout (D3). Each is monitored first,
-/// so its exit arrives as a `Down`, never as a trapped `Exit` mistaken for
-/// a crash.
+/// Stop `pids` by `shutdown`, together, within one timeout (D3).
 fn stop_all(pids: &[Pid], shutdown: Shutdown) {
-    let (down_tx, downs) = smarm_core::channel::<()>();
-    for &pid in pids {
-        let down_tx = down_tx.clone();
-        smarm_core::monitor_with(pid, move |_| {
-            let _ = down_tx.send(());
-        });
-        smarm_core::unlink(pid);
-        smarm_core::request_stop(pid);
-    }
-    drop(down_tx);
-    let deadline = match shutdown {
-        Shutdown::BrutalKill => return,
-        Shutdown::Timeout(d) => Some(Instant::now() + d),
-        Shutdown::Infinity => None,
-    };
-    for _ in pids {
-        let got = match deadline {
-            None => downs.recv().is_ok(),
-            Some(at) => downs
-                .recv_timeout(at.saturating_duration_since(Instant::now()))
-                .is_ok(),
-        };
-        if !got {
-            return; // the rest keep their stop pending (see the module docs)
-        }
-    }
+    stop_children(pids, shutdown, ask_to_shut_down);
 }

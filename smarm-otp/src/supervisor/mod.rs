@@ -34,8 +34,8 @@
 //! | You call | The supervisor does |
 //! |---|---|
 //! | [`start`], [`start_link`] | starts each child in order (its [`ChildSpec`]'s start function, in the supervisor); if one fails, stops the ones started (in reverse) and fails with [`StartError::Child`] |
-//! | a child exits | [`Restart`]: permanent children always restart, transient ones after a failure (a panic, a kill by a link), temporary ones never (and are forgotten); the [`Strategy`] says which siblings restart with it |
-//! | more than `intensity` restarts within `period` | stops every child in reverse order and exits abnormally (its own supervisor sees a failure) |
+//! | a child exits | [`Restart`]: permanent children always restart, transient ones after a failure (a panic, a stop by a link, a kill; not a normal exit, a stop or a shutdown), temporary ones never (and are forgotten); the [`Strategy`] says which siblings restart with it |
+//! | more than `intensity` restarts within `period` | reports that it gives up ([`SupervisorAction::GaveUp`](smarm_core::report::SupervisorAction::GaveUp)), stops every child in reverse order and exits with [`DownReason::Shutdown`](smarm_core::DownReason::Shutdown), as OTP's supervisor: abnormal for its links, no failure for its own supervisor (a transient supervisor is not restarted), no crash report |
 //! | [`SupervisorRef::start_child`] | starts one more child, last in order |
 //! | [`SupervisorRef::terminate_child`] | stops that child by its [`Shutdown`] policy and forgets it |
 //! | [`SupervisorRef::which_children`] | lists the children in start order, with their pids (and, for a restart delayed by [`ChildSpec::backoff`], when it is due) |
@@ -54,17 +54,20 @@
 //!
 //! # Stopping a child
 //!
-//! A child is stopped with a stop request
-//! ([`request_stop`](smarm_core::request_stop)): it unwinds at its next
-//! safepoint, running destructors (and a gen_server's `terminate`). The
-//! supervisor waits for it up to the child's [`Shutdown::Timeout`]; a child
-//! that has not exited by then keeps its stop pending and the supervisor
-//! moves on (smarm cannot end an actor that never reaches a safepoint; a
-//! loop of pure computation should call `check!()`).
+//! A child is stopped with exit signals, as OTP's supervisor stops it
+//! ([`exit`](smarm_core::exit)): `shutdown`, which a child that does not
+//! trap exits acts on at its next safepoint, unwinding and running its
+//! destructors (and a gen_server's `terminate`), and which a trapping child
+//! is told of; then, past the child's [`Shutdown::Timeout`], `kill`, which
+//! it cannot trap. A child that has not exited a timeout after its kill
+//! keeps it pending and the supervisor moves on (smarm cannot end an actor
+//! that never reaches a safepoint; a loop of pure computation should call
+//! `check!()`).
 
 mod dynamic;
 mod handle;
 mod server;
+mod shutdown;
 mod spec;
 
 pub use crate::gen_server::StartError;

@@ -28,7 +28,8 @@
 //!   pending timer). A timer message for a child no longer pending is
 //!   ignored.
 
-use super::spec::{ChildSpec, Restart, Shutdown, Strategy, SupFlags};
+use super::shutdown::{ask_to_shut_down, stop_children};
+use super::spec::{ChildSpec, Restart, Strategy, SupFlags};
 use super::{ChildInfo, ChildRef};
 use crate::gen_server::{Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};
 use smarm_core::report::{self, SupervisorAction};
@@ -144,26 +145,19 @@ impl GenServer for Supervisor {
     }
 
     /// A child exited: restart it by its restart type and the strategy.
-    /// Giving up is a panic, so the report reaches the operator and the
-    /// supervisor's own supervisor sees a failure (`terminate` still stops
-    /// the children first).
+    /// Giving up (the report made) stops the children and ends the
+    /// supervisor with `shutdown` (U6).
     fn handle_exit(&mut self, exit: Exit, ctx: &mut Ctx<Self>) -> Flow {
         let outcome = self.on_exit(exit, ctx);
         self.publish_pending();
-        if let Err(why) = outcome {
-            panic!("smarm: supervisor {} gave up: {why}", self.me);
-        }
-        Flow::Continue
+        give_up_on(outcome)
     }
 
     /// A delayed restart is due.
     fn handle_info(&mut self, due: RestartDue, ctx: &mut Ctx<Self>) -> Flow {
         let outcome = self.restart_due(due.0, ctx);
         self.publish_pending();
-        if let Err(why) = outcome {
-            panic!("smarm: supervisor {} gave up: {why}", self.me);
-        }
-        Flow::Continue
+        give_up_on(outcome)
     }
 
     /// Its children, for `sys::get_status`.
@@ -428,23 +422,13 @@ impl Supervisor {
             return;
         };
         self.by_pid.remove(&pid);
-        let m = smarm_core::monitor(pid);
-        smarm_core::unlink(pid);
+        let shutdown = child.spec.shutdown;
         // Draining: a behaviour handles its mailbox first (U4).
-        let drain = child.spec.drain.as_mut().filter(|_| self.drain.is_some());
-        match (drain, child.spec.shutdown) {
-            (_, Shutdown::BrutalKill) | (None, _) => smarm_core::request_stop(pid),
-            (Some(drain), Shutdown::Timeout(d)) => drain(pid, d),
-            (Some(drain), Shutdown::Infinity) => drain(pid, Duration::MAX),
-        }
-        match child.spec.shutdown {
-            Shutdown::BrutalKill => {}
-            Shutdown::Timeout(d) => {
-                let _ = m.rx.recv_timeout(d);
-            }
-            Shutdown::Infinity => {
-                let _ = m.rx.recv();
-            }
+        match child.spec.drain.as_mut().filter(|_| self.drain.is_some()) {
+            Some(drain) => stop_children(&[pid], shutdown, |pid| {
+                drain(pid, shutdown.timeout().unwrap_or(Duration::MAX))
+            }),
+            None => stop_children(&[pid], shutdown, ask_to_shut_down),
         }
     }
 
@@ -634,9 +618,23 @@ impl Jitter {
 }
 
 /// Whether an exit is a failure (a transient child restarts after one):
-/// every reason but a normal exit or a stop (Erlang's `normal` and
-/// `shutdown`): a panic, a kill by a linked actor's failure, a stack
-/// overflow, a reason of the child's own.
+/// every reason but a normal exit, a stop or a shutdown (Erlang's `normal`
+/// and `shutdown`): a panic, a stop by a linked actor's exit, a kill, a
+/// stack overflow, a reason of the child's own.
 pub(super) fn is_failure(reason: &DownReason) -> bool {
-    !matches!(reason, DownReason::Exit | DownReason::Stopped)
+    !matches!(
+        reason,
+        DownReason::Exit | DownReason::Stopped | DownReason::Shutdown
+    )
+}
+
+/// What a supervisor does after a restart's `outcome`: go on, or (the
+/// give-up report already made) stop with `shutdown`, as OTP's supervisor
+/// does, so its own supervisor restarts it by its restart type or gives up
+/// in turn, and nothing is reported as a crash.
+pub(super) fn give_up_on(outcome: Result<(), String>) -> Flow {
+    match outcome {
+        Ok(()) => Flow::Continue,
+        Err(_) => Flow::Stop(StopReason::Exit(DownReason::Shutdown)),
+    }
 }

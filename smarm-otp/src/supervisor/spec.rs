@@ -23,17 +23,32 @@ pub enum Restart {
 /// How a child is stopped when its supervisor stops it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shutdown {
-    /// Request its stop and do not wait for it.
+    /// Send it a `kill` exit signal ([`ExitSignal::Kill`](smarm_core::ExitSignal::Kill))
+    /// and do not wait for it.
     BrutalKill,
-    /// Request its stop (destructors and `terminate` run) and wait up to
-    /// this long for it to exit. A child still running after that is
-    /// left with its stop pending (it unwinds at its next safepoint) and
-    /// the supervisor goes on: smarm cannot end an actor that never reaches
-    /// a safepoint.
+    /// Send it a `shutdown` exit signal
+    /// ([`ExitSignal::Shutdown`](smarm_core::ExitSignal::Shutdown):
+    /// destructors and `terminate` run; a child that traps exits is told)
+    /// and wait up to this long for it to exit; then send it `kill`, which
+    /// it cannot trap, and wait as long again. A child still running after
+    /// that is left with its kill pending (it ends at its next blocking
+    /// call or safepoint) and the supervisor goes on: smarm cannot end an
+    /// actor that never reaches a safepoint.
     Timeout(Duration),
-    /// Request its stop and wait however long it takes (the default for a
-    /// child that is itself a supervisor).
+    /// Send it a `shutdown` exit signal and wait however long it takes
+    /// (the default for a child that is itself a supervisor).
     Infinity,
+}
+
+impl Shutdown {
+    /// How long a child is given before it is killed (`None`: no limit
+    /// for `Infinity`, none given for `BrutalKill`).
+    pub(super) fn timeout(self) -> Option<Duration> {
+        match self {
+            Shutdown::Timeout(d) => Some(d),
+            Shutdown::BrutalKill | Shutdown::Infinity => None,
+        }
+    }
 }
 
 /// Whether a child is a worker or a supervisor (which only changes its
