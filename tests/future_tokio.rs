@@ -193,3 +193,51 @@ fn a_stop_drops_a_pending_tokio_future() {
         );
     });
 }
+
+#[test]
+fn a_blocking_call_from_a_tokio_task_says_it_is_async_code_and_names_the_async_twin() {
+    use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
+    struct Echo;
+    impl GenServer for Echo {
+        type Args = ();
+        type Call = u32;
+        type Reply = u32;
+        type Cast = ();
+        type Info = ();
+        fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+            Ok(Echo)
+        }
+        fn handle_call(&mut self, n: u32, reply: Reply<u32>, _: &mut Ctx<Self>) -> Flow {
+            let _ = reply.reply(n);
+            Flow::Continue
+        }
+    }
+    let runtime = Runtime::new(Config::exact(1)).unwrap();
+    let (out_tx, out) = std::sync::mpsc::channel();
+    let (end_tx, end) = smarm::channel::<()>();
+    let running = runtime.start(move || {
+        out_tx.send(gen_server::start::<Echo>(()).unwrap()).unwrap();
+        let _ = end.recv();
+    });
+    let echo = out.recv().unwrap();
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let message = tokio.block_on(async {
+        let blocking = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| echo.call(1)));
+        let payload = blocking.expect_err("a blocking call from a task panics");
+        let message = payload.downcast::<String>().map(|s| *s).unwrap_or_default();
+        // What it names works there.
+        assert_eq!(echo.call_async(2).await, Ok(2));
+        message
+    });
+    assert!(message.contains("`GenServerRef::call`"), "{message}");
+    assert!(message.contains("a tokio runtime"), "{message}");
+    assert!(
+        message.contains("GenServerRef::call_async instead"),
+        "{message}"
+    );
+    drop(end_tx);
+    running.join();
+}

@@ -136,6 +136,59 @@ fn a_server_call_from_a_plain_thread_names_the_call() {
     assert_names("GenServerRef::call_timeout", || {
         let _ = echo.call_timeout(2, Duration::from_secs(1));
     });
+    // And names what works there: the call's async twin.
+    let msg = panic_message(|| {
+        let _ = echo.call(2);
+    });
+    assert!(msg.contains("GenServerRef::call_async instead"), "{msg}");
+    let msg = panic_message(|| {
+        let _ = echo.call_timeout(2, Duration::from_secs(1));
+    });
+    assert!(
+        msg.contains("GenServerRef::call_async_timeout instead"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn outside_the_runtime_a_misuse_names_what_works_there() {
+    let msg = panic_message(|| drop(smarm::spawn(|| {})));
+    assert!(msg.contains("RuntimeHandle::spawn"), "{msg}");
+    let pid: smarm::Pid = "<0.1.1>".parse().unwrap();
+    let msg = panic_message(|| smarm::exit(pid, smarm::ExitSignal::Kill));
+    assert!(msg.contains("RuntimeHandle::exit"), "{msg}");
+}
+
+#[test]
+fn joining_a_running_actor_from_a_plain_thread_points_to_awaiting_the_handle() {
+    let runtime = smarm::runtime::init(smarm::runtime::Config::exact(1));
+    let (out_tx, out) = std::sync::mpsc::channel();
+    let (stop_tx, stop) = smarm::channel::<()>();
+    let (stop_too_tx, stop_too) = smarm::channel::<()>();
+    let (end_tx, end) = smarm::channel::<()>();
+    let running = runtime.start(move || {
+        out_tx
+            .send(smarm::spawn(move || stop.recv().is_ok()))
+            .unwrap();
+        out_tx
+            .send(smarm::spawn(move || stop_too.recv().is_ok()))
+            .unwrap();
+        let _ = end.recv(); // the root outlives them: its end would stop them
+    });
+    let (joined, waiter) = (out.recv().unwrap(), out.recv().unwrap());
+    let msg = panic_message(|| {
+        let _ = joined.join();
+    });
+    assert!(msg.contains("JoinHandle::join"), "{msg}");
+    assert!(
+        msg.contains("handle.await") && msg.contains("smarm::future::block_on(handle)"),
+        "{msg}"
+    );
+    // What it points to works from this plain thread.
+    drop((stop_tx, stop_too_tx));
+    assert!(smarm::future::block_on(waiter).is_ok());
+    drop(end_tx);
+    running.join();
 }
 
 #[test]

@@ -183,8 +183,10 @@ impl<T> JoinHandle<T> {
         }) == Some(true);
         if !in_own_runtime {
             panic!(
-                "smarm: JoinHandle::{what} on a running actor from outside its runtime; join it \
-                 from an actor of the runtime that spawned it"
+                "smarm: JoinHandle::{what} on a running actor from outside its runtime: only an \
+                 actor of the runtime that spawned it can join it. From a plain thread or async \
+                 code, await the handle instead (`handle.await`, or \
+                 smarm::future::block_on(handle) on a plain thread), which works anywhere"
             );
         }
     }

@@ -271,6 +271,55 @@ pub(crate) fn with_current_actor_in_section<R>(
 pub(crate) fn outside_actor(what: &str) -> ! {
     panic!(
         "smarm: `{what}` must be called from inside an actor: start the runtime with \
-         smarm::run(|| ...) (or Runtime::run) and call it from that closure or an actor it spawns"
+         smarm::run(|| ...) (or Runtime::run) and call it from that closure or an actor it \
+         spawns{}{}",
+        in_async_code(),
+        what_works_outside(what)
     )
+}
+
+/// What to call instead of `what` from a plain thread or async code, where
+/// there is something (the guide's "Calling actors from async code").
+fn what_works_outside(what: &str) -> String {
+    let instead = match what {
+        "spawn" | "try_spawn" | "Builder::spawn" => {
+            "spawn through the runtime's handle: RuntimeHandle::spawn (Runtime::handle, \
+             Running::handle)"
+        }
+        "smarm::exit" => "send it through the runtime's handle: RuntimeHandle::exit",
+        "sleep" => "in async code, await tokio::time::sleep (or another executor's timer)",
+        "select" => "await the receivers' recv_async futures (tokio::select!)",
+        _ => {
+            // A behaviour's blocking call has an async twin of the same
+            // name: `GenServerRef::call` -> `GenServerRef::call_async`.
+            return match what
+                .strip_suffix("::call")
+                .or(what.strip_suffix("::call_timeout"))
+            {
+                Some(owner) => {
+                    let timed = if what.ends_with("_timeout") {
+                        "_timeout"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "; from async code or a plain thread, await {owner}::call_async{timed} \
+                         instead (smarm::future::block_on(it) on a plain thread)"
+                    )
+                }
+                None => String::new(),
+            };
+        }
+    };
+    format!("; from async code or a plain thread, {instead}")
+}
+
+/// A note that the caller is a task of an async runtime, where the
+/// feature `tokio` can tell.
+fn in_async_code() -> &'static str {
+    #[cfg(feature = "tokio")]
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return " (this thread runs async code: a tokio runtime)";
+    }
+    ""
 }

@@ -137,11 +137,20 @@ impl<M: GenStatem> StatemRef<M> {
         &self,
         request: M::Call,
     ) -> impl std::future::Future<Output = Result<M::Reply, CallError>> + Send + '_ {
+        self.call_async_timeout(request, DEFAULT_CALL_TIMEOUT)
+    }
+
+    /// [`call_async`](Self::call_async) with a timeout of your choosing.
+    pub fn call_async_timeout(
+        &self,
+        request: M::Call,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<M::Reply, CallError>> + Send + '_ {
         let inbox = &self.addr.inbox;
         call_async(
             |reply| Envelope(Msg::Event(Event::Call(request, reply))),
             move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
-            DEFAULT_CALL_TIMEOUT,
+            timeout,
         )
     }
 
