@@ -583,3 +583,166 @@ fn a_typed_actor_run_as_a_gen_server_shows_its_handler_to_sys() {
         served.shutdown().unwrap();
     });
 }
+
+#[test]
+fn a_root_returning_while_behaviours_are_suspended_ends_the_run() {
+    for threads in THREADS {
+        let began = std::time::Instant::now();
+        run_with(threads, || {
+            let server = gen_server::start::<Counter>(()).unwrap();
+            let door = gen_statem::start::<Door>(()).unwrap();
+            let sup = supervisor::start(SupFlags::new(Strategy::OneForOne), vec![]).unwrap();
+            let tally = actor::spawn(Total(0));
+            sys::suspend(&server).unwrap();
+            sys::suspend(&door).unwrap();
+            sys::suspend(&sup).unwrap();
+            sys::suspend(&tally).unwrap();
+            // Each with a message it keeps for after.
+            server.cast(1).unwrap();
+            door.cast(()).unwrap();
+            smarm::send_to(tally, Tally::Add(1)).unwrap();
+        });
+        // The root-exit sweep stops them as any parked actor (the run took
+        // 3,600 s per suspended behaviour before).
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "{threads} schedulers: {:?}",
+            began.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_suspended_behaviour_counts_the_messages_it_keeps_in_its_mailbox_length() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let server = gen_server::start::<Counter>(()).unwrap();
+            sys::suspend(&server).unwrap();
+            for n in 1..=3 {
+                server.cast(n).unwrap();
+            }
+            // The status request is answered after the three are kept.
+            let status = sys::get_status(&server).unwrap();
+            assert_eq!((status.suspended, status.mailbox_len), (true, 3));
+            sys::resume(&server).unwrap();
+            assert_eq!(server.call(()), Ok(6));
+            assert_eq!(sys::get_status(&server).unwrap().mailbox_len, 0);
+
+            let door = gen_statem::start::<Door>(()).unwrap();
+            sys::suspend(&door).unwrap();
+            for _ in 0..3 {
+                door.cast(()).unwrap();
+            }
+            let status = sys::get_status(&door).unwrap();
+            assert_eq!((status.suspended, status.mailbox_len), (true, 3));
+            sys::resume(&door).unwrap();
+            assert_eq!(door.call(()), Ok(2), "opened twice in three casts");
+            assert_eq!(sys::get_status(&door).unwrap().mailbox_len, 0);
+        });
+    }
+}
+
+/// A server whose `terminate` says why it ran.
+struct Noting(smarm::Sender<String>);
+
+impl GenServer for Noting {
+    type Args = smarm::Sender<String>;
+    type Call = ();
+    type Reply = ();
+    type Cast = ();
+    type Info = ();
+    fn init(said: smarm::Sender<String>, _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Noting(said))
+    }
+    fn handle_call(&mut self, _: (), reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+        reply.reply(());
+        Flow::Continue
+    }
+    fn terminate(&mut self, reason: &gen_server::StopReason, _: &mut Ctx<Self>) {
+        let _ = self.0.send(format!("terminate: {reason}"));
+    }
+}
+
+#[test]
+fn sys_terminate_stops_a_process_through_terminate_suspended_or_not() {
+    use gen_server::StopReason;
+    for threads in THREADS {
+        run_with(threads, || {
+            for suspend in [false, true] {
+                let (said_tx, said) = smarm::channel();
+                let server = gen_server::start::<Noting>(said_tx).unwrap();
+                let m = smarm::monitor(server.pid());
+                if suspend {
+                    sys::suspend(&server).unwrap();
+                }
+                sys::terminate(&server, StopReason::Error("operator".into())).unwrap();
+                // Acknowledged after `terminate` ran: said already.
+                assert_eq!(
+                    said.try_recv().unwrap().unwrap(),
+                    "terminate: error: operator"
+                );
+                assert_eq!(m.rx.recv().unwrap().reason, smarm::DownReason::Panic);
+            }
+            let door = gen_statem::start::<Door>(()).unwrap();
+            let m = smarm::monitor(door.pid());
+            sys::suspend(&door).unwrap();
+            sys::terminate(&door, StopReason::Shutdown).unwrap();
+            assert_eq!(m.rx.recv().unwrap().reason, smarm::DownReason::Exit);
+            for (how, run) in tallies() {
+                let tally = run();
+                let m = smarm::monitor(tally);
+                sys::terminate(&tally, StopReason::Normal).unwrap();
+                assert_eq!(
+                    m.rx.recv().unwrap().reason,
+                    smarm::DownReason::Exit,
+                    "{how}"
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn a_suspended_server_ends_at_a_stop_request_and_at_its_parents_exit() {
+    run_with(2, || {
+        let server = gen_server::start::<Counter>(()).unwrap();
+        let m = smarm::monitor(server.pid());
+        sys::suspend(&server).unwrap();
+        smarm::request_stop(server.pid());
+        assert_eq!(m.rx.recv().unwrap().reason, smarm::DownReason::Stopped);
+
+        // A server that traps exits, suspended: its parent's exit (a
+        // message it reads while suspended) ends it.
+        let (pid_tx, pid_rx) = smarm::channel();
+        let parent = smarm::spawn(move || {
+            let server = gen_server::start_link::<Trapping>(()).unwrap();
+            sys::suspend(&server).unwrap();
+            pid_tx.send(server.pid()).unwrap();
+            smarm::exit_with("parent failed");
+        });
+        let child = pid_rx.recv().unwrap();
+        let m = smarm::monitor(child);
+        let _ = parent.join();
+        let reason = m.rx.recv_timeout(Duration::from_secs(10)).unwrap().reason;
+        assert!(reason.is_abnormal(), "{reason:?}");
+    });
+}
+
+/// A server that traps exits.
+struct Trapping;
+
+impl GenServer for Trapping {
+    type Args = ();
+    type Call = ();
+    type Reply = ();
+    type Cast = ();
+    type Info = ();
+    fn init(_: (), ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
+        ctx.trap_exits();
+        Ok(Trapping)
+    }
+    fn handle_call(&mut self, _: (), reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+        reply.reply(());
+        Flow::Continue
+    }
+}

@@ -42,7 +42,7 @@ use crate::gen_server::{
     Ctx, Flow, GenServer, GenServerRef, InitError, Reply, StartError, StopReason,
 };
 use crate::registry::{self, Name};
-use crate::sys::{About, Debug, Request, SysEvent};
+use crate::sys::{About, Answered, Debug, Request, SysEvent};
 use smarm_core::{Addressable, NoPreempt, Pid, Receiver, Sender};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -94,7 +94,15 @@ pub fn spawn<M: Actor>(mut state: impl Handler<M>) -> Pid<M> {
     let lane = SysLane::new();
     let theirs = lane.clone();
     let handle = smarm_core::spawn(move || {
-        serve_loop(&mut state, &inbox, &theirs, |state, msg| state.handle(msg));
+        let mut ack = None;
+        let reason = serve_loop(&mut state, &inbox, &theirs, &mut ack, |state, msg| {
+            state.handle(msg)
+        });
+        // Stopped by `sys::terminate`: through `terminate`, then said so.
+        if let Some(ack) = ack {
+            state.terminate(&reason);
+            let _ = ack.reply(());
+        }
     });
     let pid = handle.pid();
     drop(handle); // detached: its life is its own
@@ -160,8 +168,10 @@ fn serve<M: Actor, H: Handler<M>>(
         return;
     }
     let mut last: Option<&'static str> = None;
+    // The acknowledgement of `sys::terminate`, sent once `terminate` ran.
+    let mut ack: Option<crate::behaviour::Reply<()>> = None;
     let ended = crate::behaviour::termination::run(|| {
-        serve_loop(&mut state, &inbox, &lane, |state, msg| {
+        serve_loop(&mut state, &inbox, &lane, &mut ack, |state, msg| {
             let variant = msg.variant();
             last = Some(variant);
             crate::behaviour::callback!(
@@ -182,6 +192,9 @@ fn serve<M: Actor, H: Handler<M>>(
     }
     state.terminate(&ended.reason);
     drop(inbox);
+    if let Some(ack) = ack {
+        let _ = ack.reply(());
+    }
     ended.finish();
 }
 
@@ -193,6 +206,7 @@ fn serve_loop<M: Actor, H: Handler<M>>(
     state: &mut H,
     inbox: &Receiver<M>,
     lane: &SysLane,
+    ack: &mut Option<crate::behaviour::Reply<()>>,
     mut handle: impl FnMut(&mut H, M) -> Flow,
 ) -> StopReason {
     let mut debug = Debug::default();
@@ -202,7 +216,8 @@ fn serve_loop<M: Actor, H: Handler<M>>(
         let msg = match inbox.recv_or_interrupt() {
             Ok(Some(msg)) => msg,
             Ok(None) => {
-                let resumed = interrupted(state, inbox, lane, &mut debug, &mut held, &mut handle);
+                let resumed =
+                    interrupted(state, inbox, lane, &mut debug, &mut held, ack, &mut handle);
                 if let Some(reason) = resumed {
                     return reason;
                 }
@@ -231,17 +246,22 @@ fn interrupted<M: Actor, H: Handler<M>>(
     lane: &SysLane,
     debug: &mut Debug,
     held: &mut VecDeque<M>,
+    ack: &mut Option<crate::behaviour::Reply<()>>,
     handle: &mut dyn FnMut(&mut H, M) -> Flow,
 ) -> Option<StopReason> {
     for request in lane.take(inbox.interrupts_seen()) {
         let kept = held.len();
-        debug.handle(request, state, crate::sys::itself, |state: &H| About {
+        let answered = debug.handle(request, state, crate::sys::itself, |state: &H| About {
             pid: smarm_core::self_pid(),
             behaviour: "actor",
             module: std::any::type_name::<H>(),
             state: state.format_status(),
             mailbox_len: inbox.len() + kept,
         });
+        if let Answered::Terminate(reason, reply) = answered {
+            *ack = Some(reply);
+            return Some(reason);
+        }
     }
     while !debug.suspended
         && let Some(msg) = held.pop_front()

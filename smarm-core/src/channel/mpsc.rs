@@ -780,7 +780,8 @@ impl<T> Receiver<T> {
     /// Like [`recv`](Self::recv), but give up after `timeout`. A message
     /// that arrives as the deadline passes wins: it is returned, never
     /// lost. `Duration::ZERO` is valid: it takes a queued message, else
-    /// reports `Timeout` at once.
+    /// reports `Timeout` at once; a timeout too long to be an `Instant`
+    /// (`Duration::MAX`) waits with no deadline, as `recv` does.
     ///
     /// ```
     /// use smarm::RecvTimeoutError;

@@ -118,6 +118,19 @@ impl Options {
 pub(crate) trait Inbox<T>: Selectable + Send + 'static {
     fn recv(&self) -> Result<T, RecvError>;
     fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError>;
+
+    /// `recv`, for a suspended loop: a wait with no deadline (a timeout
+    /// too long to be an instant is none), through `recv_timeout` so that
+    /// `recv` keeps one call site, inlined into the serving loop.
+    fn recv_while_suspended(&self) -> Result<T, RecvError> {
+        loop {
+            match self.recv_timeout(Duration::MAX) {
+                Ok(msg) => return Ok(msg),
+                Err(RecvTimeoutError::Timeout) => continue, // none: no deadline
+                Err(RecvTimeoutError::Disconnected) => return Err(RecvError),
+            }
+        }
+    }
 }
 
 impl<T: Send + 'static> Inbox<T> for Receiver<T> {

@@ -89,5 +89,4 @@ pub use builder::{Builder, start, start_link, start_named};
 pub use handle::{
     CastError, GenServerRef, Request, ServerName, TryCastError, whereis_server, whereis_server_in,
 };
-pub(crate) use server::SUSPENDED_WAIT;
 pub use server::{Ctx, Envelope};

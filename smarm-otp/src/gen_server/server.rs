@@ -28,9 +28,9 @@
 
 use super::{Flow, GenServer, GenServerRef, Reply, StopReason};
 use crate::behaviour::{Behaviour, Inbox, Launch, callback};
-use crate::sys::{About, Debug, SysEvent};
+use crate::sys::{self, About, Answered, Debug, SysEvent, WhileSuspended};
 use smarm_core::actor::Hibernation;
-use smarm_core::channel::{Receiver, RecvTimeoutError, Sender, channel};
+use smarm_core::channel::{Receiver, Sender, channel};
 use smarm_core::time::{TimerId, cancel_timer};
 use smarm_core::{Down, DownReason, Exit, MonitorRef, Pid};
 use std::collections::VecDeque;
@@ -454,12 +454,9 @@ fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: &Msg<G>) {
     });
 }
 
-/// How long a suspended behaviour waits for a message before waiting
-/// again (the wait's own bound; no meaning beyond it).
-pub(crate) const SUSPENDED_WAIT: Duration = Duration::from_secs(3600);
-
 /// A `sys` request: answer it; one that suspends the server holds the
-/// loop here until it is resumed.
+/// loop in the suspended loop until it is resumed, then the server handles
+/// what was kept meanwhile, in order (D1).
 #[cold]
 #[inline(never)]
 fn system_request<G: GenServer, I: Inbox<Envelope<G>>>(
@@ -467,55 +464,14 @@ fn system_request<G: GenServer, I: Inbox<Envelope<G>>>(
     inbox: &I,
     request: crate::sys::Request,
 ) -> Flow {
-    answer_system(serving, request);
-    if serving.debug.suspended {
-        return suspended(serving, inbox);
+    if let Err(reason) = answer_system(serving, request) {
+        return Flow::Stop(reason);
     }
-    Flow::Continue
-}
-
-/// Answer a `sys` request.
-fn answer_system<G: GenServer>(serving: &mut Serving<G>, request: crate::sys::Request) {
-    let Serving {
-        state, ctx, debug, ..
-    } = serving;
-    let about = |state: &G| About {
-        pid: ctx.me.pid(),
-        behaviour: G::BEHAVIOUR,
-        module: server::<G>(),
-        state: state.format_status(),
-        mailbox_len: ctx.me.mailbox_len(),
-    };
-    debug.handle(request, state, G::sys_state, about);
-}
-
-/// The server is suspended: answer only system messages (and a shutdown),
-/// keeping the rest, until it is resumed; then handle what was kept, in
-/// order (D1).
-#[cold]
-#[inline(never)]
-fn suspended<G: GenServer, I: Inbox<Envelope<G>>>(serving: &mut Serving<G>, inbox: &I) -> Flow {
-    while serving.debug.suspended {
-        // Through `recv_timeout`: a second call site of `recv` would keep
-        // the compiler from inlining it into the serving loop, which every
-        // message would pay for.
-        let msg = match inbox.recv_timeout(SUSPENDED_WAIT) {
-            Ok(Envelope(msg)) => msg,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => break, // never, while serving (S2)
-        };
-        match msg {
-            Msg::Inspect(_) | Msg::Shutdown(_) | Msg::SysWake => {
-                if let Flow::Stop(reason) = dispatch(serving, inbox, msg) {
-                    return Flow::Stop(reason);
-                }
-            }
-            Msg::System(request) => answer_system(serving, *request),
-            Msg::Exit(exit) if Some(exit.from) == serving.ctx.parent => {
-                return Flow::Stop(parent_exit(exit.reason));
-            }
-            other => serving.deferred.push_back(other),
-        }
+    if !serving.debug.suspended {
+        return Flow::Continue;
+    }
+    if let Err(reason) = sys::suspend_loop(serving, inbox, |Envelope(msg)| msg) {
+        return Flow::Stop(reason);
     }
     let mut flow = Flow::Continue;
     while let Some(msg) = serving.deferred.pop_front() {
@@ -526,6 +482,79 @@ fn suspended<G: GenServer, I: Inbox<Envelope<G>>>(serving: &mut Serving<G>, inbo
         }
     }
     flow
+}
+
+/// Answer a `sys` request; `Err` to stop (`sys::terminate`).
+fn answer_system<G: GenServer>(
+    serving: &mut Serving<G>,
+    request: crate::sys::Request,
+) -> Result<(), StopReason> {
+    let Serving {
+        state,
+        ctx,
+        debug,
+        deferred,
+        ack,
+        ..
+    } = serving;
+    let about = |state: &G| About {
+        pid: ctx.me.pid(),
+        behaviour: G::BEHAVIOUR,
+        module: server::<G>(),
+        state: state.format_status(),
+        // What it keeps while suspended is still queued for it.
+        mailbox_len: ctx.me.mailbox_len() + deferred.len(),
+    };
+    match debug.handle(request, state, G::sys_state, about) {
+        Answered::GoOn => Ok(()),
+        Answered::Terminate(reason, reply) => {
+            *ack = Some(reply);
+            Err(reason)
+        }
+    }
+}
+
+/// What the suspended loop needs of a server.
+impl<G: GenServer> sys::Suspendable for Serving<G> {
+    type Msg = Msg<G>;
+
+    fn is_suspended(&self) -> bool {
+        self.debug.suspended
+    }
+
+    fn while_suspended(&self, msg: Msg<G>) -> WhileSuspended<Msg<G>> {
+        match msg {
+            Msg::Exit(exit) if Some(exit.from) == self.ctx.parent => {
+                WhileSuspended::Stop(parent_exit(exit.reason))
+            }
+            Msg::Inspect(_) | Msg::Shutdown(_) | Msg::SysWake | Msg::System(_) => {
+                WhileSuspended::Answer(msg)
+            }
+            other => WhileSuspended::Keep(other),
+        }
+    }
+
+    fn answer(&mut self, msg: Msg<G>) -> Result<(), StopReason> {
+        match msg {
+            Msg::System(request) => answer_system(self, *request),
+            Msg::Inspect(f) => {
+                self.last = Handled::Inspect;
+                f(&mut self.state);
+                Ok(())
+            }
+            Msg::Shutdown(reply) => {
+                self.ack = Some(reply);
+                Err(StopReason::Shutdown)
+            }
+            // A timer's info waits on the system channel, its flag up: the
+            // loop drains it once resumed.
+            _ => Ok(()),
+        }
+    }
+
+    fn keep(&mut self, msg: Msg<G>) {
+        self.deferred.push_back(msg);
+    }
 }
 
 /// Handle what waits on the system channel (timer infos and other

@@ -33,7 +33,7 @@ use super::StatemRef;
 use super::behaviour::{Action, Enter, Event, GenStatem, Init, Next, TimerKey, Transition};
 use super::timers::Timers;
 use crate::behaviour::{Behaviour, Inbox, Launch, Reply, StopReason, callback};
-use crate::sys::{About, Debug, SysEvent};
+use crate::sys::{self, About, Answered, Debug, SysEvent, WhileSuspended};
 use smarm_core::actor::Hibernation;
 use smarm_core::{DownReason, Exit, MonitorRef, Pid};
 use std::collections::VecDeque;
@@ -272,7 +272,7 @@ impl<M: GenStatem> Machine<M> {
     ) -> Turn {
         loop {
             if self.debug.suspended
-                && let Err(reason) = self.suspended(inbox)
+                && let Err(reason) = sys::suspend_loop(self, inbox, |Envelope(msg)| msg)
             {
                 return Turn::Stop(reason);
             }
@@ -338,46 +338,26 @@ impl<M: GenStatem> Machine<M> {
                 Err(StopReason::Shutdown)
             }
             Msg::System(request) => {
-                let (state, me) = (&self.state, &self.ctx.me);
+                let (state, me, kept) = (&self.state, &self.ctx.me, self.deferred.len());
                 let about = |data: &M| About {
                     pid: me.pid(),
                     behaviour: "gen_statem",
                     module: machine::<M>(),
                     state: data.format_status(state),
-                    mailbox_len: me.mailbox_len(),
+                    // What it keeps while suspended is still queued for it.
+                    mailbox_len: me.mailbox_len() + kept,
                 };
                 // By type, a state machine's state is its data.
                 let by_type = crate::sys::itself::<M>;
-                self.debug.handle(*request, &mut self.data, by_type, about);
-                Ok(None)
+                match self.debug.handle(*request, &mut self.data, by_type, about) {
+                    Answered::GoOn => Ok(None),
+                    Answered::Terminate(reason, reply) => {
+                        self.ack = Some(reply);
+                        Err(reason)
+                    }
+                }
             }
         }
-    }
-
-    /// Suspended: answer only system messages (and a shutdown), keeping
-    /// the rest for after (D1), until resumed.
-    #[cold]
-    #[inline(never)]
-    fn suspended<I: Inbox<Envelope<M>>>(&mut self, inbox: &I) -> Result<(), StopReason> {
-        while self.debug.suspended {
-            // Through `recv_timeout`, keeping `recv` inlined in the loop (as
-            // gen_server's).
-            let msg = match inbox.recv_timeout(crate::gen_server::SUSPENDED_WAIT) {
-                Ok(Envelope(msg)) => msg,
-                Err(smarm_core::channel::RecvTimeoutError::Timeout) => continue,
-                Err(_) => return Ok(()), // never, while serving (M2)
-            };
-            match msg {
-                Msg::System(_) | Msg::Inspect(_) | Msg::Shutdown(_) => {
-                    self.system(msg)?;
-                }
-                Msg::Event(Event::Exit(exit)) if Some(exit.from) == self.ctx.parent => {
-                    return Err(parent_exit(exit));
-                }
-                other => self.deferred.push_back(other),
-            }
-        }
-        Ok(())
     }
 
     /// Note an event for `sys` (only while a debug option is on).
@@ -517,6 +497,33 @@ impl<M: GenStatem> Pending<M> {
 }
 
 /// Why a trapping machine stops when its parent exits.
+/// What the suspended loop needs of a machine.
+impl<M: GenStatem> sys::Suspendable for Machine<M> {
+    type Msg = Msg<M>;
+
+    fn is_suspended(&self) -> bool {
+        self.debug.suspended
+    }
+
+    fn while_suspended(&self, msg: Msg<M>) -> WhileSuspended<Msg<M>> {
+        match msg {
+            Msg::Event(Event::Exit(exit)) if Some(exit.from) == self.ctx.parent => {
+                WhileSuspended::Stop(parent_exit(exit))
+            }
+            Msg::System(_) | Msg::Inspect(_) | Msg::Shutdown(_) => WhileSuspended::Answer(msg),
+            other => WhileSuspended::Keep(other),
+        }
+    }
+
+    fn answer(&mut self, msg: Msg<M>) -> Result<(), StopReason> {
+        self.system(msg).map(drop)
+    }
+
+    fn keep(&mut self, msg: Msg<M>) {
+        self.deferred.push_back(msg);
+    }
+}
+
 fn parent_exit(exit: Exit) -> StopReason {
     if matches!(
         exit.reason,

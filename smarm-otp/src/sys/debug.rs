@@ -1,0 +1,313 @@
+//! A behaviour's debug options and what they record: the events
+//! ([`SysEvent`]), the status and statistics a process reports, and the
+//! requests that reach it ([`Request`]), answered by [`Debug::handle`].
+
+use crate::behaviour::Reply;
+use smarm_core::Pid;
+use std::any::Any;
+use std::collections::VecDeque;
+use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant, SystemTime};
+
+/// One event a process handled, as [`log`](super::log) keeps it and [`trace`](super::trace) and
+/// [`install`](super::install)ed functions see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysEvent {
+    /// The process.
+    pub pid: Pid,
+    /// When it was handled.
+    pub at: SystemTime,
+    /// What kind of event: `call`, `cast`, `info`, `exit`, `down`, and
+    /// for a gen_statem also `internal`, `timeout`, `state_timeout`,
+    /// `{timeout, Name}`.
+    pub kind: &'static str,
+    /// The message's type (a typed actor's message: its variant).
+    pub message: &'static str,
+    /// For a gen_statem: the state it was handled in.
+    pub state: Option<String>,
+}
+
+impl fmt::Display for SysEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "*DBG* {} got {} {}", self.pid, self.kind, self.message)?;
+        if let Some(state) = &self.state {
+            write!(f, " in state {state}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`get_status`](super::get_status) reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Status {
+    /// The process.
+    pub pid: Pid,
+    /// `gen_server`, `gen_statem`, `supervisor`, or `actor` (a typed actor's own loop).
+    pub behaviour: &'static str,
+    /// Its callback type.
+    pub module: &'static str,
+    /// Its state, as the behaviour's `format_status` shows it.
+    pub state: String,
+    /// Whether it is suspended.
+    pub suspended: bool,
+    /// Messages waiting in its mailbox.
+    pub mailbox_len: usize,
+    /// Events logged ([`log`](super::log)), if logging.
+    pub log_size: Option<usize>,
+    /// Whether [`trace`](super::trace) is on.
+    pub trace: bool,
+    /// Names of the [`install`](super::install)ed functions.
+    pub installed: Vec<&'static str>,
+}
+
+/// What [`statistics`](super::statistics) counted, since it was turned on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Statistics {
+    /// When counting started.
+    pub since: SystemTime,
+    /// How long ago that was.
+    pub elapsed: Duration,
+    /// Events handled since (calls, casts, infos, ...).
+    pub messages_in: u64,
+    /// Of those, calls.
+    pub calls_in: u64,
+    /// Timeslice-clock ticks the process has run for in all (feature
+    /// `budget-accounting`), as introspection reports it.
+    pub budget_cycles: Option<u64>,
+}
+
+/// What [`statistics`](super::statistics) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stats {
+    /// Start counting (from zero).
+    On,
+    /// Stop counting.
+    Off,
+    /// What was counted, if counting.
+    Get,
+}
+
+/// What [`log`](super::log) does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Log {
+    /// Keep the last `n` events (Erlang's default is 10).
+    On(usize),
+    /// Stop keeping them (and forget them).
+    Off,
+    /// The events kept, oldest first.
+    Get,
+}
+
+/// A system request, as a behaviour's mailbox carries it (made by this
+/// module's functions).
+#[doc(hidden)]
+pub enum Request {
+    Suspend(Reply<()>),
+    Resume(Reply<()>),
+    Status(Reply<Status>),
+    Statistics(Stats, Reply<Option<Statistics>>),
+    Log(Log, Reply<Vec<SysEvent>>),
+    Trace(bool, Reply<()>),
+    Install(&'static str, EventFn, Reply<()>),
+    Remove(&'static str, Reply<bool>),
+    NoDebug(Reply<()>),
+    State(StateFn),
+    Terminate(crate::behaviour::StopReason, Reply<()>),
+}
+
+/// What a process does after [`Debug::handle`] answered a request.
+#[must_use]
+pub(crate) enum Answered {
+    /// Go on (suspended or not, as `Debug::suspended` says).
+    GoOn,
+    /// Stop for this reason through `terminate`, then acknowledge with
+    /// the reply (`sys::terminate`, OTP's `system_terminate`).
+    Terminate(crate::behaviour::StopReason, Reply<()>),
+}
+
+/// A function [`install`](super::install)ed to see each event.
+pub(super) type EventFn = Box<dyn FnMut(&SysEvent) + Send>;
+
+/// A request for the state by its type ([`get_state_of`](super::get_state_of)): called with
+/// the state and the name of its type.
+type StateFn = Box<dyn FnOnce(&mut dyn Any, &'static str) + Send>;
+
+/// What a behaviour's status holds besides its debug options: for
+/// [`Debug::handle`].
+pub(crate) struct About {
+    pub(crate) pid: Pid,
+    pub(crate) behaviour: &'static str,
+    pub(crate) module: &'static str,
+    pub(crate) state: String,
+    pub(crate) mailbox_len: usize,
+}
+
+/// A state as [`get_state_of`](super::get_state_of) reaches it: itself, by its own type.
+pub(crate) fn itself<S: 'static>(state: &mut S) -> (&mut dyn Any, &'static str) {
+    (state, std::any::type_name::<S>())
+}
+
+/// A behaviour's debug options and suspension: what its loop keeps for
+/// sys.
+#[derive(Default)]
+pub(crate) struct Debug {
+    /// Any event hook on (checked per message: one load).
+    pub(crate) on: bool,
+    /// `on` or `suspended`: what a typed actor's loop checks per message.
+    pub(crate) attention: bool,
+    pub(crate) suspended: bool,
+    log: Option<(usize, VecDeque<SysEvent>)>,
+    trace: bool,
+    installed: Vec<(&'static str, EventFn)>,
+    stats: Option<(SystemTime, Instant, u64, u64)>,
+}
+
+impl Debug {
+    /// Note an event handled (only called while `on`).
+    #[cold]
+    pub(crate) fn event(&mut self, event: SysEvent) {
+        if let Some((since, at, n, calls)) = &mut self.stats {
+            let _ = (since, at);
+            *n += 1;
+            if event.kind == "call" {
+                *calls += 1;
+            }
+        }
+        if self.trace {
+            eprintln!("{event}");
+        }
+        let mut panicked = Vec::new();
+        for (name, f) in &mut self.installed {
+            if catch_unwind(AssertUnwindSafe(|| f(&event))).is_err() {
+                panicked.push(*name);
+            }
+        }
+        for name in panicked {
+            eprintln!(
+                "*DBG* {} installed function {name:?} panicked: removed",
+                event.pid
+            );
+            self.installed.retain(|(n, _)| *n != name); // (D2)
+        }
+        if let Some((size, events)) = &mut self.log {
+            if events.len() == *size {
+                events.pop_front();
+            }
+            events.push_back(event);
+        }
+        self.refresh();
+    }
+
+    fn refresh(&mut self) {
+        self.on =
+            self.log.is_some() || self.trace || !self.installed.is_empty() || self.stats.is_some();
+        self.attention = self.on || self.suspended;
+    }
+
+    /// Handle a system request on the process whose state is `state`:
+    /// `by_type` gives what [`get_state_of`](super::get_state_of) reaches of it (the state
+    /// itself, [`itself`], or a part) and that type's name; `about` builds
+    /// the status, if asked.
+    #[cold]
+    pub(crate) fn handle<S>(
+        &mut self,
+        request: Request,
+        state: &mut S,
+        by_type: impl FnOnce(&mut S) -> (&mut dyn Any, &'static str),
+        about: impl FnOnce(&S) -> About,
+    ) -> Answered {
+        match request {
+            Request::Terminate(reason, ack) => return Answered::Terminate(reason, ack),
+            Request::Suspend(reply) => {
+                self.suspended = true;
+                let _ = reply.reply(());
+            }
+            Request::Resume(reply) => {
+                self.suspended = false;
+                let _ = reply.reply(());
+            }
+            Request::State(f) => {
+                let (reached, type_name) = by_type(state);
+                f(reached, type_name)
+            }
+            Request::Status(reply) => {
+                let about = about(state);
+                let _ = reply.reply(Status {
+                    pid: about.pid,
+                    behaviour: about.behaviour,
+                    module: about.module,
+                    state: about.state,
+                    suspended: self.suspended,
+                    mailbox_len: about.mailbox_len,
+                    log_size: self.log.as_ref().map(|(n, _)| *n),
+                    trace: self.trace,
+                    installed: self.installed.iter().map(|(n, _)| *n).collect(),
+                });
+            }
+            Request::Statistics(what, reply) => {
+                let pid = about(state).pid;
+                let counted = match what {
+                    Stats::On => {
+                        self.stats = Some((SystemTime::now(), Instant::now(), 0, 0));
+                        None
+                    }
+                    Stats::Off => {
+                        self.stats = None;
+                        None
+                    }
+                    Stats::Get => self.stats.map(|(since, at, n, calls)| Statistics {
+                        since,
+                        elapsed: at.elapsed(),
+                        messages_in: n,
+                        calls_in: calls,
+                        budget_cycles: smarm_core::introspect::actor_info(pid)
+                            .and_then(|i| i.budget_cycles),
+                    }),
+                };
+                let _ = reply.reply(counted);
+            }
+            Request::Log(what, reply) => {
+                let events = match what {
+                    Log::On(n) => {
+                        self.log = Some((n.max(1), VecDeque::new()));
+                        Vec::new()
+                    }
+                    Log::Off => self.log.take().map(|(_, e)| e.into()).unwrap_or_default(),
+                    Log::Get => self
+                        .log
+                        .as_ref()
+                        .map(|(_, e)| e.iter().cloned().collect())
+                        .unwrap_or_default(),
+                };
+                let _ = reply.reply(events);
+            }
+            Request::Trace(on, reply) => {
+                self.trace = on;
+                let _ = reply.reply(());
+            }
+            Request::Install(name, f, reply) => {
+                self.installed.retain(|(n, _)| *n != name);
+                self.installed.push((name, f));
+                let _ = reply.reply(());
+            }
+            Request::Remove(name, reply) => {
+                let before = self.installed.len();
+                self.installed.retain(|(n, _)| *n != name);
+                let _ = reply.reply(self.installed.len() != before);
+            }
+            Request::NoDebug(reply) => {
+                let suspended = self.suspended;
+                *self = Debug {
+                    suspended,
+                    ..Debug::default()
+                };
+                let _ = reply.reply(());
+            }
+        }
+        self.refresh();
+        Answered::GoOn
+    }
+}
