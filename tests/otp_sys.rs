@@ -145,7 +145,10 @@ fn the_log_keeps_the_last_events_handled() {
         server.cast(1).unwrap();
         server.call(()).unwrap();
         let events = sys::log(&server, Log::Get).unwrap();
-        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.message)).collect();
+        let kinds: Vec<_> = events
+            .iter()
+            .map(|e| (e.kind, e.message.as_str()))
+            .collect();
         assert_eq!(kinds, [("cast", "u64"), ("call", "()")]);
         assert!(events.iter().all(|e| e.pid == server.pid()));
         for _ in 0..15 {
@@ -471,7 +474,10 @@ fn a_typed_actors_statistics_log_and_installed_functions_see_each_message() {
             let stats = sys::statistics(&tally, Stats::Get).unwrap().unwrap();
             assert_eq!((stats.messages_in, stats.calls_in), (5, 1), "{how}");
             let events = sys::log(&tally, Log::Get).unwrap();
-            let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.message)).collect();
+            let kinds: Vec<_> = events
+                .iter()
+                .map(|e| (e.kind, e.message.as_str()))
+                .collect();
             assert_eq!(kinds[0], ("cast", "Add"));
             assert_eq!(kinds[4], ("call", "Get"));
             assert!(events.iter().all(|e| e.pid == tally.erase()));
@@ -570,7 +576,10 @@ fn a_typed_actor_run_as_a_gen_server_shows_its_handler_to_sys() {
         // Its messages as the typed loop shows them, its handler's status
         // and state.
         let events = sys::log(&served, Log::Get).unwrap();
-        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.message)).collect();
+        let kinds: Vec<_> = events
+            .iter()
+            .map(|e| (e.kind, e.message.as_str()))
+            .collect();
         assert_eq!(kinds, [("cast", "Add"), ("call", "Get")]);
         let status = sys::get_status(&served).unwrap();
         assert_eq!(
@@ -745,4 +754,42 @@ impl GenServer for Trapping {
         reply.reply(());
         Flow::Continue
     }
+}
+
+/// A typed actor whose message enum implements `Debug`.
+#[derive(smarm::Actor, Debug)]
+enum Shown {
+    Add(u64),
+}
+
+struct ShownTotal(u64);
+
+impl Handler<Shown> for ShownTotal {
+    fn handle(&mut self, Shown::Add(n): Shown) -> Flow {
+        self.0 += n;
+        Flow::Continue
+    }
+}
+
+#[test]
+fn events_show_a_debug_message_by_value_and_the_registered_name() {
+    run_with(2, || {
+        let shown = actor::spawn(ShownTotal(0));
+        sys::log(&shown, Log::On(5)).unwrap();
+        smarm::send_to(shown, Shown::Add(7)).unwrap();
+        let events = sys::log(&shown, Log::Get).unwrap();
+        assert_eq!(events[0].message, "Add(7)", "by its Debug");
+        assert_eq!(
+            events[0].to_string(),
+            format!("*DBG* {} got cast Add(7)", shown.erase())
+        );
+
+        let server =
+            gen_server::start_named::<Counter>(gen_server::ServerName::new("counted"), ()).unwrap();
+        sys::log(&server, Log::On(5)).unwrap();
+        server.cast(3).unwrap();
+        let events = sys::log(&server, Log::Get).unwrap();
+        assert_eq!(events[0].name, Some("counted"));
+        assert_eq!(events[0].to_string(), "*DBG* counted got cast u64");
+    });
 }

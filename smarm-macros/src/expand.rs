@@ -68,6 +68,33 @@ pub(crate) fn expand(e: &ActorEnum) -> TokenStream {
                     _ => false,
                 }
             }
+
+            fn format_message(&self) -> ::std::string::String {
+                // By `Debug` where the enum implements it, else by variant:
+                // the `Debug` impl is on `&Show`, which method lookup tries
+                // before the fallback on `Show` (autoref specialisation;
+                // the type is concrete here, so the choice is made for it).
+                struct Show<'a, T>(&'a T);
+                trait ByDebug {
+                    fn show(&self) -> ::std::string::String;
+                }
+                trait ByVariant {
+                    fn show(&self) -> ::std::string::String;
+                }
+                impl<T: ::core::fmt::Debug> ByDebug for &Show<'_, T> {
+                    fn show(&self) -> ::std::string::String {
+                        ::std::format!("{:?}", self.0)
+                    }
+                }
+                impl<T: ::smarm::actor::Actor> ByVariant for Show<'_, T> {
+                    fn show(&self) -> ::std::string::String {
+                        ::std::string::ToString::to_string(
+                            ::smarm::actor::Actor::variant(self.0),
+                        )
+                    }
+                }
+                (&&Show(self)).show()
+            }
         }
 
         #[doc = #api_doc]

@@ -63,6 +63,17 @@ pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
     fn is_call(&self) -> bool {
         false
     }
+
+    /// How the message shows in [`sys`](crate::sys)'s trace and log
+    /// events. By default its variant's name (or its type's); the derive
+    /// shows it by its `Debug` when the enum implements `Debug`
+    /// (`Add(5)`), else by its variant.
+    fn format_message(&self) -> String {
+        match self.variant() {
+            "" => std::any::type_name::<Self>().to_string(),
+            variant => variant.to_string(),
+        }
+    }
 }
 
 /// The state of a typed actor of message type `M`.
@@ -300,25 +311,15 @@ fn hold<M>(held: &mut VecDeque<M>, msg: M) {
 #[cold]
 fn note_event<M: Actor>(debug: &mut Debug, msg: &M) {
     let (kind, message) = sys_event(msg);
-    debug.event(SysEvent {
-        pid: smarm_core::self_pid(),
-        at: std::time::SystemTime::now(),
-        kind,
-        message,
-        state: None,
-    });
+    debug.event(SysEvent::now(smarm_core::self_pid(), "got", kind, message));
 }
 
 /// A typed actor's message as `sys`'s events show it, however the actor
-/// runs: `call` (it carries a `Reply`) or `cast`, named by its variant.
-fn sys_event<M: Actor>(msg: &M) -> (&'static str, &'static str) {
-    let variant = msg.variant();
+/// runs: `call` (it carries a `Reply`) or `cast`, shown by
+/// [`Actor::format_message`].
+fn sys_event<M: Actor>(msg: &M) -> (&'static str, String) {
     let kind = if msg.is_call() { "call" } else { "cast" };
-    if variant.is_empty() {
-        (kind, std::any::type_name::<M>())
-    } else {
-        (kind, variant)
-    }
+    (kind, msg.format_message())
 }
 
 /// A typed actor's `sys` requests, kept beside its mailbox (its message
@@ -529,7 +530,7 @@ impl<M: Actor, H: Handler<M>> GenServer for Served<M, H> {
         crate::sys::itself(&mut self.state)
     }
 
-    fn sys_cast_event(msg: &M) -> (&'static str, &'static str) {
+    fn sys_cast_event(msg: &M) -> (&'static str, String) {
         sys_event(msg)
     }
 }

@@ -74,6 +74,35 @@ pub trait GenServer: Send + Sized + 'static {
         format!("a {}", std::any::type_name::<Self>())
     }
 
+    /// How a message shows in [`sys`](crate::sys)'s trace and log events
+    /// (OTP's `format_status` for messages). By default: its type's name,
+    /// so nothing of a message leaks into a log unless the server says so;
+    /// a server whose messages implement `Debug` shows them with
+    /// `format!("{message:?}")`:
+    ///
+    /// ```
+    /// # use smarm::gen_server::{Ctx, Flow, GenServer, InitError, Message, Reply};
+    /// # struct Counter(u64);
+    /// # impl GenServer for Counter {
+    /// #     type Args = ();
+    /// #     type Call = ();
+    /// #     type Reply = u64;
+    /// #     type Cast = u64;
+    /// #     type Info = ();
+    /// #     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> { Ok(Counter(0)) }
+    /// #     fn handle_call(&mut self, _: (), reply: Reply<u64>, _: &mut Ctx<Self>) -> Flow {
+    /// #         reply.reply(self.0);
+    /// #         Flow::Continue
+    /// #     }
+    /// fn format_message(message: Message<'_, Self>) -> String {
+    ///     format!("{message:?}") // `*DBG* <0.3.1> got cast 5`
+    /// }
+    /// # }
+    /// ```
+    fn format_message(message: Message<'_, Self>) -> String {
+        message.type_name().to_string()
+    }
+
     /// The behaviour's name in [`sys::Status`](crate::sys::Status).
     #[doc(hidden)]
     const BEHAVIOUR: &'static str = "gen_server";
@@ -90,9 +119,47 @@ pub trait GenServer: Send + Sized + 'static {
     /// message (`Served` shows a typed actor's message as the typed loop
     /// does).
     #[doc(hidden)]
-    fn sys_cast_event(msg: &Self::Cast) -> (&'static str, &'static str) {
-        let _ = msg;
-        ("cast", std::any::type_name::<Self::Cast>())
+    fn sys_cast_event(msg: &Self::Cast) -> (&'static str, String) {
+        ("cast", Self::format_message(Message::Cast(msg)))
+    }
+}
+
+/// A message a server handles, as its
+/// [`format_message`](GenServer::format_message) hook sees it. Its `Debug`
+/// shows the message itself (`5`, not `Cast(5)`: the event says which
+/// kind), where the server's message types implement `Debug`.
+pub enum Message<'a, G: GenServer> {
+    /// A call's request.
+    Call(&'a G::Call),
+    /// A cast.
+    Cast(&'a G::Cast),
+    /// An info.
+    Info(&'a G::Info),
+}
+
+impl<G: GenServer> Message<'_, G> {
+    /// The message's type's name (the hook's default).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Message::Call(_) => std::any::type_name::<G::Call>(),
+            Message::Cast(_) => std::any::type_name::<G::Cast>(),
+            Message::Info(_) => std::any::type_name::<G::Info>(),
+        }
+    }
+}
+
+impl<G: GenServer> std::fmt::Debug for Message<'_, G>
+where
+    G::Call: std::fmt::Debug,
+    G::Cast: std::fmt::Debug,
+    G::Info: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Message::Call(m) => m.fmt(f),
+            Message::Cast(m) => m.fmt(f),
+            Message::Info(m) => m.fmt(f),
+        }
     }
 }
 

@@ -84,7 +84,7 @@ pub use crate::behaviour::{
     CallError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError, StopReason,
     call, call_as, call_async, call_to,
 };
-pub use behaviour::{Flow, GenServer};
+pub use behaviour::{Flow, GenServer, Message};
 pub use builder::{Builder, start, start_link, start_named};
 pub use handle::{
     CastError, GenServerRef, Request, ServerName, TryCastError, whereis_server, whereis_server_in,

@@ -26,7 +26,7 @@
 //!   the mailbox is dropped before the actor exits, dropping every queued
 //!   request's reply slot (their callers fail at once).
 
-use super::{Flow, GenServer, GenServerRef, Reply, StopReason};
+use super::{Flow, GenServer, GenServerRef, Message, Reply, StopReason};
 use crate::behaviour::{Behaviour, Inbox, Launch, callback};
 use crate::sys::{self, About, Answered, Debug, SysEvent, WhileSuspended};
 use smarm_core::actor::Hibernation;
@@ -436,22 +436,15 @@ fn dispatch_rare<G: GenServer, I: Inbox<Envelope<G>>>(
 #[cold]
 #[inline(never)]
 fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: &Msg<G>) {
-    use std::any::type_name;
     let (kind, message) = match msg {
-        Msg::Call(..) => ("call", type_name::<G::Call>()),
+        Msg::Call(request, _) => ("call", G::format_message(Message::Call(request))),
         Msg::Cast(msg) => G::sys_cast_event(msg),
-        Msg::Info(_) => ("info", type_name::<G::Info>()),
-        Msg::Exit(_) => ("exit", "smarm::Exit"),
-        Msg::Down(_) => ("down", "smarm::Down"),
+        Msg::Info(info) => ("info", G::format_message(Message::Info(info))),
+        Msg::Exit(exit) => ("exit", format!("{} {}", exit.from, exit.reason)),
+        Msg::Down(down) => ("down", format!("{} {}", down.pid, down.reason)),
         Msg::Inspect(_) | Msg::Shutdown(_) | Msg::System(_) | Msg::SysWake => return,
     };
-    debug.event(SysEvent {
-        pid,
-        at: std::time::SystemTime::now(),
-        kind,
-        message,
-        state: None,
-    });
+    debug.event(SysEvent::now(pid, "got", kind, message));
 }
 
 /// A `sys` request: answer it; one that suspends the server holds the
@@ -575,13 +568,8 @@ fn drain_system<G: GenServer>(
     while let Ok(Some(info)) = sys.try_recv() {
         *last = Handled::Info;
         if debug.on {
-            debug.event(SysEvent {
-                pid: ctx.me.pid(),
-                at: std::time::SystemTime::now(),
-                kind: "info",
-                message: std::any::type_name::<G::Info>(),
-                state: None,
-            });
+            let message = G::format_message(Message::Info(&info));
+            debug.event(SysEvent::now(ctx.me.pid(), "got", "info", message));
         }
         let flow = callback!(
             "handle_info",

@@ -376,13 +376,9 @@ impl<M: GenStatem> Machine<M> {
             Event::Exit(_) => "smarm::Exit",
             Event::Down(_) => "smarm::Down",
         };
-        self.debug.event(SysEvent {
-            pid: self.ctx.me.pid(),
-            at: std::time::SystemTime::now(),
-            kind: event.kind(),
-            message,
-            state: Some(format!("{:?}", self.state)),
-        });
+        let event = SysEvent::now(self.ctx.me.pid(), "receive", event.kind(), message.into())
+            .in_state(format!("{:?}", self.state));
+        self.debug.event(event);
     }
 
     /// Carry out a transition in OTP's order (the module's steps 1–6);

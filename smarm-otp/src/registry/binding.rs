@@ -198,6 +198,18 @@ pub fn whereis(name: &str) -> Option<Pid> {
     with_tables(|t| t.holder(name))
 }
 
+/// The first (in order) of the names `pid` holds, for `sys`'s events.
+pub(crate) fn name_of(pid: Pid) -> Option<&'static str> {
+    with_tables(|t| {
+        t.tables
+            .by_name
+            .iter()
+            .filter(|(_, binding)| binding.pid == pid)
+            .map(|(name, _)| *name)
+            .min()
+    })
+}
+
 /// [`whereis`] from outside the runtime (a tokio task, a plain thread):
 /// the live actor holding `name` in `rt`.
 ///

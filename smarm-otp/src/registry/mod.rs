@@ -71,8 +71,8 @@ mod tables;
 
 pub use crate::key::{ATOM_LIMIT, AtomTableFull};
 pub(crate) use binding::ensure_introspection_hook;
-pub(crate) use binding::publish;
 pub use binding::{install, lookup_as, register, spawn_addr, unregister, whereis, whereis_in};
+pub(crate) use binding::{name_of, publish};
 pub use error::{RegisterError, SendError};
 pub use name::Name;
 pub(crate) use send::resolve_sender;

@@ -10,29 +10,90 @@ use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant, SystemTime};
 
-/// One event a process handled, as [`log`](super::log) keeps it and [`trace`](super::trace) and
-/// [`install`](super::install)ed functions see it.
+/// One event of a process, as [`log`](super::log) keeps it and
+/// [`trace`](super::trace) and [`install`](super::install)ed functions see
+/// it; its `Display` is the `*DBG*` line OTP's `sys` prints:
+///
+/// ```text
+/// *DBG* counter got cast 5
+/// *DBG* code-lock receive cast 1 in state Locked
+/// *DBG* code-lock consume cast 3 in state Locked => Open
+/// *DBG* code-lock postpone cast 1 in state Open
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SysEvent {
     /// The process.
     pub pid: Pid,
-    /// When it was handled.
+    /// Its registered name, if it had one when debugging was turned on.
+    pub name: Option<&'static str>,
+    /// When it happened.
     pub at: SystemTime,
-    /// What kind of event: `call`, `cast`, `info`, `exit`, `down`, and
+    /// What happened to the message: `got` (a gen_server, supervisor or
+    /// typed actor handled it), and for a gen_statem `receive` (it took
+    /// it from its mailbox), `postpone` or `consume` (what its callback
+    /// did with it), `enter` (a state enter call).
+    pub action: &'static str,
+    /// What kind of message: `call`, `cast`, `info`, `exit`, `down`, and
     /// for a gen_statem also `internal`, `timeout`, `state_timeout`,
     /// `{timeout, Name}`.
     pub kind: &'static str,
-    /// The message's type (a typed actor's message: its variant).
-    pub message: &'static str,
+    /// The message as text, by the behaviour's `format_message` hook (its
+    /// type's name unless the behaviour shows more; a derived actor's
+    /// message by its `Debug`, or its variant).
+    pub message: String,
     /// For a gen_statem: the state it was handled in.
     pub state: Option<String>,
+    /// For a gen_statem's `consume`: the state it moved to, if another.
+    pub next_state: Option<String>,
+}
+
+impl SysEvent {
+    /// An event of the calling process (`pid`), now: `action` on a
+    /// message of `kind`, shown as `message`.
+    pub(crate) fn now(pid: Pid, action: &'static str, kind: &'static str, message: String) -> Self {
+        SysEvent {
+            pid,
+            name: None,
+            at: SystemTime::now(),
+            action,
+            kind,
+            message,
+            state: None,
+            next_state: None,
+        }
+    }
+
+    /// The event, in `state`.
+    pub(crate) fn in_state(mut self, state: String) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Whether it is a message coming in (counted by
+    /// [`statistics`](super::statistics) once, as OTP's `messages_in`).
+    fn is_in(&self) -> bool {
+        matches!(self.action, "got" | "receive")
+    }
 }
 
 impl fmt::Display for SysEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "*DBG* {} got {} {}", self.pid, self.kind, self.message)?;
+        write!(f, "*DBG* ")?;
+        match self.name {
+            Some(name) => write!(f, "{name}")?,
+            None => write!(f, "{}", self.pid)?,
+        }
+        if self.action == "enter" {
+            write!(f, " enter")?;
+        } else {
+            write!(f, " {} {} {}", self.action, self.kind, self.message)?;
+        }
         if let Some(state) = &self.state {
             write!(f, " in state {state}")?;
+            if let Some(next) = &self.next_state {
+                write!(f, " => {next}")?;
+            }
         }
         Ok(())
     }
@@ -163,13 +224,19 @@ pub(crate) struct Debug {
     trace: bool,
     installed: Vec<(&'static str, EventFn)>,
     stats: Option<(SystemTime, Instant, u64, u64)>,
+    /// The process's registered name, looked up when a request was last
+    /// answered (its events show it).
+    name: Option<&'static str>,
 }
 
 impl Debug {
-    /// Note an event handled (only called while `on`).
+    /// Note an event (only called while `on`).
     #[cold]
-    pub(crate) fn event(&mut self, event: SysEvent) {
-        if let Some((since, at, n, calls)) = &mut self.stats {
+    pub(crate) fn event(&mut self, mut event: SysEvent) {
+        event.name = self.name;
+        if let Some((since, at, n, calls)) = &mut self.stats
+            && event.is_in()
+        {
             let _ = (since, at);
             *n += 1;
             if event.kind == "call" {
@@ -308,6 +375,9 @@ impl Debug {
             }
         }
         self.refresh();
+        if self.on {
+            self.name = crate::registry::name_of(smarm_core::self_pid());
+        }
         Answered::GoOn
     }
 }
