@@ -1000,6 +1000,10 @@ impl GenStatem for CodeLock {
         }
     }
 
+    fn format_message(event: &Event<Self>) -> String {
+        format!("{:?}", event.payload())
+    }
+
     fn state_enter(&mut self, _: &Door, state: &Door, _: &mut Ctx<Self>) -> Enter<Self> {
         match state {
             Door::Locked => {
@@ -1054,6 +1058,127 @@ fn the_code_lock_opens_relocks_and_postpones_buttons_while_open() {
             lock.shutdown().unwrap();
         });
     }
+}
+
+/// `sys` shows the code lock's events as OTP's `sys:handle_debug` prints
+/// them: the buttons by value, under its registered name; `receive` for
+/// what it took from its mailbox, `consume` or `postpone` for what its
+/// callback did, the state it moved to, the enter call; a postponed
+/// button retried once it locks is consumed without a second `receive`.
+#[test]
+fn sys_shows_the_code_locks_events_as_otp_prints_them() {
+    for threads in THREADS {
+        run_with(threads, || {
+            let lock = gen_statem::start_named::<CodeLock>(
+                LOCK,
+                (vec![1, 2, 3], Duration::from_secs(3600)),
+            )
+            .unwrap();
+            smarm::sys::log(&LOCK, smarm::sys::Log::On(100)).unwrap();
+            for b in [1, 2, 3, 7] {
+                lock.cast(b).unwrap();
+            }
+            assert_eq!(lock.call(()), Ok(Door::Open));
+            // Locks it as its state timeout would (the state, not the
+            // timer, is what this test is about).
+            smarm::sys::replace_state(&lock, |(door, _)| *door = Door::Locked).unwrap();
+            lock.cast(9).unwrap(); // handled after the retried 7
+            assert_eq!(lock.call(()), Ok(Door::Locked));
+            let lines: Vec<String> = smarm::sys::log(&"code-lock", smarm::sys::Log::Get)
+                .unwrap()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            let expected = [
+                "*DBG* code-lock receive cast 1 in state Locked",
+                "*DBG* code-lock consume cast 1 in state Locked",
+                "*DBG* code-lock receive cast 2 in state Locked",
+                "*DBG* code-lock consume cast 2 in state Locked",
+                "*DBG* code-lock receive cast 3 in state Locked",
+                "*DBG* code-lock consume cast 3 in state Locked => Open",
+                "*DBG* code-lock enter in state Open",
+                "*DBG* code-lock receive cast 7 in state Open",
+                "*DBG* code-lock postpone cast 7 in state Open",
+                "*DBG* code-lock receive call () in state Open",
+                "*DBG* code-lock consume call () in state Open",
+                // replace_state changed the state without an event: the
+                // postponed 7 waits for the next state change.
+                "*DBG* code-lock receive cast 9 in state Locked",
+                "*DBG* code-lock consume cast 9 in state Locked",
+                "*DBG* code-lock receive call () in state Locked",
+                "*DBG* code-lock consume call () in state Locked",
+            ];
+            assert_eq!(lines, expected);
+            let stats = smarm::sys::statistics(&LOCK, smarm::sys::Stats::Get).unwrap();
+            assert_eq!(stats, None, "statistics were never turned on");
+            lock.shutdown().unwrap();
+        });
+    }
+}
+
+const CODE_LOCK_TRACE_CHILD: &str = "SMARM_CODE_LOCK_TRACE_CHILD";
+
+/// `sys::trace` prints the code lock's events to standard error, from
+/// the moment it is turned on, with the state it moves to and a
+/// postponed button's retry after the door locks by its state timeout.
+#[test]
+fn sys_trace_prints_the_code_lock_opening_postponing_and_relocking() {
+    if std::env::var_os(CODE_LOCK_TRACE_CHILD).is_some() {
+        run_with(1, || {
+            let lock = gen_statem::start_named::<CodeLock>(
+                LOCK,
+                (vec![1, 2, 3], Duration::from_millis(50)),
+            )
+            .unwrap();
+            smarm::sys::trace(&LOCK, true).unwrap();
+            smarm::sys::statistics(&LOCK, smarm::sys::Stats::On).unwrap();
+            for b in [1, 2, 3, 4] {
+                lock.cast(b).unwrap();
+            }
+            assert_eq!(lock.call(()), Ok(Door::Open));
+            while lock.call(()) != Ok(Door::Locked) {
+                smarm::sleep(Duration::from_millis(5));
+            }
+            smarm::sys::trace(&LOCK, false).unwrap();
+            let stats = smarm::sys::statistics(&LOCK, smarm::sys::Stats::Get)
+                .unwrap()
+                .unwrap();
+            // Each received once: 4 casts, the calls, the state timeout
+            // (the retried 4 is not received again); each call answered.
+            assert_eq!(stats.messages_in, 4 + stats.calls_in + 1, "{stats:?}");
+            assert_eq!(stats.messages_out, stats.calls_in, "{stats:?}");
+            lock.shutdown().unwrap();
+        });
+        return;
+    }
+    let out = support::rerun_in_child(
+        "sys_trace_prints_the_code_lock_opening_postponing_and_relocking",
+        CODE_LOCK_TRACE_CHILD,
+    );
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("*DBG*")).collect();
+    let at = |line: &str| {
+        lines
+            .iter()
+            .position(|l| *l == line)
+            .unwrap_or_else(|| panic!("no line {line:?} in:\n{err}"))
+    };
+    let opened = at("*DBG* code-lock consume cast 3 in state Locked => Open");
+    let postponed = at("*DBG* code-lock postpone cast 4 in state Open");
+    let relocked = at("*DBG* code-lock consume state_timeout () in state Open => Locked");
+    let entered = at("*DBG* code-lock enter in state Locked");
+    let retried = at("*DBG* code-lock consume cast 4 in state Locked");
+    assert!(opened < postponed && postponed < relocked, "{err}");
+    assert!(relocked < entered && entered < retried, "{err}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains(" receive cast 4 "))
+            .count(),
+        1,
+        "a retried event is not received again: {err}"
+    );
 }
 
 /// OTP's push button (the gen_statem reference manual's example): each

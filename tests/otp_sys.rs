@@ -137,6 +137,173 @@ fn statistics_count_handled_messages() {
     });
 }
 
+/// OTP's `messages_out`: the replies a server sends, each counted once,
+/// when it is sent (a deferred one too).
+#[test]
+fn statistics_count_replies_sent_as_messages_out() {
+    run_with(2, || {
+        let server = gen_server::start::<Deferring>(()).unwrap();
+        sys::statistics(&server, Stats::On).unwrap();
+        assert_eq!(server.call(Ask::Now), Ok(1));
+        let client = server.clone();
+        let later = smarm::spawn(move || client.call(Ask::Later));
+        while sys::get_state(&server).unwrap().0.is_none() {
+            smarm::sleep(Duration::from_millis(1));
+        }
+        let stats = sys::statistics(&server, Stats::Get).unwrap().unwrap();
+        assert_eq!(
+            (stats.messages_in, stats.messages_out),
+            (2, 1),
+            "one still owed"
+        );
+        server.cast(()).unwrap(); // sends the deferred reply
+        assert_eq!(later.join().unwrap(), Ok(2));
+        let stats = sys::statistics(&server, Stats::Get).unwrap().unwrap();
+        assert_eq!((stats.messages_in, stats.calls_in), (3, 2));
+        assert_eq!(stats.messages_out, 2);
+
+        // A state machine's, replied from its callback.
+        let door = gen_statem::start::<Door>(()).unwrap();
+        sys::statistics(&door, Stats::On).unwrap();
+        door.cast(()).unwrap();
+        door.call(()).unwrap();
+        door.call(()).unwrap();
+        let stats = sys::statistics(&door, Stats::Get).unwrap().unwrap();
+        assert_eq!((stats.messages_in, stats.calls_in), (3, 2));
+        assert_eq!(stats.messages_out, 2);
+        assert!(stats.elapsed < Duration::from_secs(60));
+    });
+}
+
+/// A server that answers `Ask::Later` only at its next cast.
+#[derive(Clone)]
+struct Deferring(Option<Arc<std::sync::Mutex<Option<Reply<u32>>>>>);
+
+#[derive(Debug)]
+enum Ask {
+    Now,
+    Later,
+}
+
+impl GenServer for Deferring {
+    type Args = ();
+    type Call = Ask;
+    type Reply = u32;
+    type Cast = ();
+    type Info = ();
+
+    fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Deferring(None))
+    }
+
+    fn handle_call(&mut self, ask: Ask, reply: Reply<u32>, _: &mut Ctx<Self>) -> Flow {
+        match ask {
+            Ask::Now => {
+                reply.reply(1);
+            }
+            Ask::Later => self.0 = Some(Arc::new(std::sync::Mutex::new(Some(reply)))),
+        }
+        Flow::Continue
+    }
+
+    fn handle_cast(&mut self, _: (), _: &mut Ctx<Self>) -> Flow {
+        if let Some(owed) = self.0.take()
+            && let Some(reply) = owed.lock().unwrap().take()
+        {
+            reply.reply(2);
+        }
+        Flow::Continue
+    }
+}
+
+/// Every sys function takes a registered name, as OTP's take a
+/// `ServerRef`: the typed name, or its text; a name no one holds is a
+/// server down.
+#[test]
+fn sys_reaches_a_process_by_its_registered_name() {
+    run_with(2, || {
+        const COUNTED: gen_server::ServerName<Counter> = gen_server::ServerName::new("sys-counted");
+        let server = gen_server::start_named::<Counter>(COUNTED, ()).unwrap();
+        server.cast(4).unwrap();
+        let status = sys::get_status(&COUNTED).unwrap();
+        assert_eq!(status.pid, server.pid());
+        assert_eq!(status.state, "counter at 4");
+        assert_eq!(sys::get_status(&"sys-counted").unwrap(), status);
+        assert_eq!(sys::get_state(&COUNTED).unwrap().count, 4);
+        sys::replace_state(&COUNTED, |c| c.count = 10).unwrap();
+        assert_eq!(server.call(()), Ok(10));
+        sys::suspend(&"sys-counted").unwrap();
+        assert!(sys::get_status(&server).unwrap().suspended);
+        sys::resume(&COUNTED).unwrap();
+
+        const NOBODY: gen_server::ServerName<Counter> = gen_server::ServerName::new("sys-nobody");
+        assert_eq!(sys::get_status(&NOBODY), Err(CallError::ServerDown));
+        assert_eq!(sys::get_status(&"sys-nobody"), Err(CallError::ServerDown));
+        assert_eq!(sys::get_state(&NOBODY), Err(CallError::ServerDown));
+        server.shutdown().unwrap();
+        assert_eq!(sys::get_status(&COUNTED), Err(CallError::ServerDown));
+    });
+}
+
+/// `log_to_file` writes each event as a `*DBG*` line, as it happens;
+/// `Log::Print` hands back (and prints) what the log keeps; a file that
+/// cannot be created is an error before the process is asked.
+#[test]
+fn log_to_file_writes_each_event_and_log_print_returns_the_kept_ones() {
+    run_with(2, || {
+        let path = std::env::temp_dir().join(format!(
+            "smarm-sys-log-to-file-{}-{:?}.log",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let door = gen_statem::start::<Door>(()).unwrap();
+        sys::log_to_file(&door, Some(&path)).unwrap();
+        assert_eq!(
+            sys::get_status(&door).unwrap().log_file.as_deref(),
+            Some(path.as_path())
+        );
+        door.cast(()).unwrap();
+        door.call(()).unwrap();
+        // Written as it happens: readable before logging stops.
+        let written = std::fs::read_to_string(&path).unwrap();
+        let pid = door.pid();
+        assert_eq!(
+            written.lines().collect::<Vec<_>>(),
+            [
+                format!("*DBG* {pid} receive cast () in state Closed"),
+                format!("*DBG* {pid} consume cast () in state Closed => Open"),
+                format!("*DBG* {pid} enter in state Open"),
+                format!("*DBG* {pid} receive call () in state Open"),
+                format!("*DBG* {pid} consume call () in state Open"),
+            ]
+        );
+        sys::log_to_file(&door, None).unwrap();
+        door.cast(()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), written, "stopped");
+        assert_eq!(sys::get_status(&door).unwrap().log_file, None);
+        std::fs::remove_file(&path).unwrap();
+
+        let nowhere = std::path::Path::new("/nonexistent-smarm-dir/sys.log");
+        match sys::log_to_file(&door, Some(nowhere)) {
+            Err(e @ sys::LogToFileError::Open { .. }) => {
+                assert!(
+                    e.to_string().contains("/nonexistent-smarm-dir/sys.log"),
+                    "{e}"
+                );
+            }
+            other => panic!("expected an open error, got {other:?}"),
+        }
+
+        sys::log(&door, Log::On(2)).unwrap();
+        door.cast(()).unwrap();
+        let printed = sys::log(&door, Log::Print).unwrap();
+        assert_eq!(printed, sys::log(&door, Log::Get).unwrap());
+        assert_eq!(printed.len(), 2, "the last 2");
+        assert_eq!(printed[1].action, "enter");
+        door.shutdown().unwrap();
+    });
+}
+
 #[test]
 fn the_log_keeps_the_last_events_handled() {
     run_with(2, || {
@@ -289,8 +456,18 @@ fn sys_works_on_a_state_machine() {
             sys::log(&door, Log::On(10)).unwrap();
             door.cast(()).unwrap();
             let events = sys::log(&door, Log::Get).unwrap();
-            assert_eq!(events.len(), 1);
+            let lines: Vec<String> = events.iter().map(ToString::to_string).collect();
+            let pid = door.pid();
+            assert_eq!(
+                lines,
+                [
+                    format!("*DBG* {pid} receive cast () in state Closed"),
+                    format!("*DBG* {pid} consume cast () in state Closed => Open"),
+                    format!("*DBG* {pid} enter in state Open"),
+                ]
+            );
             assert_eq!(events[0].state.as_deref(), Some("Closed"));
+            assert_eq!(events[1].next_state.as_deref(), Some("Open"));
             let status = sys::get_status(&door).unwrap();
             assert_eq!(status.behaviour, "gen_statem");
             assert_eq!(sys::status_of(door.pid()).unwrap(), status, "by pid too");

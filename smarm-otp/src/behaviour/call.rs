@@ -34,6 +34,8 @@ use smarm_core::channel::{ReplyError, ReplySender, await_reply_watched_as};
 use smarm_core::future::{AsyncReplySender, async_reply};
 use std::future::Future;
 use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -97,6 +99,8 @@ enum ReplyTo<T> {
     Task(AsyncReplySender<T>),
     /// A caller elsewhere: `forward`'s function.
     Forward(Box<dyn FnOnce(T) -> bool + Send>),
+    /// A reply counted as it is sent, for `sys`'s `messages_out`.
+    Counted(Box<Reply<T>>, Arc<AtomicU64>),
 }
 
 impl<T: Send> Reply<T> {
@@ -107,6 +111,18 @@ impl<T: Send> Reply<T> {
             ReplyTo::Caller(tx) => tx.send(value).is_ok(),
             ReplyTo::Task(tx) => tx.send(value).is_ok(),
             ReplyTo::Forward(f) => f(value),
+            ReplyTo::Counted(reply, sent) => {
+                sent.fetch_add(1, Ordering::Relaxed);
+                reply.reply(value)
+            }
+        }
+    }
+
+    /// This reply, counted in `sent` when it is sent (while `sys`'s
+    /// statistics are on).
+    pub(crate) fn counted(self, sent: Arc<AtomicU64>) -> Self {
+        Reply {
+            to: ReplyTo::Counted(Box::new(self), sent),
         }
     }
 
@@ -116,6 +132,7 @@ impl<T: Send> Reply<T> {
         match &self.to {
             ReplyTo::Caller(tx) => tx.call_id(),
             ReplyTo::Task(_) | ReplyTo::Forward(_) => None,
+            ReplyTo::Counted(reply, _) => reply.call_id(),
         }
     }
 
@@ -126,6 +143,7 @@ impl<T: Send> Reply<T> {
             ReplyTo::Caller(tx) => tx.is_waited_on(),
             ReplyTo::Task(tx) => tx.is_waited_on(),
             ReplyTo::Forward(_) => true,
+            ReplyTo::Counted(reply, _) => reply.is_waited_on(),
         }
     }
 

@@ -549,6 +549,21 @@ impl<G: GenServer> crate::sys::System for GenServerRef<G> {
     }
 }
 
+/// The server registered under the name, when the request is made.
+impl<G: GenServer> crate::sys::SystemState for ServerName<G> {
+    type State = G;
+
+    fn with_state<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&mut G) -> T + Send + 'static,
+    ) -> Result<T, CallError> {
+        smarm_core::require_actor(what);
+        let server = whereis_server(*self).ok_or(CallError::ServerDown)?;
+        server.with_state(what, f)
+    }
+}
+
 impl<G: GenServer> crate::sys::SystemState for GenServerRef<G> {
     type State = G;
 

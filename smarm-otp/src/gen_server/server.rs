@@ -348,9 +348,11 @@ fn dispatch<G: GenServer, I: Inbox<Envelope<G>>>(
     inbox: &I,
     msg: Msg<G>,
 ) -> Flow {
-    if serving.debug.on {
-        note_event::<G>(&mut serving.debug, serving.ctx.me.pid(), &msg);
-    }
+    let msg = if serving.debug.on {
+        note_event::<G>(&mut serving.debug, serving.ctx.me.pid(), msg)
+    } else {
+        msg
+    };
     let Serving {
         state, ctx, last, ..
     } = serving;
@@ -432,19 +434,24 @@ fn dispatch_rare<G: GenServer, I: Inbox<Envelope<G>>>(
     }
 }
 
-/// Note a handled message for `sys` (only while a debug option is on).
+/// Note a handled message for `sys` (only while a debug option is on),
+/// and give it back, a call's reply counted for `messages_out`.
 #[cold]
 #[inline(never)]
-fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: &Msg<G>) {
-    let (kind, message) = match msg {
+fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: Msg<G>) -> Msg<G> {
+    let (kind, message) = match &msg {
         Msg::Call(request, _) => ("call", G::format_message(Message::Call(request))),
         Msg::Cast(msg) => G::sys_cast_event(msg),
         Msg::Info(info) => ("info", G::format_message(Message::Info(info))),
         Msg::Exit(exit) => ("exit", format!("{} {}", exit.from, exit.reason)),
         Msg::Down(down) => ("down", format!("{} {}", down.pid, down.reason)),
-        Msg::Inspect(_) | Msg::Shutdown(_) | Msg::System(_) | Msg::SysWake => return,
+        Msg::Inspect(_) | Msg::Shutdown(_) | Msg::System(_) | Msg::SysWake => return msg,
     };
     debug.event(SysEvent::now(pid, "got", kind, message));
+    match msg {
+        Msg::Call(request, reply) => Msg::Call(request, debug.count_reply(reply)),
+        other => other,
+    }
 }
 
 /// A `sys` request: answer it; one that suspends the server holds the

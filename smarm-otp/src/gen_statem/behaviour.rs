@@ -79,6 +79,39 @@ pub trait GenStatem: Send + Sized + 'static {
     fn format_status(&self, state: &Self::State) -> String {
         format!("{state:?} (data: a {})", std::any::type_name::<Self>())
     }
+
+    /// How an event's message shows in [`sys`](crate::sys)'s trace and
+    /// log events (`*DBG* code-lock receive cast 1 in state Locked`). By
+    /// default: its type's name, so nothing of a message leaks into a log
+    /// unless the machine says so; a machine whose event types implement
+    /// `Debug` shows them with [`Event::payload`]:
+    ///
+    /// ```
+    /// # use smarm::gen_statem::{Ctx, Event, GenStatem, Init, InitError, Transition};
+    /// # struct Door;
+    /// # impl GenStatem for Door {
+    /// #     type Args = ();
+    /// #     type State = bool;
+    /// #     type Call = ();
+    /// #     type Reply = ();
+    /// #     type Cast = u8;
+    /// #     type Info = ();
+    /// #     type Internal = ();
+    /// #     type Timeout = ();
+    /// #     fn init(_: (), _: &mut Ctx<Self>) -> Result<Init<Self>, InitError> {
+    /// #         Ok(Init::new(false, Door))
+    /// #     }
+    /// #     fn handle_event(&mut self, _: &bool, _: Event<Self>, _: &mut Ctx<Self>) -> Transition<Self> {
+    /// #         Transition::keep_state()
+    /// #     }
+    /// fn format_message(event: &Event<Self>) -> String {
+    ///     format!("{:?}", event.payload()) // `*DBG* door receive cast 1 in state false`
+    /// }
+    /// # }
+    /// ```
+    fn format_message(event: &Event<Self>) -> String {
+        event.type_name().to_string()
+    }
 }
 
 /// An event for [`GenStatem::handle_event`]: OTP's event types.
@@ -124,14 +157,82 @@ impl<M: GenStatem> Event<M> {
     }
 }
 
-impl<M: GenStatem> Debug for Event<M> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl<M: GenStatem> Event<M> {
+    /// The name of the type of the event's message (the
+    /// [`format_message`](GenStatem::format_message) hook's default).
+    pub fn type_name(&self) -> &'static str {
+        use std::any::type_name;
         match self {
-            Event::Timeout(name, _) => write!(f, "Event::Timeout({name:?})"),
-            Event::Exit(exit) => write!(f, "Event::Exit({})", exit.from),
-            Event::Down(down) => write!(f, "Event::Down({})", down.pid),
-            other => write!(f, "Event({})", other.kind()),
+            Event::Call(..) => type_name::<M::Call>(),
+            Event::Cast(_) => type_name::<M::Cast>(),
+            Event::Info(_) => type_name::<M::Info>(),
+            Event::Internal(_) => type_name::<M::Internal>(),
+            Event::EventTimeout(_) | Event::StateTimeout(_) | Event::Timeout(..) => {
+                type_name::<M::Timeout>()
+            }
+            Event::Exit(_) => type_name::<Exit>(),
+            Event::Down(_) => type_name::<Down>(),
         }
+    }
+
+    /// The event's message, whose `Debug` shows it alone (`1`, not
+    /// `Cast(1)`: `sys`'s events say the kind), where the machine's event
+    /// types implement `Debug`.
+    pub fn payload(&self) -> Payload<'_, M> {
+        Payload(self)
+    }
+}
+
+/// An [`Event`]'s message, by [`Event::payload`]: its `Debug` shows the
+/// message without the event's kind (a named timeout: its name and
+/// value).
+pub struct Payload<'a, M: GenStatem>(&'a Event<M>);
+
+impl<M: GenStatem> Debug for Payload<'_, M>
+where
+    M::Call: Debug,
+    M::Cast: Debug,
+    M::Info: Debug,
+    M::Internal: Debug,
+    M::Timeout: Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Event::Call(call, _) => call.fmt(f),
+            Event::Cast(cast) => cast.fmt(f),
+            Event::Info(info) => info.fmt(f),
+            Event::Internal(internal) => internal.fmt(f),
+            Event::EventTimeout(value) | Event::StateTimeout(value) => value.fmt(f),
+            Event::Timeout(name, value) => write!(f, "{name:?} {value:?}"),
+            Event::Exit(exit) => exit.fmt(f),
+            Event::Down(down) => down.fmt(f),
+        }
+    }
+}
+
+/// `Cast(1)`, `Call(Code, Reply)`, `Timeout("idle", ())`: the event's
+/// kind and message.
+impl<M: GenStatem> Debug for Event<M>
+where
+    M::Call: Debug,
+    M::Cast: Debug,
+    M::Info: Debug,
+    M::Internal: Debug,
+    M::Timeout: Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let variant = match self {
+            Event::Call(call, _) => return write!(f, "Call({call:?}, Reply)"),
+            Event::Timeout(name, value) => return write!(f, "Timeout({name:?}, {value:?})"),
+            Event::Cast(_) => "Cast",
+            Event::Info(_) => "Info",
+            Event::Internal(_) => "Internal",
+            Event::EventTimeout(_) => "EventTimeout",
+            Event::StateTimeout(_) => "StateTimeout",
+            Event::Exit(_) => "Exit",
+            Event::Down(_) => "Down",
+        };
+        write!(f, "{variant}({:?})", self.payload())
     }
 }
 

@@ -478,6 +478,24 @@ impl<M: GenStatem> crate::sys::System for StatemRef<M> {
     }
 }
 
+/// The state machine registered under the name, when the request is made.
+impl<M: GenStatem + Clone> crate::sys::SystemState for StatemName<M>
+where
+    M::State: Clone,
+{
+    type State = (M::State, M);
+
+    fn with_state<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&mut (M::State, M)) -> T + Send + 'static,
+    ) -> Result<T, CallError> {
+        smarm_core::require_actor(what);
+        let machine = whereis(*self).ok_or(CallError::ServerDown)?;
+        machine.with_state(what, f)
+    }
+}
+
 /// A state machine's state, for `sys`, is its state and its data.
 impl<M: GenStatem + Clone> crate::sys::SystemState for StatemRef<M>
 where

@@ -276,10 +276,12 @@ impl<M: GenStatem> Machine<M> {
             {
                 return Turn::Stop(reason);
             }
-            let event = match self.queue.pop_front() {
-                Some(event) => event,
+            // Taken from the queue or a zero timeout, or received (a
+            // message, or a timer's: `sys` notes those as `receive`).
+            let (event, received) = match self.queue.pop_front() {
+                Some(event) => (event, false),
                 None => match self.timers.pop_zero() {
-                    Some(event) => event,
+                    Some(event) => (event, false),
                     None => {
                         let msg = match self.deferred.pop_front() {
                             Some(msg) => msg, // (D1)
@@ -294,7 +296,7 @@ impl<M: GenStatem> Machine<M> {
                             }
                         };
                         match self.system(msg) {
-                            Ok(Some(event)) => event,
+                            Ok(Some(event)) => (event, true),
                             Ok(None) => continue, // (M3)
                             Err(reason) => return Turn::Stop(reason),
                         }
@@ -304,15 +306,29 @@ impl<M: GenStatem> Machine<M> {
             if !matches!(event, Event::EventTimeout(_)) {
                 self.timers.cancel(TimerKey::Event);
             }
-            if self.debug.on {
-                self.note_event(&event);
-            }
+            let (event, noted) = if self.debug.on {
+                let noted = self.note_event(&event, received);
+                let event = match event {
+                    // Counted once, when received (not again when a
+                    // postponed call is retried).
+                    Event::Call(call, reply) if received => {
+                        Event::Call(call, self.debug.count_reply(reply))
+                    }
+                    other => other,
+                };
+                (event, Some(noted))
+            } else {
+                (event, None)
+            };
             self.last = Handled::Event(event.kind());
             let transition = callback!(
                 "handle_event",
                 server = machine::<M>(),
                 self.data.handle_event(&self.state, event, &mut self.ctx)
             );
+            if let Some(noted) = noted {
+                self.note_handled(noted, &transition);
+            }
             if let Some(reason) = self.transition(transition) {
                 return Turn::Stop(reason);
             }
@@ -360,25 +376,45 @@ impl<M: GenStatem> Machine<M> {
         }
     }
 
-    /// Note an event for `sys` (only while a debug option is on).
+    /// Note an event for `sys` (only while a debug option is on): a
+    /// received one as `receive`; what the callback did with it follows
+    /// ([`note_handled`](Self::note_handled)).
     #[cold]
     #[inline(never)]
-    fn note_event(&mut self, event: &Event<M>) {
-        use std::any::type_name;
-        let message = match event {
-            Event::Call(..) => type_name::<M::Call>(),
-            Event::Cast(_) => type_name::<M::Cast>(),
-            Event::Info(_) => type_name::<M::Info>(),
-            Event::Internal(_) => type_name::<M::Internal>(),
-            Event::EventTimeout(_) | Event::StateTimeout(_) | Event::Timeout(..) => {
-                type_name::<M::Timeout>()
-            }
-            Event::Exit(_) => "smarm::Exit",
-            Event::Down(_) => "smarm::Down",
+    fn note_event(&mut self, event: &Event<M>, received: bool) -> SysEvent {
+        let noted = SysEvent::now(
+            self.ctx.me.pid(),
+            "receive",
+            event.kind(),
+            M::format_message(event),
+        )
+        .in_state(format!("{:?}", self.state));
+        if received {
+            self.debug.event(noted.clone());
+        }
+        noted
+    }
+
+    /// Note what the callback did with the event `noted`: `postpone` or
+    /// `consume`, with the state it goes to if another (OTP's
+    /// `... in state Locked => Open`).
+    #[cold]
+    #[inline(never)]
+    fn note_handled(&mut self, mut noted: SysEvent, transition: &Transition<M>) {
+        noted.action = if transition.postpone.is_some() {
+            "postpone"
+        } else {
+            "consume"
         };
-        let event = SysEvent::now(self.ctx.me.pid(), "receive", event.kind(), message.into())
-            .in_state(format!("{:?}", self.state));
-        self.debug.event(event);
+        if let Next::To(next) = &transition.next
+            && *next != self.state
+        {
+            noted.next_state = Some(format!("{next:?}"));
+        }
+        noted.at = std::time::SystemTime::now();
+        if self.debug.on {
+            self.debug.event(noted);
+        }
     }
 
     /// Carry out a transition in OTP's order (the module's steps 1–6);
@@ -443,6 +479,9 @@ impl<M: GenStatem> Machine<M> {
         let mut old = old;
         loop {
             self.last = Handled::Enter;
+            if self.debug.on {
+                self.note_enter();
+            }
             let from = old.unwrap_or(&self.state);
             let Enter { next, actions } = callback!(
                 "state_enter",
@@ -456,6 +495,17 @@ impl<M: GenStatem> Machine<M> {
                 Next::Stop(reason) => return Some(reason),
             }
         }
+    }
+}
+
+impl<M: GenStatem> Machine<M> {
+    /// Note a state enter call for `sys`.
+    #[cold]
+    #[inline(never)]
+    fn note_enter(&mut self) {
+        let entered = SysEvent::now(self.ctx.me.pid(), "enter", "enter", String::new())
+            .in_state(format!("{:?}", self.state));
+        self.debug.event(entered);
     }
 }
 
@@ -492,7 +542,6 @@ impl<M: GenStatem> Pending<M> {
     }
 }
 
-/// Why a trapping machine stops when its parent exits.
 /// What the suspended loop needs of a machine.
 impl<M: GenStatem> sys::Suspendable for Machine<M> {
     type Msg = Msg<M>;
@@ -520,6 +569,7 @@ impl<M: GenStatem> sys::Suspendable for Machine<M> {
     }
 }
 
+/// Why a machine stops when its parent exits.
 fn parent_exit(exit: Exit) -> StopReason {
     if matches!(
         exit.reason,

@@ -101,6 +101,6 @@ mod timers;
 pub use crate::behaviour::{
     CallError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError, StopReason,
 };
-pub use behaviour::{Enter, Event, GenStatem, Init, Transition};
+pub use behaviour::{Enter, Event, GenStatem, Init, Payload, Transition};
 pub use handle::{Builder, StatemName, StatemRef, start, start_link, start_named, whereis};
 pub use machine::{Ctx, Envelope};

@@ -7,7 +7,10 @@ use smarm_core::Pid;
 use std::any::Any;
 use std::collections::VecDeque;
 use std::fmt;
+use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// One event of a process, as [`log`](super::log) keeps it and
@@ -119,6 +122,8 @@ pub struct Status {
     pub log_size: Option<usize>,
     /// Whether [`trace`](super::trace) is on.
     pub trace: bool,
+    /// The file [`log_to_file`](super::log_to_file) writes to, if any.
+    pub log_file: Option<std::path::PathBuf>,
     /// Names of the [`install`](super::install)ed functions.
     pub installed: Vec<&'static str>,
 }
@@ -135,6 +140,10 @@ pub struct Statistics {
     pub messages_in: u64,
     /// Of those, calls.
     pub calls_in: u64,
+    /// Replies sent to calls received since (by a gen_server or
+    /// gen_statem; a reply sent later, from another callback, counts when
+    /// it is sent).
+    pub messages_out: u64,
     /// Timeslice-clock ticks the process has run for in all (feature
     /// `budget-accounting`), as introspection reports it.
     pub budget_cycles: Option<u64>,
@@ -160,6 +169,9 @@ pub enum Log {
     Off,
     /// The events kept, oldest first.
     Get,
+    /// Print the events kept, oldest first, to standard error as `*DBG*`
+    /// lines (as [`trace`](super::trace) prints them), and return them.
+    Print,
 }
 
 /// A system request, as a behaviour's mailbox carries it (made by this
@@ -172,6 +184,7 @@ pub enum Request {
     Statistics(Stats, Reply<Option<Statistics>>),
     Log(Log, Reply<Vec<SysEvent>>),
     Trace(bool, Reply<()>),
+    LogToFile(Option<(std::path::PathBuf, std::fs::File)>, Reply<()>),
     Install(&'static str, EventFn, Reply<()>),
     Remove(&'static str, Reply<bool>),
     NoDebug(Reply<()>),
@@ -211,6 +224,17 @@ pub(crate) fn itself<S: 'static>(state: &mut S) -> (&mut dyn Any, &'static str) 
     (state, std::any::type_name::<S>())
 }
 
+/// What [`statistics`](super::statistics) counts, from when it started.
+struct Counts {
+    since: SystemTime,
+    at: Instant,
+    messages_in: u64,
+    calls_in: u64,
+    /// Replies sent: counted by the replies themselves, which may be sent
+    /// later, from the callbacks or not ([`Debug::count_reply`]).
+    messages_out: Arc<AtomicU64>,
+}
+
 /// A behaviour's debug options and suspension: what its loop keeps for
 /// sys.
 #[derive(Default)]
@@ -223,7 +247,9 @@ pub(crate) struct Debug {
     log: Option<(usize, VecDeque<SysEvent>)>,
     trace: bool,
     installed: Vec<(&'static str, EventFn)>,
-    stats: Option<(SystemTime, Instant, u64, u64)>,
+    stats: Option<Counts>,
+    /// [`log_to_file`](super::log_to_file)'s file: each event a line.
+    file: Option<(std::path::PathBuf, std::io::LineWriter<std::fs::File>)>,
     /// The process's registered name, looked up when a request was last
     /// answered (its events show it).
     name: Option<&'static str>,
@@ -234,17 +260,26 @@ impl Debug {
     #[cold]
     pub(crate) fn event(&mut self, mut event: SysEvent) {
         event.name = self.name;
-        if let Some((since, at, n, calls)) = &mut self.stats
+        if let Some(counts) = &mut self.stats
             && event.is_in()
         {
-            let _ = (since, at);
-            *n += 1;
+            counts.messages_in += 1;
             if event.kind == "call" {
-                *calls += 1;
+                counts.calls_in += 1;
             }
         }
         if self.trace {
             eprintln!("{event}");
+        }
+        if let Some((path, file)) = &mut self.file
+            && let Err(error) = writeln!(file, "{event}")
+        {
+            eprintln!(
+                "*DBG* {} sys::log_to_file: writing {} failed ({error}): stopped",
+                event.pid,
+                path.display()
+            );
+            self.file = None;
         }
         let mut panicked = Vec::new();
         for (name, f) in &mut self.installed {
@@ -268,9 +303,22 @@ impl Debug {
         self.refresh();
     }
 
+    /// A call's reply slot, counted as a message out when it is sent, if
+    /// statistics are on (only called while `on`).
+    #[cold]
+    pub(crate) fn count_reply<T: Send>(&self, reply: Reply<T>) -> Reply<T> {
+        match &self.stats {
+            Some(counts) => reply.counted(counts.messages_out.clone()),
+            None => reply,
+        }
+    }
+
     fn refresh(&mut self) {
-        self.on =
-            self.log.is_some() || self.trace || !self.installed.is_empty() || self.stats.is_some();
+        self.on = self.log.is_some()
+            || self.trace
+            || !self.installed.is_empty()
+            || self.stats.is_some()
+            || self.file.is_some();
         self.attention = self.on || self.suspended;
     }
 
@@ -311,6 +359,7 @@ impl Debug {
                     mailbox_len: about.mailbox_len,
                     log_size: self.log.as_ref().map(|(n, _)| *n),
                     trace: self.trace,
+                    log_file: self.file.as_ref().map(|(path, _)| path.clone()),
                     installed: self.installed.iter().map(|(n, _)| *n).collect(),
                 });
             }
@@ -318,18 +367,25 @@ impl Debug {
                 let pid = about(state).pid;
                 let counted = match what {
                     Stats::On => {
-                        self.stats = Some((SystemTime::now(), Instant::now(), 0, 0));
+                        self.stats = Some(Counts {
+                            since: SystemTime::now(),
+                            at: Instant::now(),
+                            messages_in: 0,
+                            calls_in: 0,
+                            messages_out: Arc::default(),
+                        });
                         None
                     }
                     Stats::Off => {
                         self.stats = None;
                         None
                     }
-                    Stats::Get => self.stats.map(|(since, at, n, calls)| Statistics {
-                        since,
-                        elapsed: at.elapsed(),
-                        messages_in: n,
-                        calls_in: calls,
+                    Stats::Get => self.stats.as_ref().map(|counts| Statistics {
+                        since: counts.since,
+                        elapsed: counts.at.elapsed(),
+                        messages_in: counts.messages_in,
+                        calls_in: counts.calls_in,
+                        messages_out: counts.messages_out.load(Ordering::Relaxed),
                         budget_cycles: smarm_core::introspect::actor_info(pid)
                             .and_then(|i| i.budget_cycles),
                     }),
@@ -343,16 +399,25 @@ impl Debug {
                         Vec::new()
                     }
                     Log::Off => self.log.take().map(|(_, e)| e.into()).unwrap_or_default(),
-                    Log::Get => self
+                    Log::Get | Log::Print => self
                         .log
                         .as_ref()
                         .map(|(_, e)| e.iter().cloned().collect())
                         .unwrap_or_default(),
                 };
+                if what == Log::Print {
+                    for event in &events {
+                        eprintln!("{event}");
+                    }
+                }
                 let _ = reply.reply(events);
             }
             Request::Trace(on, reply) => {
                 self.trace = on;
+                let _ = reply.reply(());
+            }
+            Request::LogToFile(file, reply) => {
+                self.file = file.map(|(path, file)| (path, std::io::LineWriter::new(file)));
                 let _ = reply.reply(());
             }
             Request::Install(name, f, reply) => {

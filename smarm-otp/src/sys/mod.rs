@@ -11,7 +11,8 @@
 //! | [`get_status`] | reports its [`Status`]: behaviour, type, state as its `format_status` shows it, mailbox, debug options |
 //! | [`suspend`], [`resume`] | while suspended, keeps its requests queued (counted in its mailbox length) and answers only system requests (state, status, debug, shutdown, terminate); ends at a stop request, its parent's exit and the root-exit sweep as any waiting actor |
 //! | [`statistics`] | counts the events it handles from now ([`Statistics`]) |
-//! | [`log`] | keeps its last N events ([`SysEvent`], 10 by default) |
+//! | [`log`] | keeps its last N events ([`SysEvent`], 10 by default); prints them ([`Log::Print`]) |
+//! | [`log_to_file`] | writes each event it handles to a file, a `*DBG*` line each |
 //! | [`trace`] | prints each event it handles to standard error, as `*DBG*` lines |
 //! | [`install`], [`remove`] | calls a function of yours on each event |
 //! | [`no_debug`] | turns all of that off |
@@ -53,8 +54,12 @@
 //! ```
 //!
 //! Debugging costs a handled message one check of a flag while it is
-//! off. A process is reached by its typed address, or by pid
-//! ([`status_of`], which the observer uses; a typed actor's `Pid<M>`).
+//! off. Every function takes the process as OTP's `sys` does: by its typed
+//! address (`GenServerRef`, `StatemRef`, `SupervisorRef`, a typed actor's
+//! `Pid<M>`), by pid ([`status_of`], which the observer uses), or by its
+//! registered name (a `ServerName`, `StatemName` or any `Name<M>`, or the
+//! name's text: `sys::get_status(&"code-lock")`), looked up when the
+//! request is made.
 //!
 //! # Invariants
 //!
@@ -152,6 +157,84 @@ pub fn statistics(process: &impl System, what: Stats) -> Result<Option<Statistic
 /// Outside an actor.
 pub fn log(process: &impl System, what: Log) -> Result<Vec<SysEvent>, CallError> {
     process.system_call("sys::log", |reply| Request::Log(what, reply))
+}
+
+/// Write each event the process handles to the file at `path`, a
+/// `*DBG*` line each (Erlang's `sys:log_to_file`), or stop (`None`). The
+/// file is created, or truncated, here: an error opening it is returned
+/// and the process is not asked; a later write error stops the logging
+/// (reported once on the process's standard error).
+///
+/// ```
+/// use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply};
+/// use smarm::sys;
+///
+/// struct Echo;
+/// impl GenServer for Echo {
+///     type Args = ();
+///     type Call = u32;
+///     type Reply = u32;
+///     type Cast = ();
+///     type Info = ();
+///     fn init(_: (), _: &mut Ctx<Self>) -> Result<Self, InitError> { Ok(Echo) }
+///     fn handle_call(&mut self, n: u32, reply: Reply<u32>, _: &mut Ctx<Self>) -> Flow {
+///         reply.reply(n);
+///         Flow::Continue
+///     }
+/// }
+///
+/// let path = std::env::temp_dir().join(format!("smarm-sys-doc-{}.log", std::process::id()));
+/// smarm::run({
+///     let path = path.clone();
+///     move || {
+///         let echo = gen_server::start::<Echo>(()).unwrap();
+///         sys::log_to_file(&echo, Some(&path)).unwrap();
+///         echo.call(7).unwrap();
+///         sys::log_to_file(&echo, None).unwrap();
+///     }
+/// });
+/// let written = std::fs::read_to_string(&path).unwrap();
+/// assert!(written.starts_with("*DBG* "), "{written}");
+/// assert!(written.contains(" got call u32"), "{written}");
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+///
+/// # Panics
+///
+/// Outside an actor.
+pub fn log_to_file(
+    process: &impl System,
+    path: Option<&std::path::Path>,
+) -> Result<(), LogToFileError> {
+    let file = match path {
+        None => None,
+        Some(path) => {
+            let file = std::fs::File::create(path).map_err(|source| LogToFileError::Open {
+                path: path.to_path_buf(),
+                source: std::sync::Arc::new(source),
+            })?;
+            Some((path.to_path_buf(), file))
+        }
+    };
+    process.system_call("sys::log_to_file", |reply| Request::LogToFile(file, reply))?;
+    Ok(())
+}
+
+/// [`log_to_file`] failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogToFileError {
+    /// The file could not be created.
+    #[error("smarm: sys::log_to_file: cannot create {}: {source}", path.display())]
+    Open {
+        /// The file asked for.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// The request did not reach the process, or it did not answer.
+    #[error(transparent)]
+    Call(#[from] CallError),
 }
 
 /// Print each event the process handles to standard error (`on`), or

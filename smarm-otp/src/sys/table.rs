@@ -64,3 +64,40 @@ impl<A> System for Pid<A> {
         )
     }
 }
+
+/// A process by its registered name (a gen_server's `ServerName`, a
+/// gen_statem's `StatemName`, any `Name<M>`), as OTP's `sys` takes a
+/// registered name: whoever holds it when the request is made. A name no
+/// one holds: [`CallError::ServerDown`].
+impl<M> System for crate::registry::Name<M> {
+    fn system_call<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> Request,
+    ) -> Result<R, CallError> {
+        by_name(self.as_str(), what, request)
+    }
+}
+
+/// A process by the text of its registered name (`sys::get_status(&"code-lock")`).
+impl System for &str {
+    fn system_call<R: Send>(
+        &self,
+        what: &'static str,
+        request: impl FnOnce(Reply<R>) -> Request,
+    ) -> Result<R, CallError> {
+        by_name(self, what, request)
+    }
+}
+
+fn by_name<R: Send>(
+    name: &str,
+    what: &'static str,
+    request: impl FnOnce(Reply<R>) -> Request,
+) -> Result<R, CallError> {
+    smarm_core::require_actor(what);
+    match crate::registry::whereis(name) {
+        Some(pid) => pid.system_call(what, request),
+        None => Err(CallError::ServerDown),
+    }
+}
