@@ -105,8 +105,8 @@ fn introspection_extras(pid: Pid) -> introspect::ActorExtras {
             names,
             mailbox_depth: u32::try_from(depth).unwrap_or(u32::MAX),
             messages_received: received,
-            restarts: crate::supervisor::restarts_of(pid),
-            next_restart: crate::supervisor::next_restart_of(pid),
+            restarts: crate::facts::restarts_of(pid),
+            next_restart: crate::facts::next_restart_of(pid),
         }
     })
 }

@@ -62,8 +62,8 @@
 //!   it happened. A timer message for a restart no longer waiting is
 //!   ignored; stopping the supervisor cancels every waiting timer.
 
-use super::server::{
-    Jitter, RestartLog, give_up_on, is_failure, publish_next_restart, report_child,
+use super::restart::{
+    Jitter, RestartLog, give_up_on, is_failure, publish_next_restart, report_child, track_restarts,
 };
 use super::shutdown::{ask_to_shut_down, stop_children};
 use super::spec::{Backoff, Restart, Shutdown};
@@ -469,7 +469,7 @@ impl<A: Send + 'static> GenServer for DynamicServer<A> {
     fn init(spec: DynamicSpec<A>, ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
         ctx.trap_exits();
         let me = ctx.me().pid();
-        super::server::track_restarts(me);
+        track_restarts(me);
         Ok(DynamicServer {
             me,
             spec,

@@ -66,6 +66,7 @@
 
 mod dynamic;
 mod handle;
+mod restart;
 mod server;
 mod shutdown;
 mod spec;
@@ -75,5 +76,4 @@ pub use dynamic::{
     DynamicName, DynamicServer, DynamicSpec, DynamicStartFn, DynamicSupervisor, StartChildError,
 };
 pub use handle::{ChildInfo, ChildRef, SupervisorRef, start, start_link};
-pub(crate) use server::{next_restart_of, restarts_of};
 pub use spec::{Backoff, ChildKind, ChildSpec, Restart, Shutdown, StartFn, Strategy, SupFlags};
