@@ -18,6 +18,43 @@ use smarm_core::channel::{SendTimeoutError, Sender, TrySendError};
 use smarm_core::{Down, Exit, MonitorRef, Pid};
 use std::time::Duration;
 
+/// The server is down: a cast or info was not delivered, and comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("smarm: the server is down; the message was not delivered")]
+pub struct CastError<M>(pub M);
+
+/// Why [`GenServerRef::try_cast`](crate::gen_server::GenServerRef::try_cast) or
+/// [`try_info`](crate::gen_server::GenServerRef::try_info) (or a
+/// [`StatemRef`](crate::gen_statem::StatemRef)'s) did not
+/// deliver; either way the message comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TryCastError<M> {
+    /// The server's bounded mailbox
+    /// ([`Builder::mailbox_capacity`](crate::gen_server::Builder::mailbox_capacity)) is
+    /// full.
+    #[error("smarm: the server's mailbox is full; the message was not delivered")]
+    Full(M),
+    /// The server is down.
+    #[error("smarm: the server is down; the message was not delivered")]
+    Down(M),
+}
+
+impl<M> TryCastError<M> {
+    /// The message that was not delivered.
+    pub fn into_inner(self) -> M {
+        match self {
+            TryCastError::Full(m) | TryCastError::Down(m) => m,
+        }
+    }
+
+    pub(crate) fn map<N>(self, f: impl FnOnce(M) -> N) -> TryCastError<N> {
+        match self {
+            TryCastError::Full(m) => TryCastError::Full(f(m)),
+            TryCastError::Down(m) => TryCastError::Down(f(m)),
+        }
+    }
+}
+
 /// Why a message was not put in the mailbox without waiting: full or
 /// closed; the message comes back either way.
 pub(crate) enum NotDelivered<E> {

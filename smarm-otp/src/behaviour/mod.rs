@@ -61,6 +61,7 @@ mod reason;
 pub(crate) mod start;
 pub(crate) mod termination;
 
+pub use address::{CastError, TryCastError};
 pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async, call_to};
 pub use reason::{InitError, ReplaceStateError, StartError, StopReason};
 pub(crate) use start::{Behaviour, Inbox, Launch, Options, Started, launch, start};

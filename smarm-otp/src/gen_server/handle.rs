@@ -4,51 +4,17 @@
 use super::GenServer;
 use super::server::{Envelope, Msg};
 use crate::behaviour::address::{Address, NotDelivered};
-use crate::behaviour::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call_async};
+use crate::behaviour::{
+    CallError, CastError, DEFAULT_CALL_TIMEOUT, Reply, TryCastError, call_async,
+};
 use crate::registry::{self, Name};
 use smarm_core::Pid;
 use smarm_core::channel::Sender;
 use std::time::Duration;
-use thiserror::Error;
 
 /// A server's name: a registry [`Name`] for its mailbox.
 /// `const ECHO: ServerName<Echo> = ServerName::new("echo");`
 pub type ServerName<G> = Name<Envelope<G>>;
-
-/// The server is down: a cast or info was not delivered, and comes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-#[error("smarm: the server is down; the message was not delivered")]
-pub struct CastError<M>(pub M);
-
-/// Why [`GenServerRef::try_cast`] or [`GenServerRef::try_info`] did not
-/// deliver; either way the message comes back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-pub enum TryCastError<M> {
-    /// The server's bounded mailbox
-    /// ([`Builder::mailbox_capacity`](super::Builder::mailbox_capacity)) is
-    /// full.
-    #[error("smarm: the server's mailbox is full; the message was not delivered")]
-    Full(M),
-    /// The server is down.
-    #[error("smarm: the server is down; the message was not delivered")]
-    Down(M),
-}
-
-impl<M> TryCastError<M> {
-    /// The message that was not delivered.
-    pub fn into_inner(self) -> M {
-        match self {
-            TryCastError::Full(m) | TryCastError::Down(m) => m,
-        }
-    }
-
-    fn map<N>(self, f: impl FnOnce(M) -> N) -> TryCastError<N> {
-        match self {
-            TryCastError::Full(m) => TryCastError::Full(f(m)),
-            TryCastError::Down(m) => TryCastError::Down(f(m)),
-        }
-    }
-}
 
 /// A call put with [`GenServerRef::send_request`]: the request and the
 /// slot its answer goes to.

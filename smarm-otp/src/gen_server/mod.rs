@@ -81,12 +81,10 @@ mod handle;
 mod server;
 
 pub use crate::behaviour::{
-    CallError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError, StopReason,
-    call, call_as, call_async, call_to,
+    CallError, CastError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError,
+    StopReason, TryCastError, call, call_as, call_async, call_to,
 };
 pub use behaviour::{Flow, GenServer, Message};
 pub use builder::{Builder, start, start_link, start_named};
-pub use handle::{
-    CastError, GenServerRef, Request, ServerName, TryCastError, whereis_server, whereis_server_in,
-};
+pub use handle::{GenServerRef, Request, ServerName, whereis_server, whereis_server_in};
 pub use server::{Ctx, Envelope};

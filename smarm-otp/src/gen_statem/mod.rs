@@ -94,13 +94,16 @@
 //! the state it was handled in.
 
 mod behaviour;
+mod builder;
 mod handle;
 mod machine;
 mod timers;
 
 pub use crate::behaviour::{
-    CallError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError, StopReason,
+    CallError, CastError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, StartError,
+    StopReason, TryCastError,
 };
 pub use behaviour::{Enter, Event, GenStatem, Init, Payload, Transition};
-pub use handle::{Builder, StatemName, StatemRef, start, start_link, start_named, whereis};
+pub use builder::{Builder, start, start_link, start_named};
+pub use handle::{StatemName, StatemRef, whereis};
 pub use machine::{Ctx, Envelope};
