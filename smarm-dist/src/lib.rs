@@ -20,11 +20,26 @@
 //! });
 //! ```
 //!
-//! Layers, each importing only from those above it in this list:
-//! [`flags`] and [`term`] (capability flags, the External Term Format
-//! behind a bounds check), [`pid`](Pid) and [`control`] (control
-//! messages), [`epmd`] (client and built-in server), [`handshake`], and
-//! [`node`](Node) (connections, mailboxes, sending).
+//! # Layers
+//!
+//! The crate is built in layers, each using only the layers below it (and
+//! modules of its own row); `tests/layers.rs` reads this table and fails on
+//! a `crate::` or `super::` path that reaches a row above its module's, and
+//! on a folder whose modules sit on two rows.
+//!
+//! ```text layers
+//! 0 flags epmd
+//! 1 term pid
+//! 2 control handshake
+//! 3 node
+//! ```
+//!
+//! - 0: capability flags; EPMD (client and built-in server).
+//! - 1: the External Term Format behind a bounds check ([`term`]), and
+//!   Erlang pids ([`Pid`]): each converts to the other.
+//! - 2: control messages ([`control`]); the handshake ([`handshake`]).
+//! - 3: the node ([`Node`]): connections, mailboxes, sending, links,
+//!   monitors and calls across nodes.
 //!
 //! Traffic is not encrypted and the cookie is the only gate: run nodes
 //! on a network you trust.
