@@ -38,8 +38,8 @@ pub use smarm_core::{
     actor_info, heap_accounting, snapshot, tree, tree_from,
 };
 pub use smarm_core::{
-    Addressable, Down, DownReason, Ended, Exit, ExitReason, ExitSignal, Monitor, MonitorId,
-    MonitorRef, demonitor, exit, link, monitor, monitor_with, spawn_link, trap_exit,
+    Addressable, Down, DownReason, Ended, Exit, ExitReason, ExitSignal, LinkedExit, Monitor,
+    MonitorId, MonitorRef, demonitor, exit, link, monitor, monitor_with, spawn_link, trap_exit,
     trap_exit_with, unlink,
 };
 pub use smarm_core::{

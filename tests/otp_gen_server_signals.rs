@@ -193,13 +193,7 @@ fn an_untrapped_linked_failure_stops_the_server_through_terminate() {
             .rx
             .recv_timeout(Duration::from_secs(10))
             .expect("the server should have stopped");
-        assert_eq!(
-            down.reason,
-            DownReason::Linked {
-                by: failed,
-                reason: Box::new(DownReason::Panic)
-            }
-        );
+        assert_eq!(down.reason, DownReason::linked(failed, DownReason::Panic));
         assert_eq!(events(&log), vec![Event::Terminate(StopReason::Shutdown)]);
     });
 }

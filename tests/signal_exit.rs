@@ -127,10 +127,7 @@ fn kill_cannot_be_trapped_and_links_see_killed_not_kill() {
             smarm::exit(inner, ExitSignal::Kill);
             assert_eq!(
                 middle.join().unwrap_err().reason(),
-                DownReason::Linked {
-                    by: inner,
-                    reason: Box::new(DownReason::Killed)
-                }
+                DownReason::linked(inner, DownReason::Killed)
             );
             trap_exit(false);
         });

@@ -148,10 +148,10 @@ fn a_chain_of_1000_linked_actors_all_stop_when_one_panics_and_a_trapper_survives
                     .payload
                     .downcast_ref::<Ended>()
                     .unwrap_or_else(|| panic!("actor {i} not killed"));
-                assert!(matches!(killed.reason, DownReason::Linked { .. }));
+                assert!(matches!(killed.reason, DownReason::Linked(_)));
             }
             let exit = trapped_rx.recv().unwrap();
-            assert!(matches!(exit.reason, DownReason::Linked { .. }), "{exit:?}");
+            assert!(matches!(exit.reason, DownReason::Linked(_)), "{exit:?}");
         });
     }
 }

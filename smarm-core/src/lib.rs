@@ -133,8 +133,8 @@ pub use lock::no_preempt::NoPreempt;
 pub use runtime::run;
 pub use scheduler::check_timeslice;
 pub use signal::{
-    Down, DownReason, Ended, Exit, ExitSignal, Monitor, MonitorId, MonitorRef, demonitor, exit,
-    link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
+    Down, DownReason, Ended, Exit, ExitSignal, LinkedExit, Monitor, MonitorId, MonitorRef,
+    demonitor, exit, link, monitor, monitor_with, spawn_link, trap_exit, trap_exit_with, unlink,
 };
 pub use sync::{LockTimeout, Mutex, MutexGuard};
 pub use time::sleep;

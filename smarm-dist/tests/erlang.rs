@@ -715,7 +715,7 @@ fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
         });
         assert!(matches!(
             c.join().unwrap_err().reason(),
-            smarm::DownReason::Linked { .. }
+            smarm::DownReason::Linked(_)
         ));
 
         // The Erlang node goes away: a linked actor is stopped (noconnection).
@@ -729,7 +729,7 @@ fn links_carry_exits_both_ways_and_a_lost_node_kills_its_partners() {
         killed.recv_timeout(LONG).unwrap();
         assert!(matches!(
             d.join().unwrap_err().reason(),
-            smarm::DownReason::Linked { .. }
+            smarm::DownReason::Linked(_)
         ));
         done_tx.send(()).unwrap();
         node.stop();

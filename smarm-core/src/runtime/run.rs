@@ -254,8 +254,9 @@ impl Runtime {
 fn root_ended(reason: &DownReason) -> String {
     let mut text = String::from("smarm::run: the root actor ");
     match reason {
-        DownReason::Linked { by, reason } => {
-            let names = crate::actor::extras::names_of(*by);
+        DownReason::Linked(link) => {
+            let (by, reason) = (link.by, &link.reason);
+            let names = crate::actor::extras::names_of(by);
             let named = match names.as_slice() {
                 [] => String::new(),
                 names => format!(" ({})", names.join(", ")),

@@ -228,10 +228,7 @@ pub(crate) fn deliver_exit(shared: &Shared, from: Pid, reason: DownReason, to: P
                 sig.kill_reason = Some(if reason == DownReason::NoProc {
                     DownReason::NoProc
                 } else {
-                    DownReason::Linked {
-                        by: from,
-                        reason: Box::new(reason.clone()),
-                    }
+                    DownReason::linked(from, reason.clone())
                 });
             }
             Action::Stop

@@ -41,7 +41,7 @@ mod monitor;
 mod on_exit;
 mod record;
 
-pub use crate::slot::DownReason;
+pub use crate::slot::{DownReason, LinkedExit};
 pub(crate) use exit::send_exit_signal;
 pub use exit::{ExitSignal, exit, exit_from_node};
 pub use link::{Ended, Exit, link, spawn_link, trap_exit, trap_exit_with, unlink};

@@ -52,17 +52,14 @@ pub enum DownReason {
     /// It did not exist (already finished, or never did) when the monitor
     /// or link was set up.
     NoProc,
-    /// It was stopped by the abnormal exit of the linked actor `by`,
-    /// which ended for `reason` (Erlang's exit with the linked process's
-    /// reason; kept apart from [`Killed`](DownReason::Killed) so that a
-    /// crash spreading through links and a deliberate kill read
-    /// differently).
-    Linked {
-        /// The linked actor whose exit stopped it.
-        by: Pid,
-        /// Why `by` ended.
-        reason: Box<DownReason>,
-    },
+    /// It was stopped by the abnormal exit of a linked actor
+    /// ([`LinkedExit`]: which one, and why it ended) (Erlang's exit with
+    /// the linked process's reason; kept apart from
+    /// [`Killed`](DownReason::Killed) so that a crash spreading through
+    /// links and a deliberate kill read differently). Boxed, so that a
+    /// reason stays two words: every `Down`, `Exit` and behaviour's
+    /// message carries one.
+    Linked(Box<LinkedExit>),
     /// It was ended by a [`kill`](crate::ExitSignal::Kill) exit signal,
     /// which no actor can trap (Erlang's `killed`).
     Killed,
@@ -168,9 +165,28 @@ impl DownReason {
     /// started the chain; any other reason is its own root.
     pub fn root_cause(&self) -> &DownReason {
         match self {
-            DownReason::Linked { reason, .. } => reason.root_cause(),
+            DownReason::Linked(link) => link.reason.root_cause(),
             other => other,
         }
+    }
+}
+
+/// What ended an actor stopped through a link
+/// ([`DownReason::Linked`]): the linked actor whose exit stopped it, and
+/// why that one ended.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LinkedExit {
+    /// The linked actor whose exit stopped it.
+    pub by: Pid,
+    /// Why `by` ended.
+    pub reason: DownReason,
+}
+
+impl DownReason {
+    /// [`Linked`](DownReason::Linked): stopped by the exit of linked actor
+    /// `by`, which ended for `reason`.
+    pub fn linked(by: Pid, reason: DownReason) -> DownReason {
+        DownReason::Linked(Box::new(LinkedExit { by, reason }))
     }
 }
 
@@ -181,12 +197,11 @@ impl std::fmt::Display for DownReason {
             DownReason::Panic => write!(f, "panicked"),
             DownReason::Stopped => write!(f, "was stopped"),
             DownReason::NoProc => write!(f, "did not exist"),
-            DownReason::Linked { by, reason } => {
-                write!(
-                    f,
-                    "was stopped by the exit of linked actor {by}, which {reason}"
-                )
-            }
+            DownReason::Linked(link) => write!(
+                f,
+                "was stopped by the exit of linked actor {}, which {}",
+                link.by, link.reason
+            ),
             DownReason::Killed => write!(f, "was killed (an untrappable kill signal)"),
             DownReason::Shutdown => write!(f, "shut down"),
             DownReason::StackOverflow => write!(f, "overflowed its stack"),

@@ -74,7 +74,7 @@ mod loom_models;
 
 pub(crate) use cold::{Cold, Joiner};
 pub(crate) use exit::Outcome;
-pub use exit::{DownReason, ExitReason};
+pub use exit::{DownReason, ExitReason, LinkedExit};
 pub use pid::{Addressable, ParsePidError, Pid};
 pub(crate) use table::{Slot, SlotTable};
 pub(crate) use wait_id::WaitId;

@@ -91,7 +91,7 @@ pub(super) fn reason_term(reason: &DownReason) -> Term {
         DownReason::Panic => atom("panic"),
         DownReason::Stopped | DownReason::Shutdown => atom("shutdown"),
         DownReason::NoProc => atom("noproc"),
-        DownReason::Linked { reason, .. } => reason_term(reason),
+        DownReason::Linked(link) => reason_term(&link.reason),
         DownReason::Killed => atom("killed"),
         DownReason::StackOverflow => atom("stack_overflow"),
         DownReason::HeapLimit => atom("heap_limit"),
