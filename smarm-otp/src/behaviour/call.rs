@@ -118,12 +118,15 @@ impl<T: Send> Reply<T> {
         }
     }
 
-    /// This reply, counted in `sent` when it is sent (while `sys`'s
-    /// statistics are on).
-    pub(crate) fn counted(self, sent: Arc<AtomicU64>) -> Self {
-        Reply {
-            to: ReplyTo::Counted(Box::new(self), sent),
-        }
+    /// Count this reply in `sent` when it is sent (while `sys`'s
+    /// statistics are on). In place, so the serving loop that owns the
+    /// message keeps it where it is.
+    pub(crate) fn count_in(&mut self, sent: Arc<AtomicU64>) {
+        // A placeholder for the moment of the swap: a capture-less closure
+        // is zero-sized, so its box allocates nothing.
+        let placeholder = ReplyTo::Forward(Box::new(|_| false));
+        let to = std::mem::replace(&mut self.to, placeholder);
+        self.to = ReplyTo::Counted(Box::new(Reply { to }), sent);
     }
 
     /// The call this answers, while its caller (an actor) waits: for the

@@ -346,13 +346,11 @@ fn serve_loop<G: GenServer, I: Inbox<Envelope<G>>>(
 fn dispatch<G: GenServer, I: Inbox<Envelope<G>>>(
     serving: &mut Serving<G>,
     inbox: &I,
-    msg: Msg<G>,
+    mut msg: Msg<G>,
 ) -> Flow {
-    let msg = if serving.debug.on {
-        note_event::<G>(&mut serving.debug, serving.ctx.me.pid(), msg)
-    } else {
-        msg
-    };
+    if serving.debug.on {
+        note_event::<G>(&mut serving.debug, serving.ctx.me.pid(), &mut msg);
+    }
     let Serving {
         state, ctx, last, ..
     } = serving;
@@ -434,23 +432,22 @@ fn dispatch_rare<G: GenServer, I: Inbox<Envelope<G>>>(
     }
 }
 
-/// Note a handled message for `sys` (only while a debug option is on),
-/// and give it back, a call's reply counted for `messages_out`.
+/// Note a handled message for `sys` (only while a debug option is on);
+/// a call's reply is counted for `messages_out` when sent.
 #[cold]
 #[inline(never)]
-fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: Msg<G>) -> Msg<G> {
-    let (kind, message) = match &msg {
+fn note_event<G: GenServer>(debug: &mut Debug, pid: Pid, msg: &mut Msg<G>) {
+    let (kind, message) = match &*msg {
         Msg::Call(request, _) => ("call", G::format_message(Message::Call(request))),
         Msg::Cast(msg) => G::sys_cast_event(msg),
         Msg::Info(info) => ("info", G::format_message(Message::Info(info))),
         Msg::Exit(exit) => ("exit", format!("{} {}", exit.from, exit.reason)),
         Msg::Down(down) => ("down", format!("{} {}", down.pid, down.reason)),
-        Msg::Inspect(_) | Msg::Shutdown(_) | Msg::System(_) | Msg::SysWake => return msg,
+        Msg::Inspect(_) | Msg::Shutdown(_) | Msg::System(_) | Msg::SysWake => return,
     };
     debug.event(SysEvent::now(pid, "got", kind, message));
-    match msg {
-        Msg::Call(request, reply) => Msg::Call(request, debug.count_reply(reply)),
-        other => other,
+    if let Msg::Call(_, reply) = msg {
+        debug.count_reply(reply);
     }
 }
 

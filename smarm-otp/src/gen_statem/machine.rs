@@ -308,14 +308,14 @@ impl<M: GenStatem> Machine<M> {
             }
             let (event, noted) = if self.debug.on {
                 let noted = self.note_event(&event, received);
-                let event = match event {
+                let mut event = event;
+                if let Event::Call(_, reply) = &mut event
+                    && received
+                {
                     // Counted once, when received (not again when a
                     // postponed call is retried).
-                    Event::Call(call, reply) if received => {
-                        Event::Call(call, self.debug.count_reply(reply))
-                    }
-                    other => other,
-                };
+                    self.debug.count_reply(reply);
+                }
                 (event, Some(noted))
             } else {
                 (event, None)

@@ -303,13 +303,12 @@ impl Debug {
         self.refresh();
     }
 
-    /// A call's reply slot, counted as a message out when it is sent, if
-    /// statistics are on (only called while `on`).
+    /// Have a call's reply slot counted as a message out when it is sent,
+    /// if statistics are on (only called while `on`).
     #[cold]
-    pub(crate) fn count_reply<T: Send>(&self, reply: Reply<T>) -> Reply<T> {
-        match &self.stats {
-            Some(counts) => reply.counted(counts.messages_out.clone()),
-            None => reply,
+    pub(crate) fn count_reply<T: Send>(&self, reply: &mut Reply<T>) {
+        if let Some(counts) = &self.stats {
+            reply.count_in(counts.messages_out.clone());
         }
     }
 
