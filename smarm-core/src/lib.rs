@@ -18,7 +18,7 @@
 //! in the repository describes every room of every crate.
 //!
 //! ```text layers
-//! 0 loom clock config context hash heap json lock locals mapping reclaim stack
+//! 0 loom clock config context errno hash heap json lock locals mapping reclaim stack
 //! 1 slot
 //! 2 park recorder causal
 //! 3 timer
@@ -34,7 +34,8 @@
 //!   mappings, heap accounts, stacks, JSON strings, futexes, the
 //!   asymmetric fence, the internal locks and the preemption gate
 //!   (`lock`), deferred drops for lock-free readers (`reclaim`) and
-//!   per-runtime values (`locals`).
+//!   per-runtime values (`locals`), and `errno` read on the thread that
+//!   failed (`errno`).
 //! - 1, the slot table: a slot per actor, its state word and its runner.
 //! - 2, the coordination of idle schedulers (futex parkers, timekeeper);
 //!   the trace recorder's rings; causal profiling's progress points.
@@ -83,6 +84,7 @@ pub mod channel; //       channels and select
 mod clock; //             the timeslice and trace clock (cycle counter)
 pub mod config; //        Config and its limits
 mod context; //           the assembly context switch
+mod errno; //             errno read where it is read (never across a park)
 pub mod future; //        block_on: futures awaited by actors; the tokio runtime beside
 pub mod hash; //          the hash for smarm's own keys (names, timer ids)
 mod heap; //              per-actor heap accounts and limits

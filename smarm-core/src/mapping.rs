@@ -43,7 +43,7 @@ pub(crate) fn map(len: usize, commit: Commit) -> io::Result<NonNull<u8>> {
         )
     };
     if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     NonNull::new(p.cast()).ok_or_else(|| io::Error::from(io::ErrorKind::OutOfMemory))
 }

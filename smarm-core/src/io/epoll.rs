@@ -98,7 +98,7 @@ impl Epoll {
         // SAFETY: plain syscall; a negative return is an error.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epfd < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(crate::errno::last_os_error());
         }
         // SAFETY: `epfd` was just opened and is owned by nothing else.
         let epfd = unsafe { OwnedFd::from_raw_fd(epfd) };
@@ -108,7 +108,7 @@ impl Epoll {
         };
         // SAFETY: valid epoll fd and eventfd; `ev` outlives the call.
         if unsafe { libc::epoll_ctl(epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, wake_fd, &mut ev) } < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(crate::errno::last_os_error());
         }
         Ok(Epoll {
             epfd,
@@ -201,14 +201,14 @@ fn arm(epfd: RawFd, fd: RawFd) -> io::Result<()> {
     let rc = unsafe {
         if libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) == 0 {
             0
-        } else if io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+        } else if crate::errno::last_os_error().raw_os_error() == Some(libc::ENOENT) {
             libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev)
         } else {
             -1
         }
     };
     if rc < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     Ok(())
 }
@@ -284,7 +284,7 @@ unsafe fn epoll_wait(
                 0usize,
             )
         };
-        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        if n < 0 && crate::errno::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
             NO_PWAIT2.store(true, Ordering::Relaxed);
         }
         n as i32
@@ -520,7 +520,7 @@ fn when_ready(fd: RawFd, readable: bool, mut syscall: impl FnMut() -> isize) -> 
         if n >= 0 {
             return Ok(n as usize);
         }
-        let e = io::Error::last_os_error();
+        let e = crate::errno::last_os_error();
         if e.kind() != io::ErrorKind::WouldBlock && e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
@@ -605,7 +605,7 @@ fn poll_ready(fd: RawFd, readable: bool) -> io::Result<bool> {
     // SAFETY: one valid pollfd, zero timeout.
     let n = unsafe { libc::poll(&mut p, 1, 0) };
     if n < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     if p.revents & libc::POLLNVAL != 0 {
         return Err(io::Error::from_raw_os_error(libc::EBADF));

@@ -106,7 +106,7 @@ impl OsSignals {
         let mut fds = [0 as RawFd; 2];
         // SAFETY: `fds` has room for the two fds pipe2 writes.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } < 0 {
-            return Err(io::Error::last_os_error());
+            return Err(crate::errno::last_os_error());
         }
         // SAFETY: a fresh fd nobody else owns.
         let read = unsafe { OwnedFd::from_raw_fd(fds[0]) };
@@ -138,7 +138,7 @@ impl OsSignals {
             // SAFETY: both sigactions are live; the handler is an
             // `extern "C" fn(c_int)` that keeps (G1).
             if unsafe { libc::sigaction(sig, &action, &mut old) } < 0 {
-                let e = io::Error::last_os_error();
+                let e = crate::errno::last_os_error();
                 slot.store(-1, Ordering::Release);
                 return Err(e);
             }
@@ -176,7 +176,7 @@ impl OsSignals {
         if n == 1 {
             return Ok(Some(libc::c_int::from(byte)));
         }
-        let e = io::Error::last_os_error();
+        let e = crate::errno::last_os_error();
         match e.kind() {
             io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
             _ => Err(e),

@@ -93,7 +93,7 @@ impl NetPoll {
         // SAFETY: plain syscall; a negative return is an error.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
-            return Err(std::io::Error::last_os_error());
+            return Err(crate::errno::last_os_error());
         }
         // SAFETY: `fd` was just opened and is owned by nothing else.
         let owned = unsafe { OwnedFd::from_raw_fd(fd) };

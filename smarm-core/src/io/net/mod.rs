@@ -135,7 +135,7 @@ fn poll_thread(fd: RawFd, readable: bool, timeout: Option<Duration>) -> io::Resu
         // SAFETY: one valid pollfd for the call.
         let n = unsafe { libc::poll(&mut p, 1, ms) };
         if n < 0 {
-            let e = io::Error::last_os_error();
+            let e = crate::errno::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }

@@ -13,7 +13,7 @@ pub(super) fn new(family: libc::c_int, ty: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: plain syscall; a negative return is an error.
     let fd = unsafe { libc::socket(family, ty | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     // SAFETY: `fd` is a fresh socket nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -59,7 +59,7 @@ pub(super) fn set_int(
         )
     };
     if rc < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     Ok(())
 }
@@ -83,7 +83,7 @@ pub(super) fn get_int(
         )
     };
     if rc < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     Ok(value)
 }
@@ -93,7 +93,7 @@ pub(super) fn bind(fd: &OwnedFd, addr: &SocketAddr) -> io::Result<()> {
     let (raw, len) = addr::to_raw(addr);
     // SAFETY: `raw` is a valid sockaddr of `len` bytes for the call.
     if unsafe { libc::bind(fd.as_raw_fd(), (&raw const raw).cast(), len) } < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     Ok(())
 }
@@ -103,7 +103,7 @@ pub(super) fn listen(fd: &OwnedFd, backlog: u32) -> io::Result<()> {
     let backlog = libc::c_int::try_from(backlog).unwrap_or(libc::c_int::MAX);
     // SAFETY: plain syscall on an owned fd.
     if unsafe { libc::listen(fd.as_raw_fd(), backlog) } < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     Ok(())
 }
@@ -126,7 +126,7 @@ pub(super) fn accept(
         )
     };
     if fd < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     // SAFETY: `fd` is a fresh connection nobody else owns.
     Ok((unsafe { OwnedFd::from_raw_fd(fd) }, storage, len))
@@ -144,7 +144,7 @@ pub(super) fn start_connect(
     if unsafe { libc::connect(fd.as_raw_fd(), raw, len) } == 0 {
         return Ok(true);
     }
-    let e = io::Error::last_os_error();
+    let e = crate::errno::last_os_error();
     match e.raw_os_error() {
         Some(libc::EINPROGRESS) => Ok(false),
         _ => Err(e),

@@ -47,7 +47,7 @@ fn bound(path: &Path, ty: libc::c_int) -> io::Result<OwnedFd> {
     let (addr, len) = sockaddr_un(path)?;
     // SAFETY: `addr` is a valid sockaddr_un of `len` bytes.
     if unsafe { libc::bind(fd.as_raw_fd(), (&raw const addr).cast(), len) } < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(crate::errno::last_os_error());
     }
     Ok(fd)
 }
