@@ -246,3 +246,127 @@ impl<E: Send + 'static> Address<E> {
         }
     }
 }
+
+/// The client requests a behaviour's mailbox carries: how its envelope
+/// wraps a call, a cast, an info and a shutdown request, and unwraps what
+/// a failed send hands back. The client methods both refs offer are
+/// written once, on an [`Address`] of such an envelope.
+pub(crate) trait Requests: Send + Sized + 'static {
+    type Call: Send + 'static;
+    type Reply: Send + 'static;
+    type Cast: Send + 'static;
+    type Info: Send + 'static;
+
+    fn call(request: Self::Call, reply: Reply<Self::Reply>) -> Self;
+    fn cast(msg: Self::Cast) -> Self;
+    fn info(msg: Self::Info) -> Self;
+    fn shutdown(reply: Reply<()>) -> Self;
+
+    /// A call handed back by a failed send (only ever given a call).
+    fn into_call(self) -> (Self::Call, Reply<Self::Reply>);
+    /// A cast handed back by a failed send.
+    fn into_cast(self) -> Self::Cast;
+    /// An info handed back by a failed send.
+    fn into_info(self) -> Self::Info;
+}
+
+/// A call put without waiting, as a failed send hands it back: the
+/// request and its reply slot.
+pub(crate) type PutCall<E> = (<E as Requests>::Call, Reply<<E as Requests>::Reply>);
+
+/// The client methods of `GenServerRef` and `StatemRef`; each names the
+/// public method made through it (`what`) in its misuse panics.
+impl<E: Requests> Address<E> {
+    /// A call, waiting up to `timeout` for the reply.
+    pub(crate) fn call(
+        &self,
+        what: &'static str,
+        request: E::Call,
+        timeout: Duration,
+    ) -> Result<E::Reply, CallError> {
+        self.call_within(what, |reply| E::call(request, reply), timeout)
+    }
+
+    /// [`call`](Self::call) from async code: a `Send` future on any
+    /// executor, the request sent at its first poll.
+    pub(crate) fn call_async(
+        &self,
+        request: E::Call,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<E::Reply, CallError>> + Send + '_ {
+        let inbox = &self.inbox;
+        super::call_async(
+            |reply| E::call(request, reply),
+            move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
+            timeout,
+        )
+    }
+
+    /// Put a call whose answer goes to `reply`, without waiting for it.
+    pub(crate) fn send_request(
+        &self,
+        what: &'static str,
+        request: E::Call,
+        reply: Reply<E::Reply>,
+    ) -> Result<(), CastError<PutCall<E>>> {
+        super::cycle::passed_on(&reply, self.pid);
+        self.deliver(what, E::call(request, reply))
+            .map_err(|back| CastError(back.into_call()))
+    }
+
+    /// A cast, waiting for room in a bounded mailbox.
+    pub(crate) fn cast(&self, what: &'static str, msg: E::Cast) -> Result<(), CastError<E::Cast>> {
+        self.deliver(what, E::cast(msg))
+            .map_err(|back| CastError(back.into_cast()))
+    }
+
+    /// [`cast`](Self::cast) from async code.
+    pub(crate) async fn cast_async(&self, msg: E::Cast) -> Result<(), CastError<E::Cast>> {
+        self.deliver_async(E::cast(msg))
+            .await
+            .map_err(|back| CastError(back.into_cast()))
+    }
+
+    /// A cast without waiting.
+    pub(crate) fn try_cast(&self, msg: E::Cast) -> Result<(), TryCastError<E::Cast>> {
+        self.try_deliver(E::cast(msg))
+            .map_err(|e| TryCastError::from(e).map(E::into_cast))
+    }
+
+    /// An info, waiting for room in a bounded mailbox.
+    pub(crate) fn info(&self, what: &'static str, msg: E::Info) -> Result<(), CastError<E::Info>> {
+        self.deliver(what, E::info(msg))
+            .map_err(|back| CastError(back.into_info()))
+    }
+
+    /// An info without waiting.
+    pub(crate) fn try_info(&self, msg: E::Info) -> Result<(), TryCastError<E::Info>> {
+        self.try_deliver(E::info(msg))
+            .map_err(|e| TryCastError::from(e).map(E::into_info))
+    }
+
+    /// Stop the behaviour in order (its shutdown request queues behind
+    /// its mail), waiting up to `timeout` for its `terminate` to have run.
+    pub(crate) fn shutdown(&self, what: &'static str, timeout: Duration) -> Result<(), CallError> {
+        self.call_within(what, E::shutdown, timeout)
+    }
+
+    /// Stop the behaviour once it has handled its mail ([`drain`](Self::drain)
+    /// with its shutdown request).
+    pub(crate) fn drain_mail(
+        &self,
+        what: &'static str,
+        timeout: Duration,
+    ) -> Result<(), CallError> {
+        self.drain(what, E::shutdown, timeout)
+    }
+}
+
+impl<E> From<NotDelivered<E>> for TryCastError<E> {
+    fn from(not: NotDelivered<E>) -> Self {
+        match not {
+            NotDelivered::Full(msg) => TryCastError::Full(msg),
+            NotDelivered::Down(msg) => TryCastError::Down(msg),
+        }
+    }
+}

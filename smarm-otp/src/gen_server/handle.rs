@@ -3,10 +3,8 @@
 
 use super::GenServer;
 use super::server::{Envelope, Msg};
-use crate::behaviour::address::{Address, NotDelivered};
-use crate::behaviour::{
-    CallError, CastError, DEFAULT_CALL_TIMEOUT, Reply, TryCastError, call_async,
-};
+use crate::behaviour::address::Address;
+use crate::behaviour::{CallError, CastError, DEFAULT_CALL_TIMEOUT, Reply, TryCastError};
 use crate::registry::{self, Name};
 use smarm_core::Pid;
 use smarm_core::channel::Sender;
@@ -73,12 +71,6 @@ impl<G: GenServer> GenServerRef<G> {
         self.deliver_system(Msg::SysWake)
     }
 
-    /// Deliver a request, waiting for room in a bounded mailbox; `what`
-    /// names the public call for the misuse panics.
-    fn deliver(&self, what: &'static str, msg: Msg<G>) -> Result<(), Msg<G>> {
-        self.addr.deliver(what, Envelope(msg)).map_err(|e| e.0)
-    }
-
     /// Deliver a message core hands over from a callback (an exit, a
     /// `Down`, a timer's wake): never waits, past a bounded mailbox's
     /// capacity if need be.
@@ -105,7 +97,8 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn call(&self, request: G::Call) -> Result<G::Reply, CallError> {
-        self.call_as("GenServerRef::call", request, DEFAULT_CALL_TIMEOUT)
+        self.addr
+            .call("GenServerRef::call", request, DEFAULT_CALL_TIMEOUT)
     }
 
     /// [`call`](GenServerRef::call) with a timeout of your choosing.
@@ -114,7 +107,8 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn call_timeout(&self, request: G::Call, timeout: Duration) -> Result<G::Reply, CallError> {
-        self.call_as("GenServerRef::call_timeout", request, timeout)
+        self.addr
+            .call("GenServerRef::call_timeout", request, timeout)
     }
 
     /// [`call`](GenServerRef::call) from async code: a future of the
@@ -173,12 +167,7 @@ impl<G: GenServer> GenServerRef<G> {
         request: G::Call,
         timeout: Duration,
     ) -> impl std::future::Future<Output = Result<G::Reply, CallError>> + Send + '_ {
-        let inbox = &self.addr.inbox;
-        call_async(
-            |reply| Envelope(Msg::Call(request, reply)),
-            move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
-            timeout,
-        )
+        self.addr.call_async(request, timeout)
     }
 
     /// A call, naming `what` (the public call made through it) in the
@@ -189,7 +178,7 @@ impl<G: GenServer> GenServerRef<G> {
         request: G::Call,
         timeout: Duration,
     ) -> Result<G::Reply, CallError> {
-        self.call_within(what, |reply| Msg::Call(request, reply), timeout)
+        self.addr.call(what, request, timeout)
     }
 
     /// Send the server a message that needs no reply.
@@ -206,28 +195,17 @@ impl<G: GenServer> GenServerRef<G> {
     /// exit hook), or from the server itself (it would wait for itself);
     /// use `try_cast` there.
     pub fn cast(&self, msg: G::Cast) -> Result<(), CastError<G::Cast>> {
-        match self.deliver("GenServerRef::cast", Msg::Cast(msg)) {
-            Ok(()) => Ok(()),
-            Err(Msg::Cast(msg)) => Err(CastError(msg)),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
+        self.addr.cast("GenServerRef::cast", msg)
     }
 
     /// [`cast`](Self::cast) from async code: on a full bounded mailbox the
     /// future waits for room without blocking its thread. The future is
     /// `Send` and runs on any executor.
-    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
     pub fn cast_async(
         &self,
         msg: G::Cast,
     ) -> impl std::future::Future<Output = Result<(), CastError<G::Cast>>> + Send + '_ {
-        async move {
-            match self.addr.deliver_async(Envelope(Msg::Cast(msg))).await {
-                Ok(()) => Ok(()),
-                Err(Envelope(Msg::Cast(msg))) => Err(CastError(msg)),
-                Err(_) => unreachable!("a failed send hands back the message sent"),
-            }
-        }
+        self.addr.cast_async(msg)
     }
 
     /// Put a call to the server without waiting for its answer: the
@@ -271,12 +249,8 @@ impl<G: GenServer> GenServerRef<G> {
         request: G::Call,
         reply: Reply<G::Reply>,
     ) -> Result<(), CastError<Request<G>>> {
-        crate::behaviour::cycle::passed_on(&reply, self.pid());
-        match self.deliver("GenServerRef::send_request", Msg::Call(request, reply)) {
-            Ok(()) => Ok(()),
-            Err(Msg::Call(request, reply)) => Err(CastError((request, reply))),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
+        self.addr
+            .send_request("GenServerRef::send_request", request, reply)
     }
 
     /// [`cast`](Self::cast) without waiting:
@@ -315,21 +289,7 @@ impl<G: GenServer> GenServerRef<G> {
     /// });
     /// ```
     pub fn try_cast(&self, msg: G::Cast) -> Result<(), TryCastError<G::Cast>> {
-        self.try_deliver(Msg::Cast(msg)).map_err(|e| {
-            e.map(|msg| match msg {
-                Msg::Cast(msg) => msg,
-                _ => unreachable!("a failed send hands back the message sent"),
-            })
-        })
-    }
-
-    /// Deliver without waiting: the message back if the mailbox is full or
-    /// the server down.
-    fn try_deliver(&self, msg: Msg<G>) -> Result<(), TryCastError<Msg<G>>> {
-        self.addr.try_deliver(Envelope(msg)).map_err(|e| match e {
-            NotDelivered::Full(Envelope(msg)) => TryCastError::Full(msg),
-            NotDelivered::Down(Envelope(msg)) => TryCastError::Down(msg),
-        })
+        self.addr.try_cast(msg)
     }
 
     /// Send the server a message for its `handle_info` (waiting for room in
@@ -339,21 +299,12 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// As [`cast`](Self::cast).
     pub fn info(&self, msg: G::Info) -> Result<(), CastError<G::Info>> {
-        match self.deliver("GenServerRef::info", Msg::Info(msg)) {
-            Ok(()) => Ok(()),
-            Err(Msg::Info(msg)) => Err(CastError(msg)),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
+        self.addr.info("GenServerRef::info", msg)
     }
 
     /// [`info`](Self::info) without waiting, as [`try_cast`](Self::try_cast).
     pub fn try_info(&self, msg: G::Info) -> Result<(), TryCastError<G::Info>> {
-        self.try_deliver(Msg::Info(msg)).map_err(|e| {
-            e.map(|msg| match msg {
-                Msg::Info(msg) => msg,
-                _ => unreachable!("a failed send hands back the message sent"),
-            })
-        })
+        self.addr.try_info(msg)
     }
 
     /// Stop the server in order: the request queues behind the messages
@@ -378,7 +329,7 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
-        self.call_within("GenServerRef::shutdown", Msg::Shutdown, timeout)
+        self.addr.shutdown("GenServerRef::shutdown", timeout)
     }
 
     /// Stop the server once it has handled what is already in its
@@ -426,11 +377,7 @@ impl<G: GenServer> GenServerRef<G> {
     ///
     /// Outside an actor.
     pub fn drain(&self, timeout: Duration) -> Result<(), CallError> {
-        self.addr.drain(
-            "GenServerRef::drain",
-            |reply| Envelope(Msg::Shutdown(reply)),
-            timeout,
-        )
+        self.addr.drain_mail("GenServerRef::drain", timeout)
     }
 
     /// [`drain`](Self::drain) with a call of the server's own as the

@@ -62,6 +62,46 @@ pub(super) enum Msg<G: GenServer> {
     SysWake,
 }
 
+/// A server's client requests, for the client methods of its
+/// [`GenServerRef`].
+impl<G: GenServer> crate::behaviour::address::Requests for Envelope<G> {
+    type Call = G::Call;
+    type Reply = G::Reply;
+    type Cast = G::Cast;
+    type Info = G::Info;
+
+    fn call(request: G::Call, reply: Reply<G::Reply>) -> Self {
+        Envelope(Msg::Call(request, reply))
+    }
+    fn cast(msg: G::Cast) -> Self {
+        Envelope(Msg::Cast(msg))
+    }
+    fn info(msg: G::Info) -> Self {
+        Envelope(Msg::Info(msg))
+    }
+    fn shutdown(reply: Reply<()>) -> Self {
+        Envelope(Msg::Shutdown(reply))
+    }
+    fn into_call(self) -> (G::Call, Reply<G::Reply>) {
+        match self.0 {
+            Msg::Call(request, reply) => (request, reply),
+            _ => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+    fn into_cast(self) -> G::Cast {
+        match self.0 {
+            Msg::Cast(msg) => msg,
+            _ => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+    fn into_info(self) -> G::Info {
+        match self.0 {
+            Msg::Info(msg) => msg,
+            _ => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+}
+
 /// What a callback can do besides changing the state: reach its own
 /// address, arm timers that deliver to its own `handle_info`, trap exits
 /// and monitor actors (their news reaches `handle_exit` and `handle_down`).

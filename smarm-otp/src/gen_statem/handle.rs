@@ -1,11 +1,11 @@
 //! Addressing a state machine: [`StatemRef`] (by pid, holding its
 //! mailbox's sender) and [`StatemName`] (through the registry).
 
+use super::GenStatem;
 use super::machine::{Envelope, Msg};
-use super::{Event, GenStatem};
-use crate::behaviour::address::{Address, NotDelivered};
+use crate::behaviour::address::Address;
 use crate::behaviour::{
-    CallError, CastError, DEFAULT_CALL_TIMEOUT, ReplaceStateError, Reply, TryCastError, call_async,
+    CallError, CastError, DEFAULT_CALL_TIMEOUT, ReplaceStateError, Reply, TryCastError,
 };
 use crate::registry::{self, Name};
 use smarm_core::Pid;
@@ -72,29 +72,6 @@ impl<M: GenStatem> StatemRef<M> {
         self.addr.deliver_system(Envelope(msg)).map_err(|e| e.0)
     }
 
-    /// Deliver an event, waiting for room in a bounded mailbox.
-    fn deliver(&self, what: &'static str, event: Event<M>) -> Result<(), Event<M>> {
-        match self.addr.deliver(what, Envelope(Msg::Event(event))) {
-            Ok(()) => Ok(()),
-            Err(Envelope(Msg::Event(event))) => Err(event),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
-    }
-
-    /// Deliver an event without waiting.
-    fn try_deliver(&self, event: Event<M>) -> Result<(), TryCastError<Event<M>>> {
-        let unwrap = |envelope: Envelope<M>| match envelope.0 {
-            Msg::Event(event) => event,
-            _ => unreachable!("a failed send hands back the message sent"),
-        };
-        self.addr
-            .try_deliver(Envelope(Msg::Event(event)))
-            .map_err(|e| match e {
-                NotDelivered::Full(m) => TryCastError::Full(unwrap(m)),
-                NotDelivered::Down(m) => TryCastError::Down(unwrap(m)),
-            })
-    }
-
     /// Call the machine ([`Event::Call`]) and wait for its reply, up to
     /// [`DEFAULT_CALL_TIMEOUT`] (5 s). A call to the machine from its own
     /// callbacks fails at once with [`CallError::CallingSelf`].
@@ -103,7 +80,8 @@ impl<M: GenStatem> StatemRef<M> {
     ///
     /// Outside an actor.
     pub fn call(&self, request: M::Call) -> Result<M::Reply, CallError> {
-        self.call_timeout_as("StatemRef::call", request, DEFAULT_CALL_TIMEOUT)
+        self.addr
+            .call("StatemRef::call", request, DEFAULT_CALL_TIMEOUT)
     }
 
     /// [`call`](Self::call) with a timeout of your choosing.
@@ -112,20 +90,7 @@ impl<M: GenStatem> StatemRef<M> {
     ///
     /// Outside an actor.
     pub fn call_timeout(&self, request: M::Call, timeout: Duration) -> Result<M::Reply, CallError> {
-        self.call_timeout_as("StatemRef::call_timeout", request, timeout)
-    }
-
-    fn call_timeout_as(
-        &self,
-        what: &'static str,
-        request: M::Call,
-        timeout: Duration,
-    ) -> Result<M::Reply, CallError> {
-        self.addr.call_within(
-            what,
-            |reply| Envelope(Msg::Event(Event::Call(request, reply))),
-            timeout,
-        )
+        self.addr.call("StatemRef::call_timeout", request, timeout)
     }
 
     /// [`call`](Self::call) from async code: a `Send` future of the reply,
@@ -143,12 +108,7 @@ impl<M: GenStatem> StatemRef<M> {
         request: M::Call,
         timeout: Duration,
     ) -> impl std::future::Future<Output = Result<M::Reply, CallError>> + Send + '_ {
-        let inbox = &self.addr.inbox;
-        call_async(
-            |reply| Envelope(Msg::Event(Event::Call(request, reply))),
-            move |msg| async move { inbox.send_async(msg).await.map_err(|e| e.0) },
-            timeout,
-        )
+        self.addr.call_async(request, timeout)
     }
 
     /// Put a call without waiting for its answer, which goes to `reply`
@@ -164,12 +124,8 @@ impl<M: GenStatem> StatemRef<M> {
         request: M::Call,
         reply: Reply<M::Reply>,
     ) -> Result<(), CastError<Request<M>>> {
-        crate::behaviour::cycle::passed_on(&reply, self.pid());
-        match self.deliver("StatemRef::send_request", Event::Call(request, reply)) {
-            Ok(()) => Ok(()),
-            Err(Event::Call(request, reply)) => Err(CastError((request, reply))),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
+        self.addr
+            .send_request("StatemRef::send_request", request, reply)
     }
 
     /// Send the machine a cast ([`Event::Cast`]), waiting for room in a
@@ -180,38 +136,22 @@ impl<M: GenStatem> StatemRef<M> {
     /// On a full bounded mailbox, from a scheduler callback or from the
     /// machine itself (use [`try_cast`](Self::try_cast) there).
     pub fn cast(&self, msg: M::Cast) -> Result<(), CastError<M::Cast>> {
-        match self.deliver("StatemRef::cast", Event::Cast(msg)) {
-            Ok(()) => Ok(()),
-            Err(Event::Cast(msg)) => Err(CastError(msg)),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
+        self.addr.cast("StatemRef::cast", msg)
     }
 
     /// [`cast`](Self::cast) from async code: on a full bounded mailbox the
     /// future waits for room without blocking its thread. The future is
     /// `Send` and runs on any executor.
-    #[allow(clippy::manual_async_fn)] // the signature promises `Send`
     pub fn cast_async(
         &self,
         msg: M::Cast,
     ) -> impl std::future::Future<Output = Result<(), CastError<M::Cast>>> + Send + '_ {
-        async move {
-            let event = Envelope(Msg::Event(Event::Cast(msg)));
-            match self.addr.deliver_async(event).await {
-                Ok(()) => Ok(()),
-                Err(Envelope(Msg::Event(Event::Cast(msg)))) => Err(CastError(msg)),
-                Err(_) => unreachable!("a failed send hands back the message sent"),
-            }
-        }
+        self.addr.cast_async(msg)
     }
 
     /// [`cast`](Self::cast) without waiting.
     pub fn try_cast(&self, msg: M::Cast) -> Result<(), TryCastError<M::Cast>> {
-        self.try_deliver(Event::Cast(msg)).map_err(|e| match e {
-            TryCastError::Full(Event::Cast(m)) => TryCastError::Full(m),
-            TryCastError::Down(Event::Cast(m)) => TryCastError::Down(m),
-            _ => unreachable!("a failed send hands back the message sent"),
-        })
+        self.addr.try_cast(msg)
     }
 
     /// Send the machine an info message ([`Event::Info`]).
@@ -220,11 +160,12 @@ impl<M: GenStatem> StatemRef<M> {
     ///
     /// As [`cast`](Self::cast).
     pub fn info(&self, msg: M::Info) -> Result<(), CastError<M::Info>> {
-        match self.deliver("StatemRef::info", Event::Info(msg)) {
-            Ok(()) => Ok(()),
-            Err(Event::Info(msg)) => Err(CastError(msg)),
-            Err(_) => unreachable!("a failed send hands back the message sent"),
-        }
+        self.addr.info("StatemRef::info", msg)
+    }
+
+    /// [`info`](Self::info) without waiting, as [`try_cast`](Self::try_cast).
+    pub fn try_info(&self, msg: M::Info) -> Result<(), TryCastError<M::Info>> {
+        self.addr.try_info(msg)
     }
 
     /// Stop the machine in order: the request queues behind the messages
@@ -247,11 +188,7 @@ impl<M: GenStatem> StatemRef<M> {
     ///
     /// Outside an actor.
     pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), CallError> {
-        self.addr.call_within(
-            "StatemRef::shutdown",
-            |reply| Envelope(Msg::Shutdown(reply)),
-            timeout,
-        )
+        self.addr.shutdown("StatemRef::shutdown", timeout)
     }
 
     /// Stop the machine once it has handled what is already in its
@@ -264,11 +201,7 @@ impl<M: GenStatem> StatemRef<M> {
     ///
     /// Outside an actor.
     pub fn drain(&self, timeout: Duration) -> Result<(), CallError> {
-        self.addr.drain(
-            "StatemRef::drain",
-            |reply| Envelope(Msg::Shutdown(reply)),
-            timeout,
-        )
+        self.addr.drain_mail("StatemRef::drain", timeout)
     }
 
     /// Run `f` on the machine's state and data between two events and

@@ -60,6 +60,46 @@ pub(super) enum Msg<M: GenStatem> {
     System(Box<crate::sys::Request>),
 }
 
+/// A machine's client requests, for the client methods of its
+/// [`StatemRef`]: calls, casts and infos are events.
+impl<M: GenStatem> crate::behaviour::address::Requests for Envelope<M> {
+    type Call = M::Call;
+    type Reply = M::Reply;
+    type Cast = M::Cast;
+    type Info = M::Info;
+
+    fn call(request: M::Call, reply: Reply<M::Reply>) -> Self {
+        Envelope(Msg::Event(Event::Call(request, reply)))
+    }
+    fn cast(msg: M::Cast) -> Self {
+        Envelope(Msg::Event(Event::Cast(msg)))
+    }
+    fn info(msg: M::Info) -> Self {
+        Envelope(Msg::Event(Event::Info(msg)))
+    }
+    fn shutdown(reply: Reply<()>) -> Self {
+        Envelope(Msg::Shutdown(reply))
+    }
+    fn into_call(self) -> (M::Call, Reply<M::Reply>) {
+        match self.0 {
+            Msg::Event(Event::Call(request, reply)) => (request, reply),
+            _ => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+    fn into_cast(self) -> M::Cast {
+        match self.0 {
+            Msg::Event(Event::Cast(msg)) => msg,
+            _ => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+    fn into_info(self) -> M::Info {
+        match self.0 {
+            Msg::Event(Event::Info(msg)) => msg,
+            _ => unreachable!("a failed send hands back the message sent"),
+        }
+    }
+}
+
 /// What a callback can do besides changing the data: reach its own
 /// address, trap exits and monitor actors (their news arrives as
 /// [`Event::Exit`] and [`Event::Down`]).
