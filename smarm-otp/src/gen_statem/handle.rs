@@ -72,7 +72,7 @@ impl<M: GenStatem> StatemRef<M> {
         self.addr.deliver_system(Envelope(msg)).map_err(|e| e.0)
     }
 
-    /// Call the machine ([`Event::Call`]) and wait for its reply, up to
+    /// Call the machine ([`Event::Call`](super::Event::Call)) and wait for its reply, up to
     /// [`DEFAULT_CALL_TIMEOUT`] (5 s). A call to the machine from its own
     /// callbacks fails at once with [`CallError::CallingSelf`].
     ///
@@ -128,7 +128,7 @@ impl<M: GenStatem> StatemRef<M> {
             .send_request("StatemRef::send_request", request, reply)
     }
 
-    /// Send the machine a cast ([`Event::Cast`]), waiting for room in a
+    /// Send the machine a cast ([`Event::Cast`](super::Event::Cast)), waiting for room in a
     /// bounded mailbox.
     ///
     /// # Panics
@@ -154,7 +154,7 @@ impl<M: GenStatem> StatemRef<M> {
         self.addr.try_cast(msg)
     }
 
-    /// Send the machine an info message ([`Event::Info`]).
+    /// Send the machine an info message ([`Event::Info`](super::Event::Info)).
     ///
     /// # Panics
     ///

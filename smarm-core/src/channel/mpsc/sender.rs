@@ -47,7 +47,7 @@ impl<T> Sender<T> {
     }
 
     /// Queue `value` for the receiver. On an unbounded channel this never
-    /// blocks; on a full [`bounded`](super::bounded) one it parks the calling actor (a plain
+    /// blocks; on a full [`bounded`](crate::channel::bounded) one it parks the calling actor (a plain
     /// thread blocks) until there is room. Fails only when the
     /// [`Receiver`] is gone, returning the message in [`SendError`].
     ///
@@ -87,7 +87,7 @@ impl<T> Sender<T> {
     }
 
     /// Queue `value` if there is room now, without waiting:
-    /// [`TrySendError::Full`] on a full [`bounded`](super::bounded) channel,
+    /// [`TrySendError::Full`] on a full [`bounded`](crate::channel::bounded) channel,
     /// [`TrySendError::Disconnected`] when the receiver is gone; either
     /// hands the message back. Safe anywhere, scheduler callbacks included.
     ///
@@ -163,7 +163,7 @@ impl<T> Sender<T> {
 
     /// Queue `value` from async code: at once if there is room (always, on
     /// an unbounded channel), else once the receiver makes room on a full
-    /// [`bounded`](super::bounded) channel, without blocking the thread.
+    /// [`bounded`](crate::channel::bounded) channel, without blocking the thread.
     /// Fails only when the [`Receiver`] is gone, returning the message.
     /// The future is `Send`, works on any executor, and takes its message
     /// back out of the channel if dropped while waiting.
@@ -179,7 +179,7 @@ impl<T> Sender<T> {
         room::SendAsync::new(&self.inner, value)
     }
 
-    /// Queue `value` even if a [`bounded`](super::bounded) channel is full: for messages
+    /// Queue `value` even if a [`bounded`](crate::channel::bounded) channel is full: for messages
     /// that must neither wait nor be dropped, as Erlang never drops an exit
     /// signal or a timer's message. smarm uses it for exit and down notices,
     /// timer messages ([`send_after_to`](crate::time::send_after_to)) and
