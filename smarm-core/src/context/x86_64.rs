@@ -16,6 +16,18 @@
 //! `perf --call-graph dwarf`, `std::backtrace`) walks from the actor's
 //! frames through `actor_entry` and the trampoline into the scheduler's
 //! `run_actor` and on.
+//!
+//! The trampoline is also marked a signal frame (`.cfi_signal_frame`).
+//! gdb refuses a caller whose frame address is below its callee's
+//! ("previous frame inner to this frame (corrupt stack?)"), which is
+//! what an actor stack mapped above its scheduler thread's stack looks
+//! like; it allows that across a signal frame, as for a handler on an
+//! alternate signal stack. gdb shows the switch as `<signal handler
+//! called>`. An unwinder looks up the caller of a signal frame at the
+//! return address itself rather than the byte before it: that address
+//! is the instruction after a `switch` call, inside the same function,
+//! and the trampoline's own `call` is followed by its `ud2`, so both
+//! lookups find the function they should.
 
 use super::EntryFn;
 use core::arch::naked_asm;
@@ -73,6 +85,9 @@ pub(crate) unsafe extern "C" fn resume(load: *mut u8) -> ! {
 unsafe extern "C" fn trampoline() {
     naked_asm!(
         ".cfi_startproc",
+        // gdb accepts a caller on another, lower stack only across a signal
+        // frame (module docs).
+        ".cfi_signal_frame",
         // CFA = *(*(rsp + 8)) + 56: DW_CFA_def_cfa_expression, 6 bytes,
         // DW_OP_breg7 (rsp) 8, DW_OP_deref, DW_OP_deref,
         // DW_OP_plus_uconst 56. rsp here is the top of the stack minus 16

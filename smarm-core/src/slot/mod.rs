@@ -32,6 +32,10 @@
 //! Running or Queued) and "cold" data under a Leaf-class lock (parent,
 //! joiner, outcome, whether a `JoinHandle` still exists).
 //!
+//! `debugger.rs` publishes where each table's slots are and how a slot
+//! is laid out, for a debugger to list the actors from outside the
+//! process (`smarm-core/debugger/smarm-gdb.py`).
+//!
 //! # Invariants
 //!
 //! - (I1) An actor is in at most one run queue at a time: only the
@@ -63,6 +67,8 @@
 //! from (I1) and (I2); each access names that argument.
 
 mod cold;
+#[cfg(not(loom))]
+mod debugger;
 mod exit;
 mod pid;
 pub(crate) mod table;

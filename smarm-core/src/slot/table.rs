@@ -126,6 +126,17 @@ unsafe impl Sync for Slot {}
 unsafe impl Send for Slot {}
 
 impl Slot {
+    /// Where a debugger finds the state word (`debugger.rs`).
+    pub(crate) const WORD_OFFSET: usize = std::mem::offset_of!(Slot, word);
+    /// Where a debugger finds the saved stack pointer (`UnsafeCell` is
+    /// transparent).
+    pub(crate) const SP_OFFSET: usize =
+        std::mem::offset_of!(Slot, runner) + std::mem::offset_of!(Runner, sp);
+    /// Where a debugger finds what a parked actor waits on.
+    pub(crate) const WAITING_ON_OFFSET: usize = std::mem::offset_of!(Slot, waiting_on);
+    /// Where a debugger finds the parent's pid bits.
+    pub(crate) const PARENT_OFFSET: usize = std::mem::offset_of!(Slot, parent);
+
     pub(crate) fn new() -> Self {
         Slot {
             word: SlotWord::vacant(1),
@@ -259,15 +270,26 @@ pub(crate) struct SlotTable {
     segments: Box<[AtomicPtr<Slot>]>,
     free: RawMutex<FreeList>,
     capacity: usize,
+    /// This table as a debugger finds it, unpublished first on drop
+    /// (debugger (D1)).
+    #[cfg(not(loom))]
+    debug: Option<super::debugger::Published>,
 }
 
 impl SlotTable {
     pub(crate) fn new(capacity: usize) -> Self {
         let n = capacity.div_ceil(SEGMENT_LEN);
+        let segments: Box<[AtomicPtr<Slot>]> = (0..n)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect();
         SlotTable {
-            segments: (0..n)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect(),
+            // The boxed slice does not move with the table: the descriptor
+            // may point at it.
+            #[cfg(not(loom))]
+            debug: Some(super::debugger::Published::new(
+                super::debugger::DebugTable::new(&segments, SEGMENT_LEN),
+            )),
+            segments,
             free: RawMutex::new(
                 LockClass::Leaf,
                 FreeList {
@@ -339,6 +361,8 @@ impl SlotTable {
 
 impl Drop for SlotTable {
     fn drop(&mut self) {
+        #[cfg(not(loom))]
+        drop(self.debug.take());
         for seg in self.segments.iter() {
             let Some(p) = std::ptr::NonNull::new(seg.load(Ordering::Acquire)) else {
                 continue;

@@ -95,7 +95,9 @@ pub(crate) enum ParkCommit {
     Requeue,
 }
 
-/// The atomic state word of one slot.
+/// The atomic state word of one slot (transparent: a debugger reads it as
+/// the `u64` it is, `debugger.rs`).
+#[repr(transparent)]
 pub(crate) struct SlotWord(AtomicU64);
 
 impl SlotWord {
