@@ -824,6 +824,64 @@ fn a_suspended_behaviour_counts_the_messages_it_keeps_in_its_mailbox_length() {
             sys::resume(&door).unwrap();
             assert_eq!(door.call(()), Ok(2), "opened twice in three casts");
             assert_eq!(sys::get_status(&door).unwrap().mailbox_len, 0);
+
+            for (how, run) in tallies() {
+                let tally = run();
+                sys::suspend(&tally).unwrap();
+                for _ in 0..3 {
+                    tally.add(2).unwrap();
+                }
+                let status = sys::get_status(&tally).unwrap();
+                assert_eq!((status.suspended, status.mailbox_len), (true, 3), "{how}");
+                sys::resume(&tally).unwrap();
+                assert_eq!(tally.get(), Ok(6), "{how}");
+                assert_eq!(sys::get_status(&tally).unwrap().mailbox_len, 0, "{how}");
+                smarm::request_stop(tally);
+            }
+        });
+    }
+}
+
+#[test]
+fn a_typed_actor_suspended_and_resumed_by_racing_callers_loses_no_request_or_message() {
+    const ROUNDS: u64 = 300;
+    let _guard = support::HangGuard::new(
+        Duration::from_secs(120),
+        "a lost sys request to a suspended typed actor",
+    );
+    for threads in THREADS {
+        run_with(threads, || {
+            for (how, run) in tallies() {
+                let tally = run();
+                // Two callers suspend, ask and resume while a third adds:
+                // requests reach the loop in batches, a resume with others
+                // behind it (answered once it runs again), and every
+                // message is kept while suspended and handled once.
+                let togglers: Vec<_> = (0..2)
+                    .map(|_| {
+                        smarm::spawn(move || {
+                            for _ in 0..ROUNDS {
+                                sys::suspend(&tally).unwrap();
+                                sys::get_status(&tally).unwrap();
+                                sys::resume(&tally).unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                let adder = smarm::spawn(move || {
+                    for _ in 0..ROUNDS {
+                        tally.add(1).unwrap();
+                    }
+                });
+                for t in togglers {
+                    t.join().unwrap();
+                }
+                adder.join().unwrap();
+                // The last request answered was a resume.
+                assert!(!sys::get_status(&tally).unwrap().suspended, "{how}");
+                assert_eq!(tally.get(), Ok(ROUNDS), "{how}");
+                smarm::request_stop(tally);
+            }
         });
     }
 }

@@ -21,7 +21,7 @@
 //! fast with `ServerDown` when the actor is gone, and fail when the handler
 //! drops the `Reply`.
 //!
-//! Every way answers [`sys`](crate::sys) requests between two messages.
+//! Every way answers [`sys`] requests between two messages.
 //! The message enum has no variant for them, so the plain loops keep them
 //! in a lane (`SysLane`) beside the mailbox and
 //! [`interrupt`](smarm_core::Sender::interrupt) the mailbox's receive to
@@ -42,7 +42,7 @@ use crate::gen_server::{
     Ctx, Flow, GenServer, GenServerRef, InitError, Reply, StartError, StopReason,
 };
 use crate::registry::{self, Name};
-use crate::sys::{About, Answered, Debug, Request, SysEvent};
+use crate::sys::{self, About, Answered, Debug, Request, Suspendable, SysEvent, WhileSuspended};
 use smarm_core::{Addressable, NoPreempt, Pid, Receiver, Sender};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -59,12 +59,12 @@ pub trait Actor: Addressable<Msg = Self> + Send + Sized + 'static {
     }
 
     /// Whether the message is a call (carries a `Reply`; the derive
-    /// gives it), for [`sys`](crate::sys)'s events.
+    /// gives it), for [`sys`]'s events.
     fn is_call(&self) -> bool {
         false
     }
 
-    /// How the message shows in [`sys`](crate::sys)'s trace and log
+    /// How the message shows in [`sys`]'s trace and log
     /// events. By default its variant's name (or its type's); the derive
     /// shows it by its `Debug` when the enum implements `Debug`
     /// (`Add(5)`), else by its variant.
@@ -86,7 +86,7 @@ pub trait Handler<M: Actor>: Send + 'static {
         let _ = reason;
     }
 
-    /// The state as [`sys::get_status`](crate::sys::get_status) shows it
+    /// The state as [`sys::get_status`] shows it
     /// (OTP's `format_status`). By default: the state's type.
     fn format_status(&self) -> String {
         format!("a {}", std::any::type_name::<Self>())
@@ -221,24 +221,20 @@ fn serve_loop<M: Actor, H: Handler<M>>(
     mut handle: impl FnMut(&mut H, M) -> Flow,
 ) -> StopReason {
     let mut debug = Debug::default();
-    // Messages received while suspended, handled once resumed (D1).
-    let mut held = VecDeque::new();
     loop {
         let msg = match inbox.recv_or_interrupt() {
             Ok(Some(msg)) => msg,
             Ok(None) => {
-                let resumed =
-                    interrupted(state, inbox, lane, &mut debug, &mut held, ack, &mut handle);
-                if let Some(reason) = resumed {
+                if let Some(reason) = interrupted(state, inbox, lane, &mut debug, ack, &mut handle)
+                {
                     return reason;
                 }
                 continue;
             }
             Err(_) => return StopReason::Normal,
         };
-        if debug.attention && attend(&mut debug, &msg) {
-            hold(&mut held, msg);
-            continue;
+        if debug.on {
+            note_event(&mut debug, &msg);
         }
         if let Flow::Stop(reason) = handle(state, msg) {
             return reason;
@@ -246,9 +242,8 @@ fn serve_loop<M: Actor, H: Handler<M>>(
     }
 }
 
-/// The loop was interrupted: answer the requests in its lane whose
-/// interrupts it has seen (T1); if that leaves it running, handle what it
-/// kept while suspended. `Some` if a handler stopped it.
+/// The loop was interrupted: answer what its lane holds (out of line, so
+/// the loop stays as tight as it is without `sys`).
 #[cold]
 #[inline(never)]
 fn interrupted<M: Actor, H: Handler<M>>(
@@ -256,55 +251,131 @@ fn interrupted<M: Actor, H: Handler<M>>(
     inbox: &Receiver<M>,
     lane: &SysLane,
     debug: &mut Debug,
-    held: &mut VecDeque<M>,
     ack: &mut Option<crate::behaviour::Reply<()>>,
     handle: &mut dyn FnMut(&mut H, M) -> Flow,
 ) -> Option<StopReason> {
-    for request in lane.take(inbox.interrupts_seen()) {
-        let kept = held.len();
-        let answered = debug.handle(request, state, crate::sys::itself, |state: &H| About {
-            pid: smarm_core::self_pid(),
-            behaviour: "actor",
-            module: std::any::type_name::<H>(),
-            state: state.format_status(),
-            mailbox_len: inbox.len() + kept,
-        });
+    let mut actor = Attended {
+        state,
+        inbox,
+        debug,
+        ack,
+        held: VecDeque::new(),
+    };
+    actor.interrupted(lane, handle)
+}
+
+/// A typed actor's loop while it answers `sys` requests: its state, its
+/// mailbox, its debug options, and what it keeps while suspended (D1).
+struct Attended<'a, M, H> {
+    state: &'a mut H,
+    inbox: &'a Receiver<M>,
+    debug: &'a mut Debug,
+    /// The acknowledgement of `sys::terminate`, sent once `terminate` ran.
+    ack: &'a mut Option<crate::behaviour::Reply<()>>,
+    held: VecDeque<M>,
+}
+
+/// What a suspended typed actor reads: its mailbox and its lane.
+enum Lane<M> {
+    Mail(M),
+    Sys(Request),
+}
+
+impl<M: Actor, H: Handler<M>> Attended<'_, M, H> {
+    /// The loop was interrupted: answer the requests in its lane whose
+    /// interrupts it has seen (T1), a suspension they start served by the
+    /// suspended loop every behaviour shares; if that leaves it running,
+    /// handle what it kept while suspended. `Some` if it is to stop.
+    fn interrupted(
+        &mut self,
+        lane: &SysLane,
+        handle: &mut dyn FnMut(&mut H, M) -> Flow,
+    ) -> Option<StopReason> {
+        let inbox = self.inbox;
+        let mut pending: VecDeque<Request> = lane.take(inbox.interrupts_seen()).into();
+        while let Some(request) = pending.pop_front() {
+            if let Err(reason) = self.answer(Lane::Sys(request)) {
+                return Some(reason);
+            }
+            if self.debug.suspended {
+                let next = || next_while_suspended(inbox, lane, &mut pending);
+                if let Err(reason) = sys::suspend_loop(self, next) {
+                    return Some(reason);
+                }
+            }
+        }
+        while let Some(msg) = self.held.pop_front() {
+            if self.debug.on {
+                note_event(self.debug, &msg);
+            }
+            if let Flow::Stop(reason) = handle(self.state, msg) {
+                return Some(reason);
+            }
+        }
+        None
+    }
+}
+
+/// The next message of a suspended typed actor: a request left from the
+/// lane's last take, else whatever comes next, its mailbox's or its
+/// lane's (T1). `None` once the mailbox closed.
+fn next_while_suspended<M: Send + 'static>(
+    inbox: &Receiver<M>,
+    lane: &SysLane,
+    pending: &mut VecDeque<Request>,
+) -> Option<Lane<M>> {
+    loop {
+        if let Some(request) = pending.pop_front() {
+            return Some(Lane::Sys(request));
+        }
+        match inbox.recv_or_interrupt() {
+            Ok(Some(msg)) => return Some(Lane::Mail(msg)),
+            Ok(None) => pending.extend(lane.take(inbox.interrupts_seen())),
+            Err(_) => return None,
+        }
+    }
+}
+
+impl<M: Actor, H: Handler<M>> Suspendable for Attended<'_, M, H> {
+    type Msg = Lane<M>;
+
+    fn is_suspended(&self) -> bool {
+        self.debug.suspended
+    }
+
+    fn while_suspended(&self, msg: Lane<M>) -> WhileSuspended<Lane<M>> {
+        match msg {
+            Lane::Sys(_) => WhileSuspended::Answer(msg),
+            Lane::Mail(_) => WhileSuspended::Keep(msg),
+        }
+    }
+
+    fn answer(&mut self, msg: Lane<M>) -> Result<(), StopReason> {
+        let Lane::Sys(request) = msg else {
+            return Ok(()); // never: mail is kept, not answered
+        };
+        let mailbox_len = self.inbox.len() + self.held.len();
+        let answered = self
+            .debug
+            .handle(request, self.state, crate::sys::itself, |state: &H| About {
+                pid: smarm_core::self_pid(),
+                behaviour: "actor",
+                module: std::any::type_name::<H>(),
+                state: state.format_status(),
+                mailbox_len,
+            });
         if let Answered::Terminate(reason, reply) = answered {
-            *ack = Some(reply);
-            return Some(reason);
+            *self.ack = Some(reply);
+            return Err(reason);
         }
+        Ok(())
     }
-    while !debug.suspended
-        && let Some(msg) = held.pop_front()
-    {
-        if debug.on {
-            note_event(debug, &msg);
-        }
-        if let Flow::Stop(reason) = handle(state, msg) {
-            return Some(reason);
-        }
-    }
-    None
-}
 
-/// A message arrived while a debug option is on or the loop is
-/// suspended: `true` if suspended (to keep it for after: (D1)), else
-/// noted.
-#[cold]
-#[inline(never)]
-fn attend<M: Actor>(debug: &mut Debug, msg: &M) -> bool {
-    if debug.suspended {
-        return true;
+    fn keep(&mut self, msg: Lane<M>) {
+        if let Lane::Mail(msg) = msg {
+            self.held.push_back(msg);
+        }
     }
-    note_event(debug, msg);
-    false
-}
-
-/// Keep a message received while suspended.
-#[cold]
-#[inline(never)]
-fn hold<M>(held: &mut VecDeque<M>, msg: M) {
-    held.push_back(msg);
 }
 
 /// Note a handled message for `sys` (only while a debug option is on).

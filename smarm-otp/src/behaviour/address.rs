@@ -1,10 +1,10 @@
 //! A behaviour's address, written once: the actor's pid and a sender to
 //! its mailbox, with the ways a client puts a message there (waiting for
 //! room in a bounded mailbox, never waiting for a system message, not
-//! waiting at all) and the call made through it. gen_server's
-//! [`GenServerRef`](crate::gen_server::GenServerRef) and gen_statem's
-//! [`StatemRef`](crate::gen_statem::StatemRef) wrap one, each over its
-//! own envelope type.
+//! waiting at all) and the call made through it.
+//! [`ServerRef`](super::server_ref::ServerRef) (gen_server's
+//! `GenServerRef`, gen_statem's `StatemRef`) wraps one, over the
+//! behaviour's envelope type.
 //!
 //! # Invariants
 //!
@@ -248,19 +248,35 @@ impl<E: Send + 'static> Address<E> {
 }
 
 /// The client requests a behaviour's mailbox carries: how its envelope
-/// wraps a call, a cast, an info and a shutdown request, and unwraps what
-/// a failed send hands back. The client methods both refs offer are
-/// written once, on an [`Address`] of such an envelope.
-pub(crate) trait Requests: Send + Sized + 'static {
+/// wraps a call, a cast, an info, a shutdown request and a `sys` request,
+/// and unwraps what a failed send hands back. The client methods both
+/// refs offer are written once, on an [`Address`] of such an envelope and
+/// on [`ServerRef`](super::server_ref::ServerRef). Public only to bound
+/// `ServerRef`'s parameter: nothing outside this crate can name or
+/// implement it (this module is private).
+pub trait Requests: Send + Sized + 'static {
+    /// A call's request.
     type Call: Send + 'static;
+    /// A call's reply.
     type Reply: Send + 'static;
+    /// A cast.
     type Cast: Send + 'static;
+    /// An info message.
     type Info: Send + 'static;
 
+    /// The ref's public method names, for misuse panics.
+    const NAMES: super::server_ref::RefNames;
+
+    /// A call.
     fn call(request: Self::Call, reply: Reply<Self::Reply>) -> Self;
+    /// A cast.
     fn cast(msg: Self::Cast) -> Self;
+    /// An info message.
     fn info(msg: Self::Info) -> Self;
+    /// A shutdown request.
     fn shutdown(reply: Reply<()>) -> Self;
+    /// A `sys` request.
+    fn system(request: Box<crate::sys::Request>) -> Self;
 
     /// A call handed back by a failed send (only ever given a call).
     fn into_call(self) -> (Self::Call, Reply<Self::Reply>);

@@ -9,6 +9,8 @@
 //! - [`address`]: a behaviour's pid and mailbox, the sends a client
 //!   makes there and the call through it (a call to oneself fails at
 //!   once);
+//! - [`server_ref`]: [`ServerRef`], the public address of a gen_server or
+//!   gen_statem, its client methods written once;
 //! - [`termination`]: how a behaviour's loop ends (a stop, a panic, a
 //!   returned reason) and how the actor then exits;
 //! - [`StartError`], [`StopReason`]: why a behaviour did not start, or
@@ -58,10 +60,12 @@ pub(crate) mod address;
 pub(crate) mod call;
 pub(crate) mod cycle;
 mod reason;
+pub(crate) mod server_ref;
 pub(crate) mod start;
 pub(crate) mod termination;
 
 pub use address::{CastError, TryCastError};
 pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async, call_to};
 pub use reason::{InitError, ReplaceStateError, StartError, StopReason};
+pub use server_ref::ServerRef;
 pub(crate) use start::{Behaviour, Inbox, Launch, Options, Started, launch, start};

@@ -70,6 +70,9 @@ impl<G: GenServer> crate::behaviour::address::Requests for Envelope<G> {
     type Cast = G::Cast;
     type Info = G::Info;
 
+    const NAMES: crate::behaviour::server_ref::RefNames =
+        crate::behaviour::server_ref::ref_names!("GenServerRef");
+
     fn call(request: G::Call, reply: Reply<G::Reply>) -> Self {
         Envelope(Msg::Call(request, reply))
     }
@@ -81,6 +84,9 @@ impl<G: GenServer> crate::behaviour::address::Requests for Envelope<G> {
     }
     fn shutdown(reply: Reply<()>) -> Self {
         Envelope(Msg::Shutdown(reply))
+    }
+    fn system(request: Box<crate::sys::Request>) -> Self {
+        Envelope(Msg::System(request))
     }
     fn into_call(self) -> (G::Call, Reply<G::Reply>) {
         match self.0 {
@@ -507,7 +513,9 @@ fn system_request<G: GenServer, I: Inbox<Envelope<G>>>(
     if !serving.debug.suspended {
         return Flow::Continue;
     }
-    if let Err(reason) = sys::suspend_loop(serving, inbox, |Envelope(msg)| msg) {
+    if let Err(reason) = sys::suspend_loop(serving, || {
+        inbox.recv_while_suspended().ok().map(|Envelope(msg)| msg)
+    }) {
         return Flow::Stop(reason);
     }
     let mut flow = Flow::Continue;

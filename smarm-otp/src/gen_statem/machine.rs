@@ -68,6 +68,9 @@ impl<M: GenStatem> crate::behaviour::address::Requests for Envelope<M> {
     type Cast = M::Cast;
     type Info = M::Info;
 
+    const NAMES: crate::behaviour::server_ref::RefNames =
+        crate::behaviour::server_ref::ref_names!("StatemRef");
+
     fn call(request: M::Call, reply: Reply<M::Reply>) -> Self {
         Envelope(Msg::Event(Event::Call(request, reply)))
     }
@@ -79,6 +82,9 @@ impl<M: GenStatem> crate::behaviour::address::Requests for Envelope<M> {
     }
     fn shutdown(reply: Reply<()>) -> Self {
         Envelope(Msg::Shutdown(reply))
+    }
+    fn system(request: Box<crate::sys::Request>) -> Self {
+        Envelope(Msg::System(request))
     }
     fn into_call(self) -> (M::Call, Reply<M::Reply>) {
         match self.0 {
@@ -312,7 +318,9 @@ impl<M: GenStatem> Machine<M> {
     ) -> Turn {
         loop {
             if self.debug.suspended
-                && let Err(reason) = sys::suspend_loop(self, inbox, |Envelope(msg)| msg)
+                && let Err(reason) = sys::suspend_loop(self, || {
+                    inbox.recv_while_suspended().ok().map(|Envelope(msg)| msg)
+                })
             {
                 return Turn::Stop(reason);
             }

@@ -2,8 +2,10 @@
 //! policies, strategies and restart intensity.
 
 use super::SupervisorRef;
-use crate::gen_server::{Builder, GenServer, GenServerRef, StartError};
-use crate::gen_statem::{GenStatem, StatemRef};
+use crate::behaviour::ServerRef;
+use crate::behaviour::address::Requests;
+use crate::gen_server::{Builder, GenServer, StartError};
+use crate::gen_statem::GenStatem;
 use smarm_core::Pid;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -191,21 +193,12 @@ trait Drains: Send + 'static {
     fn drain(&self, timeout: Duration);
 }
 
-impl<G: GenServer> Drains for GenServerRef<G> {
+impl<E: Requests> Drains for ServerRef<E> {
     fn pid(&self) -> Pid {
-        GenServerRef::pid(self)
+        ServerRef::pid(self)
     }
     fn drain(&self, timeout: Duration) {
-        let _ = GenServerRef::drain(self, timeout);
-    }
-}
-
-impl<M: GenStatem> Drains for StatemRef<M> {
-    fn pid(&self) -> Pid {
-        StatemRef::pid(self)
-    }
-    fn drain(&self, timeout: Duration) {
-        let _ = StatemRef::drain(self, timeout);
+        let _ = ServerRef::drain(self, timeout);
     }
 }
 

@@ -241,8 +241,6 @@ struct Counts {
 pub(crate) struct Debug {
     /// Any event hook on (checked per message: one load).
     pub(crate) on: bool,
-    /// `on` or `suspended`: what a typed actor's loop checks per message.
-    pub(crate) attention: bool,
     pub(crate) suspended: bool,
     log: Option<(usize, VecDeque<SysEvent>)>,
     trace: bool,
@@ -318,7 +316,6 @@ impl Debug {
             || !self.installed.is_empty()
             || self.stats.is_some()
             || self.file.is_some();
-        self.attention = self.on || self.suspended;
     }
 
     /// Handle a system request on the process whose state is `state`:

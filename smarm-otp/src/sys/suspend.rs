@@ -1,7 +1,7 @@
-//! A suspended process's loop, once for every behaviour that reads system
-//! requests from its mailbox (gen_server, supervisors, gen_statem), as
-//! OTP's `sys:suspend_loop` serves every `proc_lib` behaviour: the
-//! behaviour says what a message is ([`Suspendable`]), this loop does the
+//! A suspended process's loop, once for every behaviour (gen_server,
+//! supervisors, gen_statem, typed actors), as OTP's `sys:suspend_loop`
+//! serves every `proc_lib` behaviour: the behaviour says what a message is
+//! and where the next one comes from ([`Suspendable`]), this loop does the
 //! rest.
 //!
 //! While suspended, a process answers system requests (and a state
@@ -12,11 +12,11 @@
 //! with no deadline, so a stop request or the root-exit sweep ends it as
 //! it ends any parked actor.
 //!
-//! (A typed actor's own loop is suspended in place instead: its requests
-//! come beside its mailbox, in a lane an interrupt announces, so it keeps
-//! what arrives while suspended without a loop of its own.)
+//! A gen_server's or gen_statem's system requests are messages of its
+//! mailbox; a typed actor's come beside it, in a lane an interrupt
+//! announces (`typed.rs`), and its `next` reads both.
 
-use crate::behaviour::{Inbox, StopReason};
+use crate::behaviour::StopReason;
 
 /// What a suspended process does with a message from its mailbox.
 pub(crate) enum WhileSuspended<M> {
@@ -44,25 +44,21 @@ pub(crate) trait Suspendable {
     fn keep(&mut self, msg: Self::Msg);
 }
 
-/// Serve `process` while it is suspended, reading `inbox` (each message
-/// opened by `open`): until it is resumed (`Ok`), or it is to stop
-/// (`Err`, with why).
+/// Serve `process` while it is suspended, taking each message from
+/// `next` (`None`: its mailbox closed, which a serving behaviour, holding
+/// a sender to it, never sees): until it is resumed (`Ok`), or it is to
+/// stop (`Err`, with why).
 #[cold]
 #[inline(never)]
-pub(crate) fn suspend_loop<P, E, I>(
+pub(crate) fn suspend_loop<P: Suspendable>(
     process: &mut P,
-    inbox: &I,
-    open: fn(E) -> P::Msg,
-) -> Result<(), StopReason>
-where
-    P: Suspendable,
-    I: Inbox<E>,
-{
+    mut next: impl FnMut() -> Option<P::Msg>,
+) -> Result<(), StopReason> {
     while process.is_suspended() {
-        let Ok(msg) = inbox.recv_while_suspended() else {
-            return Ok(()); // never: a serving behaviour holds a sender to its mailbox
+        let Some(msg) = next() else {
+            return Ok(());
         };
-        match process.while_suspended(open(msg)) {
+        match process.while_suspended(msg) {
             WhileSuspended::Answer(msg) => process.answer(msg)?,
             WhileSuspended::Stop(reason) => return Err(reason),
             WhileSuspended::Keep(msg) => process.keep(msg),

@@ -61,6 +61,10 @@ impl<T> Receiver<T> {
     /// # Panics
     ///
     /// As [`recv`](Self::recv).
+    // Always inlined: a loop that also waits on it out of line (a typed
+    // actor's suspended loop) would otherwise keep it from being inlined
+    // into the hot one, a call more per message.
+    #[inline(always)]
     pub fn recv_or_interrupt(&self) -> Result<Option<T>, RecvError> {
         // `take_one` open-coded: the interrupt check goes between the swap
         // and the pop (through a `take_one`-like helper, the typed call
