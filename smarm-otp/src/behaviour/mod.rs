@@ -11,6 +11,8 @@
 //!   once);
 //! - [`server_ref`]: [`ServerRef`], the public address of a gen_server or
 //!   gen_statem, its client methods written once;
+//! - [`builder`]: [`ServerBuilder`], how either is started (named,
+//!   linked, bounded, ...), written once;
 //! - [`termination`]: how a behaviour's loop ends (a stop, a panic, a
 //!   returned reason) and how the actor then exits;
 //! - [`StartError`], [`StopReason`]: why a behaviour did not start, or
@@ -57,6 +59,7 @@ macro_rules! callback {
 pub(crate) use callback;
 
 pub(crate) mod address;
+pub(crate) mod builder;
 pub(crate) mod call;
 pub(crate) mod cycle;
 mod reason;
@@ -65,6 +68,7 @@ pub(crate) mod start;
 pub(crate) mod termination;
 
 pub use address::{CastError, TryCastError};
+pub use builder::ServerBuilder;
 pub use call::{CallError, DEFAULT_CALL_TIMEOUT, Reply, call, call_as, call_async, call_to};
 pub use reason::{InitError, ReplaceStateError, StartError, StopReason};
 pub use server_ref::ServerRef;

@@ -18,9 +18,12 @@ use smarm_core::Pid;
 use smarm_core::channel::Sender;
 use std::time::Duration;
 
-/// The public names of a ref's blocking methods, for misuse panics.
+/// The public names of a ref's blocking methods and of its builder, for
+/// misuse panics.
 pub struct RefNames {
     pub(crate) name: &'static str,
+    pub(crate) builder: &'static str,
+    pub(crate) builder_start: &'static str,
     pub(crate) call: &'static str,
     pub(crate) call_timeout: &'static str,
     pub(crate) send_request: &'static str,
@@ -30,11 +33,14 @@ pub struct RefNames {
     pub(crate) drain: &'static str,
 }
 
-/// The [`RefNames`] of the ref type called `$name`.
+/// The [`RefNames`] of the ref type called `$name`, of the behaviour
+/// module `$module`.
 macro_rules! ref_names {
-    ($name:literal) => {
+    ($name:literal, $module:literal) => {
         $crate::behaviour::server_ref::RefNames {
             name: $name,
+            builder: concat!($module, "::Builder"),
+            builder_start: concat!($module, "::Builder::start"),
             call: concat!($name, "::call"),
             call_timeout: concat!($name, "::call_timeout"),
             send_request: concat!($name, "::send_request"),

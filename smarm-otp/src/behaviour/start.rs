@@ -65,9 +65,10 @@ fn await_start(
 
 /// How a behaviour's actor is spawned and what its mailbox is, as its
 /// builder (gen_server's, gen_statem's) was told; `what` names the
-/// builder in the misuse panics.
+/// builder in the misuse panics. Public only because `Starts::launch`
+/// takes it: this module is private.
 #[derive(Default)]
-pub(crate) struct Options {
+pub struct Options {
     pub(crate) link: bool,
     pub(crate) label: Option<String>,
     pub(crate) mailbox_capacity: Option<usize>,

@@ -81,8 +81,8 @@ mod handle;
 mod server;
 
 pub use crate::behaviour::{
-    CallError, CastError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, ServerRef,
-    StartError, StopReason, TryCastError, call, call_as, call_async, call_to,
+    CallError, CastError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, ServerBuilder,
+    ServerRef, StartError, StopReason, TryCastError, call, call_as, call_async, call_to,
 };
 pub use behaviour::{Flow, GenServer, Message};
 pub use builder::{Builder, start, start_link, start_named};

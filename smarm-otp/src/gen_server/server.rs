@@ -71,7 +71,7 @@ impl<G: GenServer> crate::behaviour::address::Requests for Envelope<G> {
     type Info = G::Info;
 
     const NAMES: crate::behaviour::server_ref::RefNames =
-        crate::behaviour::server_ref::ref_names!("GenServerRef");
+        crate::behaviour::server_ref::ref_names!("GenServerRef", "gen_server");
 
     fn call(request: G::Call, reply: Reply<G::Reply>) -> Self {
         Envelope(Msg::Call(request, reply))

@@ -69,7 +69,7 @@ impl<M: GenStatem> crate::behaviour::address::Requests for Envelope<M> {
     type Info = M::Info;
 
     const NAMES: crate::behaviour::server_ref::RefNames =
-        crate::behaviour::server_ref::ref_names!("StatemRef");
+        crate::behaviour::server_ref::ref_names!("StatemRef", "gen_statem");
 
     fn call(request: M::Call, reply: Reply<M::Reply>) -> Self {
         Envelope(Msg::Event(Event::Call(request, reply)))

@@ -100,8 +100,8 @@ mod machine;
 mod timers;
 
 pub use crate::behaviour::{
-    CallError, CastError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, ServerRef,
-    StartError, StopReason, TryCastError,
+    CallError, CastError, DEFAULT_CALL_TIMEOUT, InitError, ReplaceStateError, Reply, ServerBuilder,
+    ServerRef, StartError, StopReason, TryCastError,
 };
 pub use behaviour::{Enter, Event, GenStatem, Init, Payload, Transition};
 pub use builder::{Builder, start, start_link, start_named};
