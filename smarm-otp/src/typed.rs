@@ -25,7 +25,9 @@
 //! The message enum has no variant for them, so the plain loops keep them
 //! in a lane (`SysLane`) beside the mailbox and
 //! [`interrupt`](smarm_core::Sender::interrupt) the mailbox's receive to
-//! have them looked at: a message costs the loop nothing more.
+//! have them looked at: a message costs the loop nothing more. A
+//! suspended typed actor is served by the suspended loop every behaviour
+//! shares (`sys::suspend_loop`), reading both its mailbox and its lane.
 //!
 //! # Invariants
 //!
@@ -211,8 +213,9 @@ fn serve<M: Actor, H: Handler<M>>(
 
 /// Handle each message with `handle`, and `sys` requests between them,
 /// until it returns `Flow::Stop` (its reason) or the mailbox closes
-/// (`Normal`). One receive call site: a second would keep the compiler
-/// from inlining it here, which every message would pay for.
+/// (`Normal`). The receive is inlined here, which every message gains
+/// from (`recv_or_interrupt` is always inlined: the suspended loop's
+/// `next_while_suspended` receives too).
 fn serve_loop<M: Actor, H: Handler<M>>(
     state: &mut H,
     inbox: &Receiver<M>,
@@ -276,7 +279,7 @@ struct Attended<'a, M, H> {
 }
 
 /// What a suspended typed actor reads: its mailbox and its lane.
-enum Lane<M> {
+enum Incoming<M> {
     Mail(M),
     Sys(Request),
 }
@@ -294,7 +297,7 @@ impl<M: Actor, H: Handler<M>> Attended<'_, M, H> {
         let inbox = self.inbox;
         let mut pending: VecDeque<Request> = lane.take(inbox.interrupts_seen()).into();
         while let Some(request) = pending.pop_front() {
-            if let Err(reason) = self.answer(Lane::Sys(request)) {
+            if let Err(reason) = self.answer(Incoming::Sys(request)) {
                 return Some(reason);
             }
             if self.debug.suspended {
@@ -323,13 +326,13 @@ fn next_while_suspended<M: Send + 'static>(
     inbox: &Receiver<M>,
     lane: &SysLane,
     pending: &mut VecDeque<Request>,
-) -> Option<Lane<M>> {
+) -> Option<Incoming<M>> {
     loop {
         if let Some(request) = pending.pop_front() {
-            return Some(Lane::Sys(request));
+            return Some(Incoming::Sys(request));
         }
         match inbox.recv_or_interrupt() {
-            Ok(Some(msg)) => return Some(Lane::Mail(msg)),
+            Ok(Some(msg)) => return Some(Incoming::Mail(msg)),
             Ok(None) => pending.extend(lane.take(inbox.interrupts_seen())),
             Err(_) => return None,
         }
@@ -337,21 +340,21 @@ fn next_while_suspended<M: Send + 'static>(
 }
 
 impl<M: Actor, H: Handler<M>> Suspendable for Attended<'_, M, H> {
-    type Msg = Lane<M>;
+    type Msg = Incoming<M>;
 
     fn is_suspended(&self) -> bool {
         self.debug.suspended
     }
 
-    fn while_suspended(&self, msg: Lane<M>) -> WhileSuspended<Lane<M>> {
+    fn while_suspended(&self, msg: Incoming<M>) -> WhileSuspended<Incoming<M>> {
         match msg {
-            Lane::Sys(_) => WhileSuspended::Answer(msg),
-            Lane::Mail(_) => WhileSuspended::Keep(msg),
+            Incoming::Sys(_) => WhileSuspended::Answer(msg),
+            Incoming::Mail(_) => WhileSuspended::Keep(msg),
         }
     }
 
-    fn answer(&mut self, msg: Lane<M>) -> Result<(), StopReason> {
-        let Lane::Sys(request) = msg else {
+    fn answer(&mut self, msg: Incoming<M>) -> Result<(), StopReason> {
+        let Incoming::Sys(request) = msg else {
             return Ok(()); // never: mail is kept, not answered
         };
         let mailbox_len = self.inbox.len() + self.held.len();
@@ -371,8 +374,8 @@ impl<M: Actor, H: Handler<M>> Suspendable for Attended<'_, M, H> {
         Ok(())
     }
 
-    fn keep(&mut self, msg: Lane<M>) {
-        if let Lane::Mail(msg) = msg {
+    fn keep(&mut self, msg: Incoming<M>) {
+        if let Incoming::Mail(msg) = msg {
             self.held.push_back(msg);
         }
     }
