@@ -961,3 +961,67 @@ fn net_adm_ping_from_erlang_is_pong_and_the_node_stays_connected() {
     smarm.join().unwrap();
     erl.kill();
 }
+
+/// A process with a `seq_trace` token sends with the `_TT` control
+/// messages (REG_SEND_TT by name, SEND_SENDER_TT by pid): both arrive,
+/// carrying the token, whose label is the one Erlang set. (Receiving the
+/// untraced reply clears the Erlang process's token, as `seq_trace`
+/// does, so it sets it again before the second send.)
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn messages_sent_with_a_seq_trace_token_arrive_with_it() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let node = start_node("smarm_tt@localhost", "ctt", epmd);
+        let echo = node.register("echo").unwrap();
+        ready_tx.send(()).unwrap();
+        let label = |m: &smarm::dist::Message| {
+            let token = m
+                .trace_token
+                .as_deref()
+                .expect("the message keeps its token");
+            // {Flags, Label, Serial, From, LastCnt}
+            elements(token)[1].clone()
+        };
+        let by_name = echo.recv_timeout(LONG).unwrap();
+        assert_eq!(label(&by_name), Term::from(FixInteger::from(17)));
+        let [from, what] = elements(&by_name.term) else {
+            panic!("{:?}", by_name.term)
+        };
+        assert_eq!(what, &atom("by_name"));
+        let from = Pid::from_term(from).unwrap();
+        echo.send(&from, tuple(vec![atom("me"), echo.pid().to_term()]))
+            .unwrap();
+        let by_pid = echo.recv_timeout(LONG).unwrap();
+        assert_eq!(by_pid.term, atom("by_pid"));
+        assert_eq!(
+            by_pid.from.as_ref(),
+            Some(&from),
+            "SEND_SENDER_TT names its sender"
+        );
+        assert_eq!(label(&by_pid), Term::from(FixInteger::from(17)));
+        echo.send(&from, atom("ok")).unwrap();
+        assert_eq!(
+            node.stats()
+                .ignored_controls
+                .load(std::sync::atomic::Ordering::Relaxed),
+            0
+        );
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let erl = Erl::start(
+        "erl_tt@localhost",
+        "ctt",
+        epmd,
+        "seq_trace:set_token(label, 17), \
+         {echo, 'smarm_tt@localhost'} ! {self(), by_name}, \
+         receive {me, P} -> seq_trace:set_token(label, 17), P ! by_pid after 20000 -> io:format(\"GOT timeout~n\") end, \
+         receive ok -> io:format(\"GOT ok~n\") after 20000 -> io:format(\"GOT lost~n\") end, \
+         timer:sleep(200), halt().",
+    );
+    assert_eq!(erl.expect("GOT ", LONG), "ok");
+    smarm.join().unwrap();
+}

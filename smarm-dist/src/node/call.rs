@@ -155,9 +155,7 @@ impl Node {
         };
         self.post(to.pid.node(), control, Some(message), connect)
     }
-}
 
-impl Node {
     /// Call the gen_server `to` (a pid, or `(name, node)`) with
     /// `request`, as `gen_server:call(To, Request, Timeout)`: its answer,
     /// or why there is none. The server is monitored for the call, so a

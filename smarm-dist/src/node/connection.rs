@@ -394,29 +394,8 @@ impl Node {
         } else {
             None
         };
-        match (Control::parse(&control), message) {
-            (Some(c @ (Control::Send { .. } | Control::RegSend { .. })), Some(m)) => {
-                self.deliver(c, m)
-            }
-            (
-                Some(
-                    c
-                    @ (Control::Send { .. } | Control::RegSend { .. } | Control::AliasSend { .. }),
-                ),
-                None,
-            ) => {
-                return Err(format!("{c:?} without its message"));
-            }
-            (Some(Control::AliasSend { .. }), Some(_)) => {
-                // This node hands out no aliases.
-                self.inner
-                    .stats
-                    .undeliverable
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            (Some(c), _) => self.control(c),
-            (None, _) => return Err("the control message is not a tuple with an operation".into()),
-        }
-        Ok(())
+        let (control, message) = Control::read(&control, message).map_err(|e| e.to_string())?;
+        self.dispatch(control, message, None)
+            .map_err(|e| e.to_string())
     }
 }

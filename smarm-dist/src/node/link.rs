@@ -217,7 +217,7 @@ impl Node {
     }
 
     /// Fire link (`local`, `remote`) with `reason`, if it is still there.
-    fn fire_link(&self, local: u32, remote: &Pid, reason: Term) {
+    pub(super) fn fire_link(&self, local: u32, remote: &Pid, reason: Term) {
         if let Some(entry) = self
             .with_state(|s| s.signals.links.remove(&(local, remote.clone())))
             .flatten()
@@ -226,99 +226,77 @@ impl Node {
         }
     }
 
-    /// A peer's LINK, EXIT or UNLINK_ID for a pid of ours.
-    pub(super) fn link_control(&self, c: Control) {
-        match c {
-            Control::Link { from, to } => {
-                let owner = (to.node() == self.name() && to.creation() == self.creation())
-                    .then(|| {
-                        self.with_state(|s| s.procs.owners.get(&to.id()).copied())
-                            .flatten()
-                    })
+    /// A peer's LINK: `from` links to `to`, a pid of ours.
+    pub(super) fn linked_by(&self, from: Pid, to: Pid) {
+        let owner = (to.node() == self.name() && to.creation() == self.creation())
+            .then(|| {
+                self.with_state(|s| s.procs.owners.get(&to.id()).copied())
                     .flatten()
-                    .filter(|o| smarm_core::is_alive(*o));
-                let Some(owner) = owner else {
-                    // Linking to a process that is not there: it is dead.
-                    let exit = Control::Exit {
-                        from: to,
-                        to: from.clone(),
-                        reason: atom("noproc"),
-                        exit2: false,
-                    };
-                    let _ = self.post(from.node(), exit, None, false);
-                    return;
-                };
-                let (tx, rx) = channel::<LinkSignal>();
-                let entry = LinkEntry { proxy: tx, owner };
-                let _ = self.with_state(|s| s.signals.links.insert((to.id(), from.clone()), entry)); // (L1)
-                let node = self.clone();
-                self.spawn("smarm.dist.link", move || {
-                    let exits = smarm_core::trap_exit(true);
-                    smarm_core::link(owner);
-                    node.proxy(to, from, owner, exits, rx)
-                });
-            }
-            Control::Exit {
-                from,
-                to,
-                reason,
+            })
+            .flatten()
+            .filter(|o| smarm_core::is_alive(*o));
+        let Some(owner) = owner else {
+            // Linking to a process that is not there: it is dead.
+            let exit = Control::Exit {
+                from: to,
+                to: from.clone(),
+                reason: atom("noproc"),
                 exit2: false,
-            } => self.fire_link(to.id(), &from, reason),
-            Control::Exit {
-                from,
-                to,
-                reason,
-                exit2: true,
-            } => {
-                // exit/2 to a pid of ours, by Erlang's rules: its owner
-                // ends with the reason (`normal` ignored, `kill` in any
-                // case), or, trapping exits, the mailbox gets
-                // {'EXIT', From, Reason}.
-                let owner = self
-                    .with_state(|s| s.procs.owners.get(&to.id()).copied())
-                    .flatten()
-                    .filter(|_| to.node() == self.name() && to.creation() == self.creation());
-                let Some(owner) = owner else {
-                    self.inner
-                        .stats
-                        .undeliverable
-                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    return;
-                };
-                if smarm_core::signal::exit_from_node(owner, exit_signal(&reason)) {
-                    let term = crate::term::tuple(vec![atom("EXIT"), from.to_term(), reason]);
-                    self.deliver(
-                        Control::Send {
-                            from: Some(from),
-                            to,
-                        },
-                        term,
-                    );
-                }
-            }
-            Control::Unlink {
-                id,
-                from,
-                to,
-                ack: false,
-            } => {
-                if let Some(entry) = self
-                    .with_state(|s| s.signals.links.remove(&(to.id(), from.clone())))
-                    .flatten()
-                {
-                    let _ = entry.proxy.send(LinkSignal::Unlink);
-                }
-                let ack = Control::Unlink {
-                    id,
-                    from: to,
-                    to: from.clone(),
-                    ack: true,
-                };
-                let _ = self.post(from.node(), ack, None, false);
-            }
-            // An UNLINK_ID_ACK: the link left the table when `unlink` sent
-            // its UNLINK_ID, so an EXIT that crossed it was ignored (L1).
-            _ => {}
+            };
+            let _ = self.post(from.node(), exit, None, false);
+            return;
+        };
+        let (tx, rx) = channel::<LinkSignal>();
+        let entry = LinkEntry { proxy: tx, owner };
+        let _ = self.with_state(|s| s.signals.links.insert((to.id(), from.clone()), entry)); // (L1)
+        let node = self.clone();
+        self.spawn("smarm.dist.link", move || {
+            let exits = smarm_core::trap_exit(true);
+            smarm_core::link(owner);
+            node.proxy(to, from, owner, exits, rx)
+        });
+    }
+
+    /// A peer's EXIT2: `exit(To, Reason)` from `from` to a pid of ours, by
+    /// Erlang's rules: its owner ends with the reason (`normal` ignored,
+    /// `kill` in any case), or, trapping exits, the mailbox gets
+    /// `{'EXIT', From, Reason}`.
+    pub(super) fn exit_signal(&self, from: Pid, to: Pid, reason: Term) {
+        let owner = self
+            .with_state(|s| s.procs.owners.get(&to.id()).copied())
+            .flatten()
+            .filter(|_| to.node() == self.name() && to.creation() == self.creation());
+        let Some(owner) = owner else {
+            self.count(|s| &s.undeliverable);
+            return;
+        };
+        if smarm_core::signal::exit_from_node(owner, exit_signal(&reason)) {
+            let term = crate::term::tuple(vec![atom("EXIT"), from.to_term(), reason]);
+            self.deliver_to_pid(Some(from), &to, term, None);
+        }
+    }
+
+    /// A peer's UNLINK_ID: the link goes, and the peer hears UNLINK_ID_ACK
+    /// before any other signal from `to`.
+    pub(super) fn unlinked_by(&self, id: Term, from: Pid, to: Pid) {
+        self.unlinked_legacy(from.clone(), to.clone());
+        let ack = Control::Unlink {
+            id,
+            from: to,
+            to: from.clone(),
+            ack: true,
+        };
+        let _ = self.post(from.node(), ack, None, false);
+    }
+
+    /// A peer's UNLINK (the protocol before OTP 26, with no
+    /// acknowledgement): the link goes.
+    pub(super) fn unlinked_legacy(&self, from: Pid, to: Pid) {
+        if let Some(entry) = self
+            .with_state(|s| s.signals.links.remove(&(to.id(), from)))
+            .flatten()
+        {
+            let _ = entry.proxy.send(LinkSignal::Unlink);
         }
     }
 

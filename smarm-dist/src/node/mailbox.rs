@@ -5,7 +5,7 @@ use super::{Dest, Message, Node, SendError};
 use crate::pid::Pid;
 use crate::term;
 use crate::term::{Term, ToTerm};
-use smarm_core::channel::{Receiver, channel};
+use smarm_core::channel::{Receiver, Sender, channel};
 use smarm_core::{RecvError, RecvTimeoutError};
 use std::time::Duration;
 use thiserror::Error;
@@ -183,6 +183,62 @@ impl Node {
             id.and_then(|id| s.procs.owners.get(&id)) == Some(&me)
         })
         .unwrap_or(false)
+    }
+
+    /// Hand a message for the pid `to` to its mailbox, if `to` is one of
+    /// this incarnation's (never waits: a connection's reader must not
+    /// stall).
+    pub(super) fn deliver_to_pid(
+        &self,
+        from: Option<Pid>,
+        to: &Pid,
+        term: Term,
+        trace_token: Option<Term>,
+    ) {
+        let tx = (to.node() == self.name() && to.creation() == self.creation())
+            .then(|| {
+                self.with_state(|s| s.procs.mailboxes.get(&to.id()).cloned())
+                    .flatten()
+            })
+            .flatten();
+        self.deliver_into(tx, from, term, trace_token);
+    }
+
+    /// Hand a message for the name `name` to its mailbox.
+    pub(super) fn deliver_to_name(
+        &self,
+        from: Option<Pid>,
+        name: &str,
+        term: Term,
+        trace_token: Option<Term>,
+    ) {
+        let tx = self
+            .with_state(|s| s.procs.names.get(name).map(|(_, tx)| tx.clone()))
+            .flatten();
+        self.deliver_into(tx, from, term, trace_token);
+    }
+
+    fn deliver_into(
+        &self,
+        tx: Option<Sender<Message>>,
+        from: Option<Pid>,
+        term: Term,
+        trace_token: Option<Term>,
+    ) {
+        let Some(tx) = tx else {
+            self.count(|s| &s.undeliverable);
+            return;
+        };
+        let message = Message {
+            from,
+            term,
+            trace_token: trace_token.map(Box::new),
+        };
+        match tx.try_send(message) {
+            Ok(()) => {}
+            Err(smarm_core::TrySendError::Full(_)) => self.count(|s| &s.dropped_full),
+            Err(smarm_core::TrySendError::Disconnected(_)) => self.count(|s| &s.undeliverable),
+        }
     }
 
     /// A mailbox with a new pid, registered as `name` if that is free.

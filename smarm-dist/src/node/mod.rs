@@ -24,8 +24,10 @@
 //! the reader); `wire.rs` is the framing and the sending side (`Outbox`,
 //! the writer); `mailbox.rs` the node-visible mailboxes; `tables.rs` the
 //! tables under the node's lock (processes, connections, signals);
-//! `kernel.rs` is `net_kernel`; `link.rs` and `monitor.rs` the signals
-//! across nodes; `call.rs`, `serve.rs` and `current.rs` calls, served
+//! `kernel.rs` is `net_kernel`; `dispatch.rs` acts on every control
+//! message a peer sends, through the handlers of `mailbox.rs` (sends),
+//! `link.rs` and `monitor.rs` (the signals across nodes) and `spawn.rs`
+//! (spawn requests); `call.rs`, `serve.rs` and `current.rs` calls, served
 //! gen_servers and the current node.
 //!
 //! # Invariants
@@ -46,11 +48,13 @@ mod builder;
 mod call;
 mod connection;
 mod current;
+mod dispatch;
 mod kernel;
 mod link;
 mod mailbox;
 mod monitor;
 mod serve;
+mod spawn;
 mod tables;
 mod wire;
 
@@ -73,7 +77,7 @@ use crate::term::{FromTerm, FromTermError, Term, ToTerm};
 use smarm_core::Mutex;
 use smarm_core::channel::{Receiver, channel};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -126,15 +130,29 @@ pub struct Message {
     pub from: Option<Pid>,
     /// The message.
     pub term: Term,
+    /// The sequential trace token (`seq_trace`) the message travelled
+    /// with, when its sender had one (the `_TT` control messages); boxed,
+    /// as most messages have none and every message is moved through a
+    /// channel.
+    pub trace_token: Option<Box<Term>>,
 }
 
 impl Message {
+    /// A message from `from` (if known) without a trace token.
+    pub fn new(from: Option<Pid>, term: Term) -> Message {
+        Message {
+            from,
+            term,
+            trace_token: None,
+        }
+    }
+
     /// The message as a `T` ([`FromTerm`]).
     ///
     /// ```
     /// use smarm_dist::{term, Message, ToTerm};
     ///
-    /// let msg = Message { from: None, term: (term::atom("add"), 2).to_term() };
+    /// let msg = Message::new(None, (term::atom("add"), 2).to_term());
     /// let (op, n): (term::Atom, i32) = msg.decode().unwrap();
     /// assert_eq!((op.name.as_str(), n), ("add", 2));
     /// ```
@@ -162,7 +180,8 @@ pub struct Stats {
     pub dropped_full: AtomicU64,
     /// Frames that did not decode (the connection was closed).
     pub malformed: AtomicU64,
-    /// Control messages this node does not act on.
+    /// Control messages this node does not act on: GROUP_LEADER (smarm
+    /// actors have none) and operation codes the protocol does not define.
     pub ignored_controls: AtomicU64,
     /// Handshakes that failed (wrong cookie, refused, malformed).
     pub failed_handshakes: AtomicU64,
@@ -343,10 +362,8 @@ impl Node {
         connect: bool,
     ) -> Result<(), SendError> {
         if node == self.name() {
-            match message {
-                Some(m) => self.deliver(control, m),
-                None => self.control(control),
-            }
+            // What this node posts itself has the shape `dispatch` takes.
+            let _ = self.dispatch(control, message, None);
             return Ok(());
         }
         let (tx, peer_flags) = if connect {
@@ -404,53 +421,6 @@ impl Node {
             let pid = h.pid();
             drop(h);
             let _ = self.with_state(|s| s.procs.actors.push(pid));
-        }
-    }
-
-    /// Hand a decoded message to its mailbox (never waits: N3's reader
-    /// must not stall).
-    fn deliver(&self, control: Control, term: Term) {
-        let (from, tx) = match control {
-            Control::Send { from, to } => {
-                let tx = (to.node() == self.name() && to.creation() == self.creation())
-                    .then(|| {
-                        self.with_state(|s| s.procs.mailboxes.get(&to.id()).cloned())
-                            .flatten()
-                    })
-                    .flatten();
-                (from, tx)
-            }
-            Control::RegSend { from, name } => (
-                Some(from),
-                self.with_state(|s| s.procs.names.get(&name).map(|(_, tx)| tx.clone()))
-                    .flatten(),
-            ),
-            other => {
-                self.control(other);
-                return;
-            }
-        };
-        let Some(tx) = tx else {
-            self.inner
-                .stats
-                .undeliverable
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        match tx.try_send(Message { from, term }) {
-            Ok(()) => {}
-            Err(smarm_core::TrySendError::Full(_)) => {
-                self.inner
-                    .stats
-                    .dropped_full
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            Err(smarm_core::TrySendError::Disconnected(_)) => {
-                self.inner
-                    .stats
-                    .undeliverable
-                    .fetch_add(1, Ordering::Relaxed);
-            }
         }
     }
 }

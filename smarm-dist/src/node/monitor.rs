@@ -18,7 +18,6 @@ use crate::control::Control;
 use crate::node::{Dest, Mailbox};
 use crate::pid::Pid;
 use crate::term::{Atom, Reference, Term, atom, tuple};
-use std::sync::atomic::Ordering;
 
 /// A monitor a mailbox of ours holds.
 pub(super) struct Watch {
@@ -63,10 +62,7 @@ pub(super) fn node_down(s: &mut State, peer: &str) {
             && let Some(tx) = s.procs.mailboxes.get(&w.mailbox)
         {
             let term = down_message(&reference, &w.down, atom("noconnection"));
-            let _ = tx.try_send(Message {
-                from: Pid::from_term(&w.down),
-                term,
-            });
+            let _ = tx.try_send(Message::new(Pid::from_term(&w.down), term));
         }
     }
     for watchers in s.signals.watched.values_mut() {
@@ -104,75 +100,54 @@ impl Node {
         }
     }
 
-    /// Act on a control message that carries no message for a mailbox.
-    pub(super) fn control(&self, c: Control) {
-        match c {
-            Control::MonitorP {
-                from,
-                to,
-                reference,
-            } => {
-                let known = self
-                    .with_state(|s| {
-                        let id = self.resolve(s, &to)?;
-                        s.signals.watched.entry(id).or_default().push(Watcher {
-                            pid: from.clone(),
-                            reference: reference.clone(),
-                            target: to.clone(),
-                        });
-                        Some(())
-                    })
-                    .flatten();
-                if known.is_none() {
-                    let node = from.node().to_string();
-                    let exit = Control::MonitorPExit {
-                        from: to,
-                        to: from,
-                        reference,
-                        reason: atom("noproc"),
-                    };
-                    let _ = self.post(&node, exit, None, false);
-                }
-            }
-            Control::DemonitorP {
-                from, reference, ..
-            } => {
-                let _ = self.with_state(|s| {
-                    for watchers in s.signals.watched.values_mut() {
-                        watchers.retain(|w| !(w.pid == from && w.reference == reference));
-                    }
+    /// A peer's MONITOR_P: `from` watches `to` (a pid or a name of ours);
+    /// `noproc` at once if there is no such process.
+    pub(super) fn monitored_by(&self, from: Pid, to: Term, reference: Term) {
+        let known = self
+            .with_state(|s| {
+                let id = self.resolve(s, &to)?;
+                s.signals.watched.entry(id).or_default().push(Watcher {
+                    pid: from.clone(),
+                    reference: reference.clone(),
+                    target: to.clone(),
                 });
-            }
-            Control::MonitorPExit {
-                from,
-                to,
+                Some(())
+            })
+            .flatten();
+        if known.is_none() {
+            let node = from.node().to_string();
+            let exit = Control::MonitorPExit {
+                from: to,
+                to: from,
                 reference,
-                reason,
-            } => {
-                let _ = self.with_state(|s| {
-                    let w = s.signals.watching.remove(&reference)?;
-                    if w.mailbox != to.id() {
-                        return None;
-                    }
-                    let tx = s.procs.mailboxes.get(&w.mailbox)?;
-                    let term = down_message(&reference, &w.down, reason);
-                    let _ = tx.try_send(Message {
-                        from: Pid::from_term(&from),
-                        term,
-                    });
-                    Some(())
-                });
-            }
-            c @ (Control::Link { .. } | Control::Exit { .. } | Control::Unlink { .. }) => {
-                self.link_control(c)
-            }
-            _ => {
-                self.inner
-                    .stats
-                    .ignored_controls
-                    .fetch_add(1, Ordering::Relaxed);
-            }
+                reason: atom("noproc"),
+            };
+            let _ = self.post(&node, exit, None, false);
         }
+    }
+
+    /// A peer's DEMONITOR_P: `from` no longer watches.
+    pub(super) fn demonitored_by(&self, from: &Pid, reference: &Term) {
+        let _ = self.with_state(|s| {
+            for watchers in s.signals.watched.values_mut() {
+                watchers.retain(|w| !(&w.pid == from && &w.reference == reference));
+            }
+        });
+    }
+
+    /// A peer's MONITOR_P_EXIT: the process `from` that our mailbox `to`
+    /// watched ended; the mailbox gets its `DOWN` (M1: once).
+    pub(super) fn monitor_fired(&self, from: Term, to: &Pid, reference: &Term, reason: Term) {
+        let _ = self.with_state(|s| {
+            let w = s.signals.watching.remove(reference)?;
+            if w.mailbox != to.id() {
+                return None;
+            }
+            let tx = s.procs.mailboxes.get(&w.mailbox)?;
+            let term = down_message(reference, &w.down, reason);
+            let _ = tx.try_send(Message::new(Pid::from_term(&from), term));
+            Some(())
+        });
     }
 
     /// The mailbox `pid` is gone: its watchers hear `reason`, its own
@@ -257,10 +232,7 @@ impl Mailbox {
                 let _ = self.node.with_state(|s| {
                     if let Some(tx) = s.procs.mailboxes.get(&self.pid.id()) {
                         let term = down_message(&reference, &down, atom("noconnection"));
-                        let _ = tx.try_send(Message {
-                            from: Pid::from_term(&down),
-                            term,
-                        });
+                        let _ = tx.try_send(Message::new(Pid::from_term(&down), term));
                     }
                 });
             }
