@@ -7,7 +7,7 @@ mod support;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{CountDrop, THREADS, run_with};
+use support::{CountDrop, HangGuard, THREADS, run_with};
 
 #[test]
 fn request_stop_unwinds_a_parked_actor_running_its_destructors() {
@@ -178,6 +178,38 @@ fn root_exit_does_not_sweep_a_sleeping_child() {
         assert!(
             woke.load(Ordering::SeqCst),
             "a sleeper will wake, so it is not swept"
+        );
+    }
+}
+
+/// A root that panics while another actor ticks a periodic timer forever
+/// (as a distribution connection does): `run` re-raises the panic after
+/// stopping the ticker, rather than waiting for a timer that never stops
+/// being armed (runtime (I4)).
+#[test]
+fn a_root_that_panics_stops_actors_that_tick_forever() {
+    for threads in THREADS {
+        let _guard = HangGuard::new(Duration::from_secs(60), "a panicked root's run did not end");
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = dropped.clone();
+        let run = std::panic::catch_unwind(move || {
+            run_with(threads, move || {
+                drop(smarm::spawn(move || {
+                    let _g = CountDrop(d);
+                    loop {
+                        smarm::sleep(Duration::from_millis(1));
+                    }
+                }));
+                smarm::sleep(Duration::from_millis(5));
+                panic!("the root fails");
+            })
+        });
+        let payload = run.expect_err("the root's panic is re-raised");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the root fails"));
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the ticker was unwound (threads={threads})"
         );
     }
 }

@@ -31,6 +31,12 @@
 //!   swept: it will wake; nor is one awaiting a future (`block_on`),
 //!   whose waker may come from any thread (future (F6)). One waiting on an
 //!   fd is: an fd may never become ready.
+//! - (I4) A root that ends without returning (a panic, an exit signal, a
+//!   stop) sweeps at once: every remaining actor is stopped, timers and
+//!   all, and `run` re-raises the root's failure once they have unwound,
+//!   as a Rust `main` that panics ends its program. A forgotten server
+//!   with a periodic timer (a distribution connection ticking) cannot
+//!   hold a failed run open.
 //!
 //! # Memory ordering
 //!

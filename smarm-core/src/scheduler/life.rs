@@ -130,12 +130,17 @@ pub(super) fn finalize(
     super::spans::clear(slot);
     shared.finish_actor_timers(slot);
     slot.word.finish();
-    trace_event!(shared, Exit, pid.to_bits(), result.is_err() as u64);
+    let failed = result.is_err();
+    trace_event!(shared, Exit, pid.to_bits(), failed as u64);
     // Every wake the exit makes (monitors, links, the joiner) happens
     // before the actor stops counting as live (runtime (I2)); a detached
     // actor's panic payload is dropped in there too.
     shared.run_exit_hook(pid, slot, result);
     shared.count_finished(pid, worker_id);
+    if failed && shared.is_root(pid) {
+        // A root that did not return ends the run now (runtime (I4)).
+        shared.root_exit_sweep();
+    }
 }
 
 /// Run an actor's entry closure, catching every unwind (context (I1)).
