@@ -7,12 +7,15 @@
 //!
 //! In the shell: `{inbox, 'shop@localhost'} ! {self(), ping}.` then
 //! `flush().` shows `{pong,'shop@localhost'}`; any other `{Pid, Term}` is
-//! echoed back as `{echo, Term}`, and `stop` ends the node. The node
+//! echoed back as `{echo, Term}`, and `stop` ends the node.
+//! `erpc:call('shop@localhost', shop, price, [apple, 2])` answers `6`
+//! (`rpc:call` too), and a fruit the shop does not sell throws
+//! `{unknown_item, Fruit}`. The node
 //! serves EPMD itself when none runs (so `-start_epmd false` finds it);
 //! `ERL_EPMD_PORT` moves both to another port.
 
 use smarm::dist::term::{Term, atom, tuple};
-use smarm::dist::{Node, NodeEvent, Pid};
+use smarm::dist::{Node, NodeEvent, Pid, Raise};
 
 fn main() {
     let name = std::env::args()
@@ -37,6 +40,15 @@ fn main() {
                 "registered with EPMD"
             },
             node.name()
+        );
+        node.export_typed(
+            "shop",
+            "price",
+            |(fruit, qty): (smarm::dist::term::Atom, u32)| match fruit.name.as_str() {
+                "apple" => Ok(qty * 3),
+                "pear" => Ok(qty * 4),
+                _ => Err(Raise::throw((atom("unknown_item"), Term::from(fruit)))),
+            },
         );
         let events = node.monitor_nodes();
         smarm::spawn(move || {

@@ -13,7 +13,7 @@
 //! `PAYLOAD_` form, absent otherwise.
 
 use crate::pid::Pid;
-use crate::term::{Atom, FixInteger, List, Term, atom, display, tuple};
+use crate::term::{Atom, FixInteger, List, Term, atom, display, list_elements, tuple};
 use thiserror::Error;
 
 /// LINK: `{1, FromPid, ToPid}`.
@@ -297,19 +297,6 @@ fn small_int(t: &Term) -> Option<i64> {
     }
 }
 
-fn proper_list(t: &Term) -> Option<Vec<Term>> {
-    match t {
-        Term::List(List { elements }) => Some(elements.clone()),
-        Term::ByteList(b) => Some(
-            b.bytes
-                .iter()
-                .map(|&c| Term::from(FixInteger::from(i32::from(c))))
-                .collect(),
-        ),
-        _ => None,
-    }
-}
-
 fn traced(control: Control, token: &Term) -> Control {
     Control::Traced {
         control: Box::new(control),
@@ -513,7 +500,7 @@ impl Control {
                     module: atom_name(module)?,
                     function: atom_name(function)?,
                     arity: u32::try_from(small_int(arity)?).ok()?,
-                    options: proper_list(options)?,
+                    options: list_elements(options)?,
                 }
             }
             (SPAWN_REQUEST_TT, [id, from, group_leader, mfa, options, token]) => traced(

@@ -37,6 +37,9 @@ pub const UNLINK_ID: u64 = 0x200_0000;
 pub const MANDATORY_25_DIGEST: u64 = 0x400_0000;
 /// 64-bit pid and port numbers (`V4_NC`, mandatory since OTP 26).
 pub const V4_NC: u64 = 1 << 34;
+/// `SPAWN_REQUEST` / `SPAWN_REPLY` (`erlang:spawn_request`, so `erpc`
+/// and `rpc`).
+pub const SPAWN: u64 = 1 << 32;
 /// Process aliases (`ALIAS_SEND`).
 pub const ALIAS: u64 = 1 << 35;
 
@@ -63,6 +66,7 @@ pub const OFFERED: u64 = MANDATORY
     | UNLINK_ID
     | MANDATORY_25_DIGEST
     | V4_NC
+    | SPAWN
     | ALIAS;
 
 /// A set of capability flags.

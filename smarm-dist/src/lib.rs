@@ -39,7 +39,7 @@
 //!   Erlang pids ([`Pid`]): each converts to the other.
 //! - 2: control messages ([`control`]); the handshake ([`handshake`]).
 //! - 3: the node ([`Node`]): connections, mailboxes, sending, links,
-//!   monitors and calls across nodes.
+//!   monitors, calls, exported functions and `erpc` across nodes.
 //!
 //! Traffic is not encrypted and the cookie is the only gate: run nodes
 //! on a network you trust.
@@ -53,9 +53,9 @@ mod pid;
 pub mod term;
 
 pub use node::{
-    Builder, CallError, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME, Dest, GenCall, Mailbox, Message, Node,
-    NodeEvent, RegisterError, ReplyTo, SendError, Servable, StartError, Stats, call, node, nodes,
-    send,
+    Builder, CallError, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME, Dest, ErpcError, GenCall, Mailbox,
+    Message, Node, NodeEvent, Raise, RegisterError, ReplyTo, SendError, Servable, StartError,
+    Stats, call, node, nodes, send,
 };
 pub use pid::Pid;
 /// `#[derive(Term)]`: [`ToTerm`] and [`FromTerm`] for a struct or enum

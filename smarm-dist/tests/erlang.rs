@@ -1025,3 +1025,185 @@ fn messages_sent_with_a_seq_trace_token_arrive_with_it() {
     assert_eq!(erl.expect("GOT ", LONG), "ok");
     smarm.join().unwrap();
 }
+
+/// Exports `shop:price/2` (typed), `shop:fail/1`, `shop:slow/1`,
+/// `shop:note/1` and `shop:notes/0` on `node`.
+fn export_shop(node: &Node) {
+    use smarm::dist::Raise;
+    use std::sync::{Arc, Mutex};
+    node.export_typed(
+        "shop",
+        "price",
+        |(item, qty): (term::Atom, u32)| match item.name.as_str() {
+            "apple" => Ok(qty * 3),
+            _ => Err(Raise::throw((atom("unknown_item"), Term::from(item)))),
+        },
+    );
+    node.export("shop", "fail", |args| match &args[..] {
+        [how] if *how == atom("error") => Err(Raise::error(atom("boom"))),
+        [how] if *how == atom("exit") => Err(Raise::exit(atom("bye"))),
+        _ => panic!("asked to fail with {args:?}"),
+    });
+    node.export_typed("shop", "slow", |(ms,): (u64,)| {
+        smarm::sleep(Duration::from_millis(ms));
+        Ok(atom("done"))
+    });
+    let notes = Arc::new(Mutex::new(Vec::<Term>::new()));
+    let kept = notes.clone();
+    node.export("shop", "note", move |args| {
+        kept.lock().unwrap().extend(args);
+        Ok(atom("ok"))
+    });
+    node.export("shop", "notes", move |_| {
+        Ok(Term::from(List::from(notes.lock().unwrap().clone())))
+    });
+}
+
+/// `erpc` and `rpc` from Erlang into a smarm node's exported functions,
+/// with Erlang's shapes for values, each exception class, `undef`, a
+/// panic and a timeout; casts both ways in; multicalls; a `spawn/4` of a
+/// function nobody exported, which exits `undef` as on BEAM; and a
+/// `spawn_link` whose link carries the function's exact exit reason; and
+/// `rpc:call(N, erlang, node, [])`, which every node answers.
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn erpc_and_rpc_from_erlang_run_exported_functions() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let node = start_node("smarm_rpc@localhost", "crpc", epmd);
+        export_shop(&node);
+        let done = node.register("done").unwrap();
+        ready_tx.send(()).unwrap();
+        assert_eq!(done.recv_timeout(LONG * 2).unwrap().term, atom("done"));
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let erl = Erl::start(
+        "erl_rpc@localhost",
+        "crpc",
+        epmd,
+        "N = 'smarm_rpc@localhost', \
+         T = fun(F) -> try F() catch C:E -> {C, E} end end, \
+         R1 = erpc:call(N, shop, price, [apple, 2]), \
+         R2 = T(fun() -> erpc:call(N, shop, price, [pear, 1]) end), \
+         R3 = T(fun() -> erpc:call(N, shop, fail, [error]) end), \
+         R4 = T(fun() -> erpc:call(N, shop, fail, [exit]) end), \
+         R5 = T(fun() -> erpc:call(N, shop, nope, [1]) end), \
+         R6 = T(fun() -> erpc:call(N, shop, slow, [3000], 100) end), \
+         {error, {exception, {panic, _}, [{shop, fail, 1, []}]}} = T(fun() -> erpc:call(N, shop, fail, [panic]) end), \
+         R7 = rpc:call(N, shop, price, [apple, 3]), \
+         R8 = rpc:call(N, shop, price, [pear, 1]), \
+         R9 = rpc:call(N, shop, fail, [error]), \
+         R10 = rpc:call(N, shop, nope, []), \
+         R11 = rpc:call(N, shop, slow, [3000], 100), \
+         R12 = T(fun() -> erpc:call(N, shop, price, [apple, many]) end), \
+         ok = erpc:cast(N, shop, note, [one]), \
+         true = rpc:cast(N, shop, note, [two]), \
+         R13 = erpc:multicall([N, N], shop, price, [apple, 1]), \
+         R14 = rpc:multicall([N], shop, price, [apple, 4]), \
+         Poll = fun P(0) -> timeout; P(K) -> case lists:sort(erpc:call(N, shop, notes, [])) of [one, two] = L -> L; _ -> timer:sleep(100), P(K - 1) end end, \
+         R15 = Poll(100), \
+         {Pid, M} = spawn_monitor(N, shop, nope, [x]), \
+         R16 = receive {'DOWN', M, process, Pid, Why} -> Why after 10000 -> no_down end, \
+         process_flag(trap_exit, true), \
+         L = spawn_link(N, shop, fail, [exit]), \
+         R17 = receive {'EXIT', L, LR} -> LR after 10000 -> no_exit end, \
+         R18 = rpc:call(N, erlang, node, []), \
+         io:format(\"GOT ~w~n\", [[R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, R11, R12, R13, R14, R15, R16, R17, R18]]), \
+         {done, N} ! done, \
+         timer:sleep(200), halt().",
+    );
+    let got = erl.expect("GOT ", LONG * 2);
+    let expected = [
+        "6",
+        "{throw,{unknown_item,pear}}",
+        "{error,{exception,boom,[{shop,fail,1,[]}]}}",
+        "{exit,{exception,bye}}",
+        "{error,{exception,undef,[{shop,nope,[1],[]}]}}",
+        "{error,{erpc,timeout}}",
+        "9",
+        "{unknown_item,pear}",
+        "{badrpc,{'EXIT',{boom,[{shop,fail,1,[]}]}}}",
+        "{badrpc,{'EXIT',{undef,[{shop,nope,[],[]}]}}}",
+        "{badrpc,timeout}",
+        "{error,{exception,function_clause,[{shop,price,2,[]}]}}",
+        "[{ok,3},{ok,3}]",
+        "{[12],[]}",
+        "[one,two]",
+        "{undef,[{shop,nope,[x],[]}]}",
+        "bye",
+        "smarm_rpc@localhost",
+    ];
+    assert_eq!(got, format!("[{}]", expected.join(",")));
+    smarm.join().unwrap();
+}
+
+/// A smarm node calls Erlang functions with `erpc`: a value, each
+/// exception class, `undef`, and a timeout.
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn smarm_calls_erlang_with_erpc() {
+    use smarm::dist::ErpcError;
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let node = start_node("smarm_erpc@localhost", "cerpc", epmd);
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("up"));
+        let erl = "erl_erpc@localhost";
+        let n = |v: i32| Term::from(FixInteger::from(v));
+        let list = |v: Vec<Term>| Term::from(List::from(v));
+        let call = |m: &str, f: &str, args: Vec<Term>| node.erpc_call(erl, m, f, args, LONG);
+        assert_eq!(
+            call("lists", "sum", vec![list(vec![n(1), n(2), n(3)])]),
+            Ok(n(6))
+        );
+        assert_eq!(
+            call("erlang", "throw", vec![atom("x")]),
+            Err(ErpcError::Throw(atom("x")))
+        );
+        assert_eq!(
+            call("erlang", "exit", vec![atom("bye")]),
+            Err(ErpcError::Exit(atom("bye")))
+        );
+        match call("erlang", "error", vec![atom("boom")]) {
+            Err(ErpcError::Error { reason, .. }) => assert_eq!(reason, atom("boom")),
+            other => panic!("{other:?}"),
+        }
+        match call("no_such_module", "f", vec![]) {
+            Err(ErpcError::Error { reason, .. }) => assert_eq!(reason, atom("undef")),
+            other => panic!("{other:?}"),
+        }
+        let slow = node.erpc_call(
+            erl,
+            "timer",
+            "sleep",
+            vec![n(3000)],
+            Duration::from_millis(100),
+        );
+        assert_eq!(slow, Err(ErpcError::Timeout(Duration::from_millis(100))));
+        // A node that is not there.
+        assert_eq!(
+            node.erpc_call("nobody@localhost", "lists", "sum", vec![], LONG),
+            Err(ErpcError::Noconnection)
+        );
+        node.send(("inbox", erl), atom("done")).unwrap();
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let erl = Erl::start(
+        "erl_erpc@localhost",
+        "cerpc",
+        epmd,
+        "register(inbox, self()), \
+         {inbox, 'smarm_erpc@localhost'} ! up, \
+         receive done -> io:format(\"GOT done~n\") after 30000 -> io:format(\"GOT timeout~n\") end, \
+         halt().",
+    );
+    assert_eq!(erl.expect("GOT ", LONG * 2), "done");
+    smarm.join().unwrap();
+}

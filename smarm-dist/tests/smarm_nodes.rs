@@ -477,3 +477,104 @@ fn a_call_to_a_mailbox_the_caller_owns_fails_at_once() {
         node.stop();
     });
 }
+
+/// One smarm node calls another's exported functions with `erpc`: the
+/// value, each exception class as its `ErpcError`, `undef` for a function
+/// not exported, a panic raised as an error, a timeout, and a refusal of
+/// arguments that do not decode.
+#[test]
+fn erpc_between_smarm_nodes_answers_with_erlangs_shapes() {
+    use smarm::dist::{ErpcError, Raise};
+    let epmd = free_port();
+    smarm::run(move || {
+        let start = |name: &str| {
+            Node::builder(name)
+                .cookie("c")
+                .epmd_port(epmd)
+                .start()
+                .unwrap()
+        };
+        let a = start("ea@localhost");
+        let b = start("eb@localhost");
+        b.export_typed("shop", "price", |(item, qty): (String, u32)| {
+            match item.as_str() {
+                "apple" => Ok(qty * 3),
+                _ => Err(Raise::throw(item)),
+            }
+        });
+        b.export("shop", "fail", |args| match &args[..] {
+            [how] if *how == atom("error") => Err(Raise::error(atom("boom"))),
+            [how] if *how == atom("exit") => Err(Raise::exit(atom("bye"))),
+            _ => panic!("no way to fail like {args:?}"),
+        });
+        b.export("shop", "slow", |_| {
+            smarm::sleep(Duration::from_secs(5));
+            Ok(atom("done"))
+        });
+        let n = |v: i32| Term::from(FixInteger::from(v));
+        let call = |f: &str, args: Vec<Term>| a.erpc_call("eb@localhost", "shop", f, args, LONG);
+        let apple = term::ToTerm::to_term(&"apple".to_string());
+        let pear = term::ToTerm::to_term(&"pear".to_string());
+        assert_eq!(call("price", vec![apple.clone(), n(2)]), Ok(n(6)));
+        assert_eq!(
+            call("price", vec![pear.clone(), n(1)]),
+            Err(ErpcError::Throw(pear))
+        );
+        // As it comes off the wire (a list of bytes reads as a string).
+        let stack = |f: &str, arity: Term| {
+            let stack = Term::from(term::List::from(vec![tuple(vec![
+                atom("shop"),
+                atom(f),
+                arity,
+                Term::from(term::List::nil()),
+            ])]));
+            term::decode(&term::encode(&stack)).unwrap()
+        };
+        assert_eq!(
+            call("fail", vec![atom("error")]),
+            Err(ErpcError::Error {
+                reason: atom("boom"),
+                stack: stack("fail", n(1)),
+            })
+        );
+        assert_eq!(
+            call("fail", vec![atom("exit")]),
+            Err(ErpcError::Exit(atom("bye")))
+        );
+        match call("fail", vec![atom("other")]) {
+            Err(ErpcError::Error { reason, .. }) => {
+                let Term::Tuple(t) = reason else {
+                    panic!("{reason:?}")
+                };
+                assert_eq!(t.elements[0], atom("panic"));
+            }
+            other => panic!("a panic is an error: {other:?}"),
+        }
+        assert_eq!(
+            call("nope", vec![n(1)]),
+            Err(ErpcError::Error {
+                reason: atom("undef"),
+                stack: stack("nope", term::List::from(vec![n(1)]).into()),
+            })
+        );
+        assert_eq!(
+            call("price", vec![apple.clone(), atom("many")]),
+            Err(ErpcError::Error {
+                reason: atom("function_clause"),
+                stack: stack("price", n(2)),
+            })
+        );
+        let short = Duration::from_millis(50);
+        assert_eq!(
+            a.erpc_call("eb@localhost", "shop", "slow", vec![], short),
+            Err(ErpcError::Timeout(short))
+        );
+        assert!(b.unexport("shop", "price"));
+        assert!(matches!(
+            call("price", vec![apple, n(1)]),
+            Err(ErpcError::Error { reason, .. }) if reason == atom("undef")
+        ));
+        b.stop();
+        a.stop();
+    });
+}

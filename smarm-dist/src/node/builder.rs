@@ -173,6 +173,8 @@ impl Builder {
         }
         // Before the acceptor: a peer that connects finds it (K1).
         node.start_kernel();
+        node.start_rex();
+        node.export_builtins();
         let keeper = node.clone();
         node.spawn("smarm.dist.epmd_keeper", move || {
             keeper.keep_registration(registration)

@@ -4,7 +4,7 @@
 //! module docs' (N1)-(N3)).
 
 use super::wire::{Direct, FrameError, FrameReader, Next, Out, Outbox, write_loop};
-use super::{Node, NodeEvent, PASS_THROUGH, SendError, link, log, monitor};
+use super::{Node, NodeEvent, PASS_THROUGH, SendError, link, log, monitor, spawn};
 use crate::control::Control;
 use crate::flags::Flags;
 use crate::handshake::{HandshakeError, Status};
@@ -254,6 +254,7 @@ impl Node {
                     .retain(|sub| sub.send(NodeEvent::Down(peer.to_string())).is_ok());
                 monitor::node_down(s, peer);
                 link::node_down(s, peer);
+                spawn::node_down(s, peer);
             }
         });
     }

@@ -30,18 +30,9 @@ impl Node {
     /// Start the kernel process (K1): registers [`NAME`] in the actor that
     /// serves it, and returns once it is registered.
     pub(super) fn start_kernel(&self) {
-        let (ready_tx, ready) = smarm_core::channel::channel::<()>();
-        let node = self.clone();
-        self.spawn("smarm.dist.net_kernel", move || {
-            let Ok(kernel) = node.register(NAME) else {
-                log("net_kernel: the name is taken; pings to this node will fail");
-                return;
-            };
-            let _ = ready_tx.send(());
-            serve(&kernel);
+        self.start_service(NAME, "pings to this node will fail", |_, kernel| {
+            serve(&kernel)
         });
-        // Only a spawn failure (the runtime is stopping) leaves it unsent.
-        let _ = ready.recv();
     }
 
     /// Whether `node` answers, as `net_adm:ping/1`: connects if need be,

@@ -142,27 +142,63 @@ impl Node {
     /// Outside a smarm actor.
     pub fn link(&self, remote: &Pid) {
         smarm_core::require_actor("smarm::dist::Node::link");
-        let owner = smarm_core::self_pid();
         let local = self.endpoint_pid();
-        let (tx, rx) = channel::<LinkSignal>();
-        let entry = LinkEntry { proxy: tx, owner };
-        let _ = self.with_state(|s| s.signals.links.insert((local.id(), remote.clone()), entry)); // (L1)
-        let node = self.clone();
-        let (target, endpoint) = (remote.clone(), local.clone());
-        let (ready_tx, ready) = channel::<()>();
-        self.spawn("smarm.dist.link", move || {
-            let exits = smarm_core::trap_exit(true);
-            smarm_core::link(owner);
-            let _ = ready_tx.send(());
-            node.proxy(endpoint, target, owner, exits, rx)
-        });
-        let _ = ready.recv(); // linked to the proxy before the LINK goes out
+        self.link_spawned(local.clone(), remote.clone());
         let request = Control::Link {
             from: local.clone(),
             to: remote.clone(),
         };
         if self.post(remote.node(), request, None, true).is_err() {
             self.fire_link(local.id(), remote, atom("noconnection"));
+        }
+    }
+
+    /// Link the calling actor, as our pid `local`, with `remote`: the
+    /// link's entry and proxy, without a LINK (the caller sends one, or
+    /// the peer asked for the link). Returns once the proxy is linked to
+    /// the actor, so an exit right after is seen.
+    pub(super) fn link_spawned(&self, local: Pid, remote: Pid) {
+        let owner = smarm_core::self_pid();
+        let (tx, rx) = channel::<LinkSignal>();
+        let entry = LinkEntry { proxy: tx, owner };
+        let _ = self.with_state(|s| s.signals.links.insert((local.id(), remote.clone()), entry)); // (L1)
+        let node = self.clone();
+        let (ready_tx, ready) = channel::<()>();
+        self.spawn("smarm.dist.link", move || {
+            let exits = smarm_core::trap_exit(true);
+            smarm_core::link(owner);
+            let _ = ready_tx.send(());
+            node.proxy(local, remote, owner, exits, rx)
+        });
+        let _ = ready.recv(); // linked to the proxy before the LINK goes out
+    }
+
+    /// Our pid `local` ends with `reason`: each of its links hears that
+    /// reason itself (L1: removed here, so its proxy sends nothing).
+    pub(super) fn end_links(&self, local: &Pid, reason: &Term) {
+        let ended: Vec<Pid> = self
+            .with_state(|s| {
+                let remotes: Vec<Pid> = s
+                    .signals
+                    .links
+                    .keys()
+                    .filter(|(id, _)| *id == local.id())
+                    .map(|(_, r)| r.clone())
+                    .collect();
+                for r in &remotes {
+                    s.signals.links.remove(&(local.id(), r.clone()));
+                }
+                remotes
+            })
+            .unwrap_or_default();
+        for remote in ended {
+            let exit = Control::Exit {
+                from: local.clone(),
+                to: remote.clone(),
+                reason: reason.clone(),
+                exit2: false,
+            };
+            let _ = self.post(remote.node(), exit, None, false);
         }
     }
 

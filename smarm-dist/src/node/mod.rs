@@ -27,8 +27,10 @@
 //! `kernel.rs` is `net_kernel`; `dispatch.rs` acts on every control
 //! message a peer sends, through the handlers of `mailbox.rs` (sends),
 //! `link.rs` and `monitor.rs` (the signals across nodes) and `spawn.rs`
-//! (spawn requests); `call.rs`, `serve.rs` and `current.rs` calls, served
-//! gen_servers and the current node.
+//! (spawn requests both ways, which `erpc` rides on); `exports.rs` the
+//! functions other nodes may run and `rex.rs` the `rpc` server;
+//! `call.rs`, `serve.rs` and `current.rs` calls, served gen_servers and
+//! the current node.
 //!
 //! # Invariants
 //!
@@ -49,10 +51,12 @@ mod call;
 mod connection;
 mod current;
 mod dispatch;
+mod exports;
 mod kernel;
 mod link;
 mod mailbox;
 mod monitor;
+mod rex;
 mod serve;
 mod spawn;
 mod tables;
@@ -63,7 +67,9 @@ pub use serve::Servable;
 
 pub use builder::{Builder, StartError};
 pub use call::{CallError, GenCall, ReplyTo};
+pub use exports::Raise;
 pub use mailbox::{Mailbox, RegisterError};
+pub use spawn::ErpcError;
 
 use tables::State;
 use wire::{Out, encode_frame};
@@ -416,11 +422,41 @@ impl Node {
         self.inner.state.lock().ok().map(|mut s| f(&mut s))
     }
 
-    fn spawn(&self, label: &str, f: impl FnOnce() + Send + 'static) {
-        if let Ok(h) = smarm_core::Builder::new().name(label).spawn(f) {
-            let pid = h.pid();
-            drop(h);
-            let _ = self.with_state(|s| s.procs.actors.push(pid));
+    /// Start a registered process of the node's own (`net_kernel`,
+    /// `rex`): an actor that registers `name` and runs `serve`; returns
+    /// once the name is registered. If the name is taken, says what
+    /// `fails` without it.
+    fn start_service(
+        &self,
+        name: &'static str,
+        fails: &'static str,
+        serve: impl FnOnce(Node, Mailbox) + Send + 'static,
+    ) {
+        let (ready_tx, ready) = smarm_core::channel::channel::<()>();
+        let node = self.clone();
+        self.spawn(&format!("smarm.dist.{name}"), move || {
+            let Ok(mailbox) = node.register(name) else {
+                log(&format!("{name}: the name is taken; {fails}"));
+                return;
+            };
+            let _ = ready_tx.send(());
+            serve(node, mailbox);
+        });
+        // Only a spawn failure (the runtime is stopping) leaves it unsent.
+        let _ = ready.recv();
+    }
+
+    /// Spawn one of the node's actors (stopped by `stop`); `false` if the
+    /// runtime would not spawn it.
+    fn spawn(&self, label: &str, f: impl FnOnce() + Send + 'static) -> bool {
+        match smarm_core::Builder::new().name(label).spawn(f) {
+            Ok(h) => {
+                let pid = h.pid();
+                drop(h);
+                let _ = self.with_state(|s| s.procs.actors.push(pid));
+                true
+            }
+            Err(_) => false,
         }
     }
 }

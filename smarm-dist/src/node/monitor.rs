@@ -48,6 +48,28 @@ pub(super) fn down_message(reference: &Term, proc_: &Term, reason: Term) -> Term
     ])
 }
 
+/// Record that our mailbox `mailbox` watches `sent` on `node` under
+/// `reference` (M1: before the request goes out, or as its answer
+/// comes); its `DOWN` names the process `down`.
+pub(super) fn watch(
+    s: &mut State,
+    reference: Term,
+    mailbox: u32,
+    sent: Term,
+    down: Term,
+    node: &str,
+) {
+    s.signals.watching.insert(
+        reference,
+        Watch {
+            mailbox,
+            sent,
+            down,
+            node: node.to_string(),
+        },
+    );
+}
+
 /// The connection to `peer` is gone (M2).
 pub(super) fn node_down(s: &mut State, peer: &str) {
     let fired: Vec<Term> = s
@@ -103,27 +125,32 @@ impl Node {
     /// A peer's MONITOR_P: `from` watches `to` (a pid or a name of ours);
     /// `noproc` at once if there is no such process.
     pub(super) fn monitored_by(&self, from: Pid, to: Term, reference: Term) {
-        let known = self
-            .with_state(|s| {
-                let id = self.resolve(s, &to)?;
-                s.signals.watched.entry(id).or_default().push(Watcher {
-                    pid: from.clone(),
-                    reference: reference.clone(),
-                    target: to.clone(),
-                });
-                Some(())
-            })
-            .flatten();
-        if known.is_none() {
-            let node = from.node().to_string();
-            let exit = Control::MonitorPExit {
-                from: to,
-                to: from,
-                reference,
-                reason: atom("noproc"),
-            };
-            let _ = self.post(&node, exit, None, false);
+        let id = self.with_state(|s| self.resolve(s, &to)).flatten();
+        match id {
+            Some(id) => self.watched_by(from, id, reference, to),
+            None => {
+                let node = from.node().to_string();
+                let exit = Control::MonitorPExit {
+                    from: to,
+                    to: from,
+                    reference,
+                    reason: atom("noproc"),
+                };
+                let _ = self.post(&node, exit, None, false);
+            }
         }
+    }
+
+    /// `from` watches our mailbox `mailbox` (named `target` by the
+    /// watcher) under `reference`.
+    pub(super) fn watched_by(&self, from: Pid, mailbox: u32, reference: Term, target: Term) {
+        let _ = self.with_state(|s| {
+            s.signals.watched.entry(mailbox).or_default().push(Watcher {
+                pid: from,
+                reference,
+                target,
+            })
+        });
     }
 
     /// A peer's DEMONITOR_P: `from` no longer watches.
@@ -207,15 +234,8 @@ impl Mailbox {
             }
         };
         let _ = self.node.with_state(|s| {
-            s.signals.watching.insert(
-                reference.clone(),
-                Watch {
-                    mailbox: self.pid.id(),
-                    sent: sent.clone(),
-                    down: down.clone(),
-                    node: node.clone(),
-                },
-            ); // (M1)
+            let (sent, down) = (sent.clone(), down.clone());
+            watch(s, reference.clone(), self.pid.id(), sent, down, &node); // (M1)
         });
         let request = Control::MonitorP {
             from: self.pid.clone(),

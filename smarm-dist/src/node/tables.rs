@@ -4,7 +4,7 @@
 //! subscribers) and the signals across nodes (links and monitors).
 
 use super::connection::Conn;
-use super::{Message, NodeEvent, link, monitor};
+use super::{Message, NodeEvent, exports, link, monitor, spawn};
 use crate::pid::Pid;
 use crate::term::Term;
 use smarm_core::channel::{Receiver, Sender, channel};
@@ -39,6 +39,8 @@ pub(super) struct Processes {
     pub(super) mailboxes: HashMap<u32, Sender<Message>>,
     /// The actor that made each mailbox, for links made to it.
     pub(super) owners: HashMap<u32, smarm_core::Pid>,
+    /// Functions exported to other nodes, by module and function name.
+    pub(super) exports: HashMap<(String, String), exports::Exported>,
     /// Actors of the node, stopped by `Node::stop`.
     pub(super) actors: Vec<smarm_core::Pid>,
     next_id: u32,
@@ -104,5 +106,7 @@ pub(super) struct Signals {
     pub(super) watching: HashMap<Term, monitor::Watch>,
     /// Monitors held on this node's mailboxes, by mailbox id.
     pub(super) watched: HashMap<u32, Vec<monitor::Watcher>>,
+    /// SPAWN_REQUESTs of ours awaiting their reply, by request id.
+    pub(super) spawning: HashMap<Term, spawn::Pending>,
     pub(super) next_ref: u64,
 }

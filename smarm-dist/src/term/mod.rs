@@ -392,6 +392,21 @@ pub fn atom(name: &str) -> Term {
     Term::from(Atom::from(name))
 }
 
+/// The elements of a proper list (a `LIST_EXT`, the empty list, or a
+/// `STRING_EXT` of bytes); `None` for any other term.
+pub fn list_elements(t: &Term) -> Option<Vec<Term>> {
+    match t {
+        Term::List(List { elements }) => Some(elements.clone()),
+        Term::ByteList(b) => Some(
+            b.bytes
+                .iter()
+                .map(|&c| Term::from(FixInteger::from(i32::from(c))))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// The tuple of `elements`.
 pub fn tuple(elements: Vec<Term>) -> Term {
     Term::from(Tuple::from(elements))
