@@ -13,6 +13,7 @@
 //! `PAYLOAD_` form, absent otherwise.
 
 use crate::pid::Pid;
+use crate::term::{self, TermError};
 use crate::term::{Atom, FixInteger, List, Term, atom, display, list_elements, tuple};
 use thiserror::Error;
 
@@ -111,6 +112,10 @@ pub const DEFINED: [i32; 30] = [
     UNLINK_ID,
     UNLINK_ID_ACK,
 ];
+
+/// A distribution message's type byte: no atom cache, the control and
+/// its message follow as plain external terms.
+pub const PASS_THROUGH: u8 = 112;
 
 /// SPAWN_REPLY's flag: the link was set up.
 pub const SPAWN_REPLY_LINKED: u32 = 1;
@@ -281,6 +286,47 @@ pub enum ControlError {
     /// A term after a control message that takes none.
     #[error("control message {0} takes no term after it, but one follows")]
     UnexpectedPayload(i32),
+}
+
+/// Why a frame is not a distribution message.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum MessageError {
+    /// An empty frame is a tick, not a message.
+    #[error("an empty frame (a tick) is not a message")]
+    Empty,
+    /// Not a pass-through message (an atom cache was not negotiated).
+    #[error("unsupported message type {0} (no atom cache is negotiated)")]
+    Type(u8),
+    /// A term that does not decode.
+    #[error("{0}")]
+    Term(#[from] TermError),
+    /// Bytes after the message.
+    #[error("{0} bytes after the message")]
+    Trailing(usize),
+    /// A control message that is not one.
+    #[error("{0}")]
+    Control(#[from] ControlError),
+}
+
+/// Read a frame's body (after its length): the type byte, the control
+/// and the term after it, checked as [`Control::read`] checks them. Every
+/// byte a peer sends after the handshake passes here first.
+pub fn decode_message(frame: &[u8]) -> Result<(Control, Option<Term>), MessageError> {
+    let (&kind, _) = frame.split_first().ok_or(MessageError::Empty)?;
+    if kind != PASS_THROUGH {
+        return Err(MessageError::Type(kind));
+    }
+    let (control, end) = term::decode_at(frame, 1)?;
+    let message = if end < frame.len() {
+        let (m, end) = term::decode_at(frame, end)?;
+        if end != frame.len() {
+            return Err(MessageError::Trailing(frame.len() - end));
+        }
+        Some(m)
+    } else {
+        None
+    };
+    Ok(Control::read(&control, message)?)
 }
 
 fn atom_name(t: &Term) -> Option<String> {

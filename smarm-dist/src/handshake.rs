@@ -11,16 +11,78 @@
 //! challenge and the digest of the acceptor's), the acceptor `'a'` (the
 //! digest of the initiator's). A wrong digest ends the handshake on both
 //! sides with [`HandshakeError::BadCookie`], before any message passes.
+//!
+//! The handshake as a whole has a deadline (each read waits only for what
+//! is left of it), so a peer that dribbles bytes, or stops, is cut off
+//! on time. It runs over any [`Transport`]: a socket, or [`Replay`]'s
+//! recorded bytes (tests and fuzzing).
 
 use crate::flags::{self, Flags};
 use md5::{Digest, Md5};
 use smarm_core::io::net::TcpStream;
 use std::io::{Read, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
-/// How long a handshake may take before the connection is dropped.
+/// How long a whole handshake may take before the connection is dropped,
+/// unless the node says otherwise (Erlang's `net_setuptime` is 7 s).
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// What a handshake runs over: a byte stream whose reads can be given a
+/// timeout.
+pub trait Transport: Read + Write {
+    /// Make each read give up after `timeout` (`None`: wait for ever).
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()>;
+}
+
+impl Transport for TcpStream {
+    fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()> {
+        TcpStream::set_read_timeout(self, timeout)
+    }
+}
+
+/// A transport that replays recorded bytes and keeps what is written:
+/// a handshake with a scripted peer, in tests and fuzzing. A read past
+/// the end is an unexpected end of the stream.
+#[derive(Debug, Clone, Default)]
+pub struct Replay<'a> {
+    input: &'a [u8],
+    /// What the handshake wrote.
+    pub written: Vec<u8>,
+}
+
+impl<'a> Replay<'a> {
+    /// A peer that sends `input`, then closes.
+    pub fn new(input: &'a [u8]) -> Replay<'a> {
+        Replay {
+            input,
+            written: Vec::new(),
+        }
+    }
+}
+
+impl Read for Replay<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.input.read(buf)
+    }
+}
+
+impl Write for Replay<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.written.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Transport for Replay<'_> {
+    fn set_read_timeout(&mut self, _: Option<Duration>) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// The longest handshake message read (names are at most 255 bytes).
 const MAX_MESSAGE: usize = 2048;
@@ -57,6 +119,9 @@ pub enum HandshakeError {
     /// The peer sent something that is not this protocol.
     #[error("malformed handshake message: {0}")]
     Malformed(&'static str),
+    /// The handshake did not finish in time.
+    #[error("the handshake did not finish within {0:?}")]
+    TimedOut(Duration),
     /// The connection failed or timed out.
     #[error("handshake connection failed: {0}")]
     Io(#[from] std::io::Error),
@@ -110,25 +175,73 @@ impl Status {
     }
 }
 
-fn write_message(stream: &mut TcpStream, body: &[u8]) -> std::io::Result<()> {
-    let mut framed = Vec::with_capacity(body.len() + 2);
-    framed.extend_from_slice(&(body.len() as u16).to_be_bytes());
-    framed.extend_from_slice(body);
-    stream.write_all(&framed)
+/// A handshake's stream and its deadline.
+struct Io<'s, S: Transport> {
+    stream: &'s mut S,
+    deadline: Instant,
+    timeout: Duration,
 }
 
-fn read_message(stream: &mut TcpStream) -> Result<Vec<u8>, HandshakeError> {
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len)?;
-    let len = u16::from_be_bytes(len) as usize;
-    if len == 0 || len > MAX_MESSAGE {
-        return Err(HandshakeError::Malformed(
-            "handshake message length out of range",
-        ));
+impl<'s, S: Transport> Io<'s, S> {
+    fn new(stream: &'s mut S, timeout: Duration) -> Io<'s, S> {
+        Io {
+            stream,
+            deadline: Instant::now() + timeout,
+            timeout,
+        }
     }
-    let mut body = vec![0u8; len];
-    stream.read_exact(&mut body)?;
-    Ok(body)
+
+    fn write_message(&mut self, body: &[u8]) -> Result<(), HandshakeError> {
+        let mut framed = Vec::with_capacity(body.len() + 2);
+        framed.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        framed.extend_from_slice(body);
+        Ok(self.stream.write_all(&framed)?)
+    }
+
+    /// Read exactly `buf.len()` bytes before the deadline.
+    fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<(), HandshakeError> {
+        while !buf.is_empty() {
+            let left = self.deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(HandshakeError::TimedOut(self.timeout));
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match self.stream.read(buf) {
+                Ok(0) => return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into()),
+                Ok(n) => buf = &mut buf[n..],
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(HandshakeError::TimedOut(self.timeout));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_message(&mut self) -> Result<Vec<u8>, HandshakeError> {
+        let mut len = [0u8; 2];
+        self.read_exact(&mut len)?;
+        let len = u16::from_be_bytes(len) as usize;
+        if len == 0 || len > MAX_MESSAGE {
+            return Err(HandshakeError::Malformed(
+                "handshake message length out of range",
+            ));
+        }
+        let mut body = vec![0u8; len];
+        self.read_exact(&mut body)?;
+        Ok(body)
+    }
+
+    /// The handshake is over: reads wait for ever again.
+    fn finish(self) -> Result<(), HandshakeError> {
+        Ok(self.stream.set_read_timeout(None)?)
+    }
 }
 
 /// `MD5(cookie ++ decimal(challenge))`, as `dist_util:gen_digest/2`.
@@ -219,24 +332,26 @@ fn check_flags(peer: &str, theirs: Flags) -> Result<(), HandshakeError> {
 /// `peer_name`. If the peer answers that it is connected to us already
 /// (`alive`), `still_needed` says whether to go on (our side has no
 /// connection to it, so the peer's is stale) or to give up (we have one:
-/// [`HandshakeError::Refused`] with status `alive`).
-pub fn initiate(
-    stream: &mut TcpStream,
+/// [`HandshakeError::Refused`] with status `alive`). The whole handshake
+/// must finish within `timeout`.
+pub fn initiate<S: Transport>(
+    stream: &mut S,
     local: &Local,
     peer_name: &str,
+    timeout: Duration,
     still_needed: impl FnOnce() -> bool,
 ) -> Result<Peer, HandshakeError> {
-    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    write_message(stream, &name_message(local, None))?;
-    let status = read_message(stream)?;
+    let mut io = Io::new(stream, timeout);
+    io.write_message(&name_message(local, None))?;
+    let status = io.read_message()?;
     let status = status
         .strip_prefix(b"s")
         .ok_or(HandshakeError::Malformed("expected a status message ('s')"))?;
     match status {
         b"ok" | b"ok_simultaneous" => {}
-        b"alive" if still_needed() => write_message(stream, b"strue")?, // its one is stale
+        b"alive" if still_needed() => io.write_message(b"strue")?, // its one is stale
         b"alive" => {
-            let _ = write_message(stream, b"sfalse");
+            let _ = io.write_message(b"sfalse");
             return Err(HandshakeError::Refused {
                 peer: peer_name.to_string(),
                 status: "alive".into(),
@@ -249,15 +364,15 @@ pub fn initiate(
             });
         }
     }
-    let (their_flags, their_challenge, creation, name) = parse_name(&read_message(stream)?, true)?;
+    let (their_flags, their_challenge, creation, name) = parse_name(&io.read_message()?, true)?;
     check_flags(&name, their_flags)?;
     let their_challenge = their_challenge.ok_or(HandshakeError::Malformed("challenge missing"))?;
     let ours = challenge();
     let mut reply = vec![b'r'];
     reply.extend_from_slice(&ours.to_be_bytes());
     reply.extend_from_slice(&digest(their_challenge, &local.cookie));
-    write_message(stream, &reply)?;
-    let ack = match read_message(stream) {
+    io.write_message(&reply)?;
+    let ack = match io.read_message() {
         Ok(ack) => ack,
         // The acceptor closes the connection on a wrong digest.
         Err(HandshakeError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
@@ -271,7 +386,7 @@ pub fn initiate(
     if ack[1..] != digest(ours, &local.cookie) {
         return Err(HandshakeError::BadCookie { peer: name });
     }
-    stream.set_read_timeout(None)?;
+    io.finish()?;
     Ok(Peer {
         name,
         flags: their_flags.common(local.flags),
@@ -281,21 +396,23 @@ pub fn initiate(
 
 /// Accept a handshake over `stream`; `decide` answers the initiator's
 /// name with a status (connected already, or connecting to it ourselves).
-pub fn accept(
-    stream: &mut TcpStream,
+/// The whole handshake must finish within `timeout`.
+pub fn accept<S: Transport>(
+    stream: &mut S,
     local: &Local,
+    timeout: Duration,
     decide: impl FnOnce(&str) -> Status,
 ) -> Result<Peer, HandshakeError> {
-    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    let (their_flags, _, creation, name) = parse_name(&read_message(stream)?, false)?;
+    let mut io = Io::new(stream, timeout);
+    let (their_flags, _, creation, name) = parse_name(&io.read_message()?, false)?;
     if let Err(e) = check_flags(&name, their_flags) {
-        let _ = write_message(stream, b"snot_allowed");
+        let _ = io.write_message(b"snot_allowed");
         return Err(e);
     }
     let status = decide(&name);
     let mut body = vec![b's'];
     body.extend_from_slice(status.text().as_bytes());
-    write_message(stream, &body)?;
+    io.write_message(&body)?;
     match status {
         Status::Ok | Status::OkSimultaneous => {}
         Status::Nok => {
@@ -305,7 +422,7 @@ pub fn accept(
             });
         }
         Status::Alive => {
-            if read_message(stream)?.as_slice() != b"strue" {
+            if io.read_message()?.as_slice() != b"strue" {
                 return Err(HandshakeError::Refused {
                     peer: name,
                     status: "alive".into(),
@@ -314,8 +431,8 @@ pub fn accept(
         }
     }
     let ours = challenge();
-    write_message(stream, &name_message(local, Some(ours)))?;
-    let reply = read_message(stream)?;
+    io.write_message(&name_message(local, Some(ours)))?;
+    let reply = io.read_message()?;
     if reply.len() != 21 || reply[0] != b'r' {
         return Err(HandshakeError::Malformed(
             "expected a challenge reply ('r')",
@@ -327,8 +444,8 @@ pub fn accept(
     let theirs = u32::from_be_bytes([reply[1], reply[2], reply[3], reply[4]]);
     let mut ack = vec![b'a'];
     ack.extend_from_slice(&digest(theirs, &local.cookie));
-    write_message(stream, &ack)?;
-    stream.set_read_timeout(None)?;
+    io.write_message(&ack)?;
+    io.finish()?;
     Ok(Peer {
         name,
         flags: their_flags.common(local.flags),

@@ -52,10 +52,12 @@ mod node;
 mod pid;
 pub mod term;
 
+#[cfg(feature = "fuzzing")]
+pub use node::fuzz;
 pub use node::{
-    Builder, CallError, DEFAULT_MAX_FRAME, DEFAULT_TICKTIME, Dest, ErpcError, GenCall, Mailbox,
-    Message, Node, NodeEvent, Raise, RegisterError, ReplyTo, SendError, Servable, StartError,
-    Stats, call, node, nodes, send,
+    Builder, CallError, DEFAULT_MAX_FRAME, DEFAULT_MAX_HANDSHAKES, DEFAULT_TICKTIME, Dest,
+    ErpcError, GenCall, Mailbox, Message, Node, NodeEvent, Raise, RegisterError, ReplyTo,
+    SendError, Servable, StartError, Stats, call, node, nodes, send,
 };
 pub use pid::Pid;
 /// `#[derive(Term)]`: [`ToTerm`] and [`FromTerm`] for a struct or enum

@@ -33,7 +33,7 @@ fn raw_peer(node: &Node, name: &str, cookie: &str) -> TcpStream {
         flags: Flags::offered(),
         creation: 7,
     };
-    handshake::initiate(&mut s, &local, node.name(), || true).unwrap();
+    handshake::initiate(&mut s, &local, node.name(), LONG, || true).unwrap();
     s
 }
 
@@ -576,5 +576,83 @@ fn erpc_between_smarm_nodes_answers_with_erlangs_shapes() {
         ));
         b.stop();
         a.stop();
+    });
+}
+
+/// A peer that connects and dribbles its first handshake message a byte
+/// at a time (each read sees a byte, so no read's own timeout fires) is
+/// cut off at the deadline of the handshake as a whole.
+#[test]
+fn a_peer_that_never_finishes_the_handshake_is_cut_off_at_its_deadline() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let node = Node::builder("slowhs@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .handshake_timeout(Duration::from_secs(1))
+            .start()
+            .unwrap();
+        let mut s = TcpStream::connect((Ipv4Addr::LOCALHOST, node.port())).unwrap();
+        let mut dribble = s.try_clone().unwrap();
+        // 2 + 100 bytes at one per 200 ms: 20 s to finish the message.
+        let t0 = Instant::now();
+        smarm::spawn(move || {
+            let _ = dribble.write_all(&[0, 100]);
+            for _ in 0..100 {
+                smarm::sleep(Duration::from_millis(200));
+                if dribble.write_all(b"x").is_err() {
+                    return;
+                }
+            }
+        });
+        assert!(closed_by_node(&mut s));
+        let took = t0.elapsed();
+        assert!(
+            took < Duration::from_secs(10),
+            "cut off after {took:?}, the deadline is 1 s"
+        );
+        assert_eq!(node.stats().failed_handshakes.load(Ordering::Relaxed), 1);
+        node.stop();
+    });
+}
+
+/// Connections beyond the cap on handshakes under way are closed at once,
+/// unread; once the silent ones are gone, a real node connects.
+#[test]
+fn connections_beyond_the_handshake_cap_are_closed_at_once() {
+    let epmd = free_port();
+    smarm::run(move || {
+        let node = Node::builder("caphs@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .max_handshakes(2)
+            .start()
+            .unwrap();
+        let addr = (Ipv4Addr::LOCALHOST, node.port());
+        let silent: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        // Both are in their handshake once the acceptor has taken them.
+        let deadline = Instant::now() + LONG;
+        let mut third = loop {
+            let mut s = TcpStream::connect(addr).unwrap();
+            if closed_by_node(&mut s) {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "the third was never refused");
+        };
+        let _ = third.write_all(b"late");
+        assert_eq!(node.stats().busy_handshakes.load(Ordering::Relaxed), 1);
+        drop(silent);
+        let other = Node::builder("caphs2@localhost")
+            .cookie("c")
+            .epmd_port(epmd)
+            .start()
+            .unwrap();
+        let deadline = Instant::now() + LONG;
+        while !other.ping("caphs@localhost") {
+            assert!(Instant::now() < deadline, "no handshake room came back");
+            smarm::sleep(Duration::from_millis(50));
+        }
+        other.stop();
+        node.stop();
     });
 }

@@ -1,7 +1,9 @@
 //! Starting a node: its options ([`Builder`]), the cookie, the EPMD
 //! registration (or serving EPMD when none answers) and its keeper.
 
-use super::{DEFAULT_MAX_FRAME, DEFAULT_TICKTIME, Inner, Node, State, Stats, current};
+use super::{
+    DEFAULT_MAX_FRAME, DEFAULT_MAX_HANDSHAKES, DEFAULT_TICKTIME, Inner, Node, State, Stats, current,
+};
 use crate::epmd;
 use crate::epmd::{NodeEntry, Registration};
 use crate::flags::Flags;
@@ -60,6 +62,8 @@ pub struct Builder {
     listen: Option<SocketAddr>,
     ticktime: Duration,
     max_frame: usize,
+    handshake_timeout: Duration,
+    max_handshakes: usize,
     epmd_port: Option<u16>,
 }
 
@@ -72,6 +76,8 @@ impl Builder {
             listen: None,
             ticktime: DEFAULT_TICKTIME,
             max_frame: DEFAULT_MAX_FRAME,
+            handshake_timeout: crate::handshake::HANDSHAKE_TIMEOUT,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
             epmd_port: None,
         }
     }
@@ -108,6 +114,39 @@ impl Builder {
     /// one closes the connection.
     pub fn max_frame(mut self, bytes: usize) -> Builder {
         self.max_frame = bytes;
+        self
+    }
+
+    /// How long a whole handshake may take, either way (default 15 s;
+    /// Erlang's `net_setuptime` is 7 s): a peer that has not finished
+    /// by then is cut off.
+    ///
+    /// # Panics
+    ///
+    /// If `timeout` is zero.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Builder {
+        assert!(
+            !timeout.is_zero(),
+            "smarm::dist::Builder::handshake_timeout: a zero timeout admits no peer; give a positive one"
+        );
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How many incoming connections may be in their handshake at once
+    /// (default 64); one more is closed at once and counted
+    /// ([`Stats::busy_handshakes`](super::Stats::busy_handshakes)), so
+    /// peers that connect and say nothing cannot exhaust the node.
+    ///
+    /// # Panics
+    ///
+    /// If `max` is 0.
+    pub fn max_handshakes(mut self, max: usize) -> Builder {
+        assert!(
+            max > 0,
+            "smarm::dist::Builder::max_handshakes: 0 admits no peer; give at least 1"
+        );
+        self.max_handshakes = max;
         self
     }
 
@@ -162,6 +201,9 @@ impl Builder {
                 port,
                 ticktime: self.ticktime,
                 max_frame: self.max_frame,
+                handshake_timeout: self.handshake_timeout,
+                max_handshakes: self.max_handshakes,
+                handshaking: std::sync::atomic::AtomicUsize::new(0),
                 epmd_port,
                 state: Mutex::new(State::new()),
                 stats: Stats::default(),

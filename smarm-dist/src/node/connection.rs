@@ -4,11 +4,11 @@
 //! module docs' (N1)-(N3)).
 
 use super::wire::{Direct, FrameError, FrameReader, Next, Out, Outbox, write_loop};
-use super::{Node, NodeEvent, PASS_THROUGH, SendError, link, log, monitor, spawn};
-use crate::control::Control;
+use super::{Node, NodeEvent, SendError, link, log, monitor, spawn};
+use crate::control;
 use crate::flags::Flags;
 use crate::handshake::{HandshakeError, Status};
-use crate::{epmd, handshake, term};
+use crate::{epmd, handshake};
 use smarm_core::Mutex;
 use smarm_core::channel::channel;
 use smarm_core::io::net::{TcpListener, TcpStream};
@@ -72,7 +72,7 @@ impl Node {
         };
         // One handshake with a peer at a time: wait for one it started
         // with us (or that a send of ours started) before starting another.
-        let deadline = Instant::now() + handshake::HANDSHAKE_TIMEOUT;
+        let deadline = Instant::now() + self.inner.handshake_timeout;
         loop {
             let busy = self
                 .with_state(|s| {
@@ -166,8 +166,9 @@ impl Node {
             self.with_state(|s| !s.conns.peers.contains_key(peer))
                 .unwrap_or(false)
         };
-        let remote = handshake::initiate(&mut stream, &self.inner.local, peer, have_none).map_err(
-            |error| {
+        let timeout = self.inner.handshake_timeout;
+        let remote = handshake::initiate(&mut stream, &self.inner.local, peer, timeout, have_none)
+            .map_err(|error| {
                 if !matches!(error, HandshakeError::Refused { .. }) {
                     self.inner
                         .stats
@@ -178,8 +179,7 @@ impl Node {
                     node: peer.to_string(),
                     error,
                 }
-            },
-        )?;
+            })?;
         Ok(self.established(stream, remote))
     }
 
@@ -266,8 +266,22 @@ impl Node {
                 smarm_core::sleep(Duration::from_millis(10));
                 continue;
             };
+            // (N4) At the cap, close it unread.
+            let handshaking = &self.inner.handshaking;
+            if handshaking.fetch_add(1, Ordering::AcqRel) >= self.inner.max_handshakes {
+                handshaking.fetch_sub(1, Ordering::AcqRel);
+                self.count(|s| &s.busy_handshakes);
+                drop(stream);
+                continue;
+            }
             let node = self.clone();
-            self.spawn("smarm.dist.accepting", move || node.accept_one(stream));
+            let started = self.spawn("smarm.dist.accepting", move || {
+                node.accept_one(stream);
+                node.inner.handshaking.fetch_sub(1, Ordering::AcqRel);
+            });
+            if !started {
+                handshaking.fetch_sub(1, Ordering::AcqRel);
+            }
         }
     }
 
@@ -305,7 +319,12 @@ impl Node {
             }
             status
         };
-        match handshake::accept(&mut stream, &self.inner.local, decide) {
+        match handshake::accept(
+            &mut stream,
+            &self.inner.local,
+            self.inner.handshake_timeout,
+            decide,
+        ) {
             Ok(peer) => {
                 // "alive" answered true: our connection to it is stale.
                 let old = self
@@ -379,23 +398,7 @@ impl Node {
     }
 
     pub(super) fn handle_frame(&self, frame: &[u8]) -> Result<(), String> {
-        if frame[0] != PASS_THROUGH {
-            return Err(format!(
-                "unsupported message type {} (no atom cache is negotiated)",
-                frame[0]
-            ));
-        }
-        let (control, end) = term::decode_at(frame, 1).map_err(|e| e.to_string())?;
-        let message = if end < frame.len() {
-            let (m, end) = term::decode_at(frame, end).map_err(|e| e.to_string())?;
-            if end != frame.len() {
-                return Err(format!("{} bytes after the message", frame.len() - end));
-            }
-            Some(m)
-        } else {
-            None
-        };
-        let (control, message) = Control::read(&control, message).map_err(|e| e.to_string())?;
+        let (control, message) = control::decode_message(frame).map_err(|e| e.to_string())?;
         self.dispatch(control, message, None)
             .map_err(|e| e.to_string())
     }

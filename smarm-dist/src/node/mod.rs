@@ -45,6 +45,9 @@
 //!   a frame is malformed, or the peer stops ticking.
 //! - (N3) Nothing a peer sends is decoded before it passes `term::check`,
 //!   and no frame longer than the node's `max_frame` is read.
+//! - (N4) A handshake ends (done or cut off) within the node's handshake
+//!   timeout, and at most `max_handshakes` incoming ones run at once: the
+//!   acceptor closes a connection beyond that before reading from it.
 
 mod builder;
 mod call;
@@ -52,6 +55,8 @@ mod connection;
 mod current;
 mod dispatch;
 mod exports;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
 mod kernel;
 mod link;
 mod mailbox;
@@ -87,12 +92,14 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 use thiserror::Error;
 
+/// How many incoming connections may be in their handshake at once, by
+/// default ([`Builder::max_handshakes`]).
+pub const DEFAULT_MAX_HANDSHAKES: usize = 64;
+
 /// Erlang's default `net_ticktime`.
 pub const DEFAULT_TICKTIME: Duration = Duration::from_secs(60);
 /// The longest frame a node reads unless told otherwise (64 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
-/// The pass-through tag that starts a message sent without an atom cache.
-const PASS_THROUGH: u8 = 112;
 
 /// Why a message could not be sent to another node.
 #[derive(Debug, Error)]
@@ -189,8 +196,12 @@ pub struct Stats {
     /// Control messages this node does not act on: GROUP_LEADER (smarm
     /// actors have none) and operation codes the protocol does not define.
     pub ignored_controls: AtomicU64,
-    /// Handshakes that failed (wrong cookie, refused, malformed).
+    /// Handshakes that failed (wrong cookie, refused, malformed, not
+    /// finished in time).
     pub failed_handshakes: AtomicU64,
+    /// Incoming connections closed at once because the most handshakes
+    /// allowed at a time were under way ([`Builder::max_handshakes`]).
+    pub busy_handshakes: AtomicU64,
 }
 
 /// Where a message goes.
@@ -234,6 +245,10 @@ struct Inner {
     port: u16,
     ticktime: Duration,
     max_frame: usize,
+    handshake_timeout: Duration,
+    max_handshakes: usize,
+    /// Incoming connections in their handshake now.
+    handshaking: std::sync::atomic::AtomicUsize,
     epmd_port: u16,
     state: Mutex<State>,
     stats: Stats,

@@ -3,7 +3,7 @@
 //! the connection idle writes its frame itself, otherwise the connection's
 //! writer batches what waits and keeps the peer ticking.
 
-use super::PASS_THROUGH;
+use crate::control::PASS_THROUGH;
 use crate::term;
 use crate::term::Term;
 use smarm_core::Mutex;
@@ -177,7 +177,7 @@ impl FrameReader {
 
     /// Make `n` bytes available from `start`, reading as needed; `false`
     /// if the read timed out with none of them buffered.
-    pub(super) fn fill(&mut self, stream: &mut TcpStream, n: usize) -> io::Result<bool> {
+    pub(super) fn fill(&mut self, stream: &mut impl Read, n: usize) -> io::Result<bool> {
         if self.end - self.start >= n {
             return Ok(true);
         }
@@ -217,7 +217,7 @@ impl FrameReader {
     }
 
     /// The next frame, no longer than `max`.
-    pub(super) fn next(&mut self, stream: &mut TcpStream, max: usize) -> Result<Next, FrameError> {
+    pub(super) fn next(&mut self, stream: &mut impl Read, max: usize) -> Result<Next, FrameError> {
         if !self.fill(stream, 4)? {
             return Ok(Next::Idle);
         }

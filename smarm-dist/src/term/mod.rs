@@ -53,6 +53,14 @@ pub enum TermError {
     /// Nested deeper than [`MAX_DEPTH`].
     #[error("the term nests deeper than {MAX_DEPTH} levels")]
     TooDeep,
+    /// A bitstring whose last byte claims a number of bits outside 1-8.
+    #[error("a bitstring at byte {at} uses {bits} bits of its last byte (1 to 8)")]
+    BitCount {
+        /// The count.
+        bits: u8,
+        /// Where it stands.
+        at: usize,
+    },
     /// The term does not start with the format's version byte, 131.
     #[error("no version byte (131) at byte {0}")]
     Version(usize),
@@ -169,7 +177,13 @@ impl Checker<'_> {
             }
             77 => {
                 let n = self.u32()?;
-                self.skip(1)?;
+                let bits_at = self.at;
+                let bits = self.u8()?;
+                // The bits used of the last byte: 1 to 8, none for no byte
+                // (the codec shifts by 8 - bits).
+                if (n == 0 && bits != 0) || (n > 0 && !(1..=8).contains(&bits)) {
+                    return Err(TermError::BitCount { bits, at: bits_at });
+                }
                 self.need(u64::from(n))?;
                 self.skip(n as usize)
             }
@@ -576,6 +590,20 @@ mod tests {
             107,
             "non-negative bytes still go as a string"
         );
+    }
+
+    #[test]
+    fn a_bitstring_must_use_one_to_eight_bits_of_its_last_byte() {
+        // The codec shifts the last byte by 8 - bits: 0 or 9 overflows.
+        for bits in [0u8, 9, 255] {
+            assert_eq!(
+                decode(&[131, 77, 0, 0, 0, 1, bits, 0xff]),
+                Err(TermError::BitCount { bits, at: 6 })
+            );
+        }
+        assert!(decode(&[131, 77, 0, 0, 0, 0, 1]).is_err());
+        assert!(decode(&[131, 77, 0, 0, 0, 1, 3, 0xe0]).is_ok());
+        assert!(decode(&[131, 77, 0, 0, 0, 0, 0]).is_ok());
     }
 
     #[test]
