@@ -656,3 +656,77 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
         node.stop();
     });
 }
+
+/// Three smarm nodes share a `pg` group: members joined on each are seen
+/// from all, a leave and a member that ends are seen everywhere, and a
+/// node that stops takes its members with it; a scope of another name
+/// shares nothing.
+#[test]
+fn pg_groups_span_smarm_nodes() {
+    use smarm::dist::Pid;
+    let epmd = free_port();
+    smarm::run(move || {
+        let start = |name: &str| {
+            Node::builder(name)
+                .cookie("c")
+                .epmd_port(epmd)
+                .start()
+                .unwrap()
+        };
+        let eventually = |what: &str, cond: &dyn Fn() -> bool| {
+            let deadline = Instant::now() + LONG;
+            while !cond() {
+                assert!(Instant::now() < deadline, "never: {what}");
+                smarm::sleep(Duration::from_millis(10));
+            }
+        };
+        let (a, b, c) = (
+            start("ga@localhost"),
+            start("gb@localhost"),
+            start("gc@localhost"),
+        );
+        let (pa, pb, pc) = (a.pg().unwrap(), b.pg().unwrap(), c.pg().unwrap());
+        let g = || atom("g");
+        let (ma, mb, mc) = (a.mailbox(), b.mailbox(), c.mailbox());
+        pa.join(g(), ma.pid()).unwrap();
+        pb.join(g(), mb.pid()).unwrap();
+        // Joined before its node connects: found by discovery.
+        pc.join(g(), mc.pid()).unwrap();
+        assert!(a.ping("gb@localhost") && a.ping("gc@localhost") && b.ping("gc@localhost"));
+        let sorted = |mut v: Vec<Pid>| {
+            v.sort_by_key(|p| (p.node().to_string(), p.id()));
+            v
+        };
+        let all = sorted(vec![ma.pid().clone(), mb.pid().clone(), mc.pid().clone()]);
+        for p in [&pa, &pb, &pc] {
+            eventually("every node sees three", &|| sorted(p.members(g())) == all);
+        }
+        assert!(matches!(
+            pa.join(g(), mb.pid()),
+            Err(smarm::dist::PgError::NotLocal { .. })
+        ));
+        // A second join needs a second leave.
+        pb.join(g(), mb.pid()).unwrap();
+        eventually("a sees b's second join", &|| pa.members(g()).len() == 4);
+        assert!(pb.leave(g(), mb.pid()));
+        assert!(pb.leave(g(), mb.pid()));
+        assert!(!pb.leave(g(), mb.pid()), "not joined any more");
+        eventually("a and c see b's member leave", &|| {
+            pa.members(g()).len() == 2 && pc.members(g()).len() == 2
+        });
+        drop(mc);
+        eventually("a member that ends leaves everywhere", &|| {
+            pa.members(g()) == vec![ma.pid().clone()] && pb.members(g()) == vec![ma.pid().clone()]
+        });
+        let other = b.pg_scope("other").unwrap();
+        assert!(other.members(g()).is_empty(), "scopes share nothing");
+        pb.join(g(), mb.pid()).unwrap();
+        eventually("a sees b's member back", &|| pa.members(g()).len() == 2);
+        b.stop();
+        eventually("a node that stops takes its members", &|| {
+            pa.members(g()) == vec![ma.pid().clone()]
+        });
+        c.stop();
+        a.stop();
+    });
+}

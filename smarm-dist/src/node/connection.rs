@@ -22,6 +22,9 @@ pub(super) struct Conn {
     pub(super) flags: Flags,
     /// Tells this connection from a later one to the same peer (N2).
     pub(super) id: u64,
+    /// The socket, to shut down when the node stops: its reader and
+    /// writer may be stopped before they close it themselves.
+    pub(super) closer: TcpStream,
 }
 
 /// Resolve `host` to an IPv4 address (`localhost` and literals at once;
@@ -190,7 +193,7 @@ impl Node {
         stream: TcpStream,
         peer: handshake::Peer,
     ) -> Option<(Outbox, Flags)> {
-        let Ok(write_half) = stream.try_clone() else {
+        let (Ok(write_half), Ok(closer)) = (stream.try_clone(), stream.try_clone()) else {
             return None;
         };
         let (queue, rx) = channel::<Out>();
@@ -216,6 +219,7 @@ impl Node {
                         tx: tx.clone(),
                         flags: peer.flags,
                         id,
+                        closer,
                     },
                 );
                 s.conns

@@ -28,7 +28,8 @@
 //! message a peer sends, through the handlers of `mailbox.rs` (sends),
 //! `link.rs` and `monitor.rs` (the signals across nodes) and `spawn.rs`
 //! (spawn requests both ways, which `erpc` rides on); `exports.rs` the
-//! functions other nodes may run and `rex.rs` the `rpc` server;
+//! functions other nodes may run and `rex.rs` the `rpc` server; `pg.rs`
+//! process groups across the cluster;
 //! `call.rs`, `serve.rs` and `current.rs` calls, served gen_servers and
 //! the current node.
 //!
@@ -61,6 +62,7 @@ mod kernel;
 mod link;
 mod mailbox;
 mod monitor;
+mod pg;
 mod rex;
 mod serve;
 mod spawn;
@@ -74,6 +76,7 @@ pub use builder::{Builder, StartError};
 pub use call::{CallError, GenCall, ReplyTo};
 pub use exports::Raise;
 pub use mailbox::{Mailbox, RegisterError};
+pub use pg::{PgError, PgScope};
 pub use spawn::ErpcError;
 
 use tables::State;
@@ -415,6 +418,10 @@ impl Node {
                 s.stopped = true;
                 for conn in s.conns.peers.values() {
                     conn.tx.try_send(Out::Close);
+                    // The peer sees the connection go now, not at its
+                    // tick timeout, whichever of reader and writer stops
+                    // first.
+                    let _ = conn.closer.shutdown(std::net::Shutdown::Both);
                 }
                 s.conns.subscribers.clear();
                 std::mem::take(&mut s.procs.actors)

@@ -103,6 +103,10 @@ impl Erl {
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines() {
                 let Ok(line) = line else { break };
+                // ERL_ECHO=1 shows everything erl prints (with --nocapture).
+                if std::env::var_os("ERL_ECHO").is_some() {
+                    eprintln!("erl| {line}");
+                }
                 if tx.send(line).is_err() {
                     break;
                 }
