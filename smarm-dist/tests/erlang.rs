@@ -1207,3 +1207,76 @@ fn smarm_calls_erlang_with_erpc() {
     assert_eq!(erl.expect("GOT ", LONG * 2), "done");
     smarm.join().unwrap();
 }
+
+/// Polls `cond` every 10 ms until it holds, failing after [`LONG`] with
+/// `what`.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + LONG;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        smarm::sleep(Duration::from_millis(10));
+    }
+}
+
+/// One `pg` group with a member on an Erlang node and one on each of two
+/// smarm nodes: all three see the three, a smarm node that stops takes
+/// its member off Erlang's view, and a killed Erlang node's member goes
+/// from the smarm node's.
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn a_pg_group_spans_erlang_and_smarm_nodes() {
+    require_erl();
+    let epmd = free_port();
+    let (ready_tx, ready) = mpsc::channel();
+    let (kill_tx, kill) = mpsc::channel();
+    let smarm = in_runtime(move || {
+        let a = start_node("pga@localhost", "cpg", epmd);
+        let b = start_node("pgb@localhost", "cpg", epmd);
+        let (pa, pb) = (a.pg().unwrap(), b.pg().unwrap());
+        let inbox = a.register("inbox").unwrap();
+        let (ma, mb) = (a.mailbox(), b.mailbox());
+        pa.join(atom("g"), ma.pid()).unwrap();
+        pb.join(atom("g"), mb.pid()).unwrap();
+        ready_tx.send(()).unwrap();
+        let up = inbox.recv_timeout(LONG).unwrap();
+        assert_eq!(up.term, atom("up"));
+        assert!(b.ping("erl_pg@localhost"), "b reaches the Erlang node");
+        assert!(a.ping("pgb@localhost"), "a reaches b");
+        let mine = |p: &Pid| p.node() != "erl_pg@localhost";
+        for (name, scope) in [("a", &pa), ("b", &pb)] {
+            eventually(&format!("{name} sees the Erlang member"), || {
+                let m = scope.members(atom("g"));
+                m.len() == 3 && m.iter().filter(|p| !mine(p)).count() == 1
+            });
+        }
+        inbox.send(up.from.as_ref().unwrap(), atom("go")).unwrap();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("saw_three"));
+        b.stop();
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("saw_two"));
+        kill_tx.send(()).unwrap();
+        eventually("a killed Erlang node's member leaves", || {
+            pa.members(atom("g")) == vec![ma.pid().clone()]
+        });
+        a.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let mut erl = Erl::start(
+        "erl_pg@localhost",
+        "cpg",
+        epmd,
+        "{ok, _} = pg:start_link(), ok = pg:join(g, self()), \
+         register(me, self()), \
+         {inbox, 'pga@localhost'} ! up, \
+         Wait = fun W(N, 0) -> io:format(\"GOT ~p~n\", [pg:get_members(g)]); \
+                    W(N, T) -> case length(pg:get_members(g)) of N -> ok; _ -> timer:sleep(20), W(N, T - 1) end end, \
+         receive go -> ok after 30000 -> io:format(\"GOT no go~n\") end, \
+         Wait(3, 1500), io:format(\"GOT 3~n\"), {inbox, 'pga@localhost'} ! saw_three, \
+         Wait(2, 1500), io:format(\"GOT 2~n\"), {inbox, 'pga@localhost'} ! saw_two, \
+         receive never -> ok end.",
+    );
+    assert_eq!(erl.expect("GOT ", LONG * 2), "3");
+    assert_eq!(erl.expect("GOT ", LONG * 2), "2");
+    kill.recv_timeout(LONG * 2).unwrap();
+    erl.kill();
+    smarm.join().unwrap();
+}
