@@ -8,7 +8,9 @@
 //! one), nesting is at most [`MAX_DEPTH`] deep, and the tags a
 //! distribution message cannot carry without an atom cache or
 //! compression (which smarm does not negotiate) are refused. A term that
-//! passes decodes in memory proportional to its size.
+//! passes decodes in memory proportional to its size. Once decoded, a map
+//! that holds one key twice is refused, as Erlang's decoder refuses it
+//! (`keys`).
 //!
 //! [`ToTerm`] and [`FromTerm`] turn Rust values into terms and back (the
 //! mapping is in their module's table, `convert`), for the usual types and,
@@ -21,6 +23,7 @@ pub use eetf::{
 use thiserror::Error;
 
 pub mod convert;
+pub(crate) mod keys;
 #[doc(hidden)]
 pub use convert::derive as __derive;
 pub use convert::{FromTerm, FromTermError, ToTerm};
@@ -61,6 +64,10 @@ pub enum TermError {
         /// Where it stands.
         at: usize,
     },
+    /// A map holds one key twice (as Erlang compares keys: `=:=`), which
+    /// Erlang's own decoder refuses too.
+    #[error("a map holds the same key twice")]
+    DuplicateKey,
     /// The term does not start with the format's version byte, 131.
     #[error("no version byte (131) at byte {0}")]
     Version(usize),
@@ -75,6 +82,8 @@ pub const VERSION: u8 = 131;
 struct Checker<'a> {
     b: &'a [u8],
     at: usize,
+    /// The pairs of every map met so far.
+    pairs: u64,
 }
 
 impl Checker<'_> {
@@ -198,6 +207,7 @@ impl Checker<'_> {
             }
             116 => {
                 let n = self.u32()?;
+                self.pairs += u64::from(n);
                 self.elements(2 * u64::from(n), depth)
             }
             tag => self.reference_or_fun(tag, at, depth),
@@ -264,23 +274,32 @@ impl Checker<'_> {
 /// Check the term that starts at `start` of `bytes` (its version byte
 /// first, module docs); returns where it ends.
 pub fn check(bytes: &[u8], start: usize) -> Result<usize, TermError> {
+    checked(bytes, start).map(|(end, _)| end)
+}
+
+/// [`check`], also returning how many map pairs the term holds.
+fn checked(bytes: &[u8], start: usize) -> Result<(usize, u64), TermError> {
     let mut c = Checker {
         b: bytes,
         at: start,
+        pairs: 0,
     };
     if c.u8().map_err(|_| TermError::Version(start))? != VERSION {
         return Err(TermError::Version(start));
     }
     c.term(0)?;
-    Ok(c.at)
+    Ok((c.at, c.pairs))
 }
 
 /// Check and decode the term at `start` of `bytes`; returns it and where
 /// it ends.
 pub fn decode_at(bytes: &[u8], start: usize) -> Result<(Term, usize), TermError> {
-    let end = check(bytes, start)?;
+    let (end, pairs) = checked(bytes, start)?;
     let term = Term::decode(std::io::Cursor::new(&bytes[start..end]))
         .map_err(|e| TermError::Decode(e.to_string()))?;
+    if pairs > 0 {
+        keys::check(&term, pairs)?;
+    }
     Ok((term, end))
 }
 
@@ -604,6 +623,75 @@ mod tests {
         assert!(decode(&[131, 77, 0, 0, 0, 0, 1]).is_err());
         assert!(decode(&[131, 77, 0, 0, 0, 1, 3, 0xe0]).is_ok());
         assert!(decode(&[131, 77, 0, 0, 0, 0, 0]).is_ok());
+    }
+
+    /// A map of `pairs`, each key and value already encoded (no version
+    /// byte).
+    fn map_bytes(pairs: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut out = vec![116];
+        out.extend_from_slice(&(pairs.len() as u32).to_be_bytes());
+        for (k, v) in pairs {
+            out.extend_from_slice(k);
+            out.extend_from_slice(v);
+        }
+        out
+    }
+
+    fn with_version(body: &[u8]) -> Vec<u8> {
+        [&[VERSION][..], body].concat()
+    }
+
+    #[test]
+    fn a_map_that_holds_a_key_twice_is_refused_as_erlang_refuses_it() {
+        let a: &[u8] = &[119, 1, b'a'];
+        let b: &[u8] = &[119, 1, b'b'];
+        let (one, two): (&[u8], &[u8]) = (&[97, 1], &[97, 2]);
+        // The same atom twice: the codec would keep one pair of the two.
+        let twice = map_bytes(&[(a, one), (a, two)]);
+        assert_eq!(decode(&with_version(&twice)), Err(TermError::DuplicateKey));
+        // Equal maps as keys, their pairs in two orders.
+        let ab = map_bytes(&[(a, one), (b, two)]);
+        let ba = map_bytes(&[(b, two), (a, one)]);
+        let keyed = map_bytes(&[(&ab, a), (&ba, b)]);
+        assert_eq!(decode(&with_version(&keyed)), Err(TermError::DuplicateKey));
+        // "a" and [97]: one list, two encodings.
+        let string: &[u8] = &[107, 0, 1, b'a'];
+        let list: &[u8] = &[108, 0, 0, 0, 1, 97, b'a', 106];
+        let lists = map_bytes(&[(string, one), (list, two)]);
+        assert_eq!(decode(&with_version(&lists)), Err(TermError::DuplicateKey));
+        // 1 and a bignum 1; [1 | [2]] and [1, 2].
+        let big: &[u8] = &[110, 1, 0, 1];
+        let ints = map_bytes(&[(one, a), (&[97, 1], b)]);
+        let wide = map_bytes(&[(&[97, 1], a), (big, b)]);
+        assert_eq!(decode(&with_version(&ints)), Err(TermError::DuplicateKey));
+        assert_eq!(decode(&with_version(&wide)), Err(TermError::DuplicateKey));
+        let improper: &[u8] = &[108, 0, 0, 0, 1, 97, 1, 108, 0, 0, 0, 1, 97, 2, 106];
+        let proper: &[u8] = &[108, 0, 0, 0, 2, 97, 1, 97, 2, 106];
+        let spliced = map_bytes(&[(improper, a), (proper, b)]);
+        assert_eq!(
+            decode(&with_version(&spliced)),
+            Err(TermError::DuplicateKey)
+        );
+        // Nested: the inner map is checked too.
+        let inner = map_bytes(&[(&twice, a)]);
+        let outer = [&[104, 1][..], &inner].concat();
+        assert_eq!(decode(&with_version(&outer)), Err(TermError::DuplicateKey));
+    }
+
+    #[test]
+    fn keys_erlang_tells_apart_stay_apart() {
+        let (a, b): (&[u8], &[u8]) = (&[119, 1, b'a'], &[119, 1, b'b']);
+        let int: &[u8] = &[97, 1];
+        let float: &[u8] = &[70, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0]; // 1.0
+        let improper: &[u8] = &[108, 0, 0, 0, 1, 97, 1, 97, 2]; // [1 | 2]
+        let proper: &[u8] = &[108, 0, 0, 0, 2, 97, 1, 97, 2, 106];
+        let ab = map_bytes(&[(a, int), (b, int)]);
+        let ab2 = map_bytes(&[(a, int), (b, float)]);
+        for (x, y) in [(int, float), (improper, proper), (&ab[..], &ab2[..])] {
+            let m = decode(&with_version(&map_bytes(&[(x, a), (y, b)]))).unwrap();
+            let Term::Map(m) = m else { panic!("{m:?}") };
+            assert_eq!(m.map.len(), 2);
+        }
     }
 
     #[test]
