@@ -13,6 +13,14 @@
 //! `{unknown_item, Fruit}`. The node
 //! serves EPMD itself when none runs (so `-start_epmd false` finds it);
 //! `ERL_EPMD_PORT` moves both to another port.
+//!
+//! Over TLS (the guide's "TLS" makes the files):
+//!
+//! ```sh
+//! SMARM_TLS_DIR=certs cargo run --features dist-tls --example dist_ping   # certs/node.pem, node.key, ca.pem
+//! erl -sname erl@localhost -setcookie secret -start_epmd false \
+//!     -proto_dist inet_tls -ssl_dist_optfile ssl.conf
+//! ```
 
 use smarm::dist::term::{Term, atom, tuple};
 use smarm::dist::{Node, NodeEvent, Pid, Raise};
@@ -23,7 +31,23 @@ fn main() {
         .unwrap_or_else(|| "shop@localhost".into());
     let cookie = std::env::args().nth(2).unwrap_or_else(|| "secret".into());
     smarm::run(move || {
-        let node = match Node::start(&name, &cookie) {
+        let builder = Node::builder(&name).cookie(&cookie);
+        #[cfg(feature = "dist-tls")]
+        let builder = match std::env::var_os("SMARM_TLS_DIR") {
+            Some(dir) => {
+                let dir = std::path::PathBuf::from(dir);
+                let files = ["node.pem", "node.key", "ca.pem"].map(|f| dir.join(f));
+                match smarm::dist::TlsConfig::from_pem_files(&files[0], &files[1], &files[2]) {
+                    Ok(tls) => builder.tls(tls),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        std::process::exit(1);
+                    }
+                }
+            }
+            None => builder,
+        };
+        let node = match builder.start() {
             Ok(node) => node,
             Err(e) => {
                 eprintln!("{e}");

@@ -3,7 +3,8 @@
 //! proves it knows the cookie by answering the other's challenge with
 //! `MD5(cookie ++ decimal(challenge))`. The cookie never crosses the wire.
 //!
-//! Every handshake message is a 2-byte big-endian length and the message.
+//! Every handshake message is a 2-byte big-endian length and the message
+//! (4 bytes over TLS, as `inet_tls_dist` frames it: [`Transport::length_prefix`]).
 //! The initiator sends `send_name` (`'N'`, flags, creation, name), the
 //! acceptor a status (`'s'` and `ok`, `ok_simultaneous`, `nok`,
 //! `not_allowed` or `alive`) then `send_challenge` (`'N'`, flags,
@@ -33,6 +34,13 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
 pub trait Transport: Read + Write {
     /// Make each read give up after `timeout` (`None`: wait for ever).
     fn set_read_timeout(&mut self, timeout: Option<Duration>) -> std::io::Result<()>;
+
+    /// The bytes of each handshake message's length: 2 over TCP, 4 over
+    /// TLS (OTP's `inet_tls_dist` runs its sockets with `{packet, 4}`
+    /// from the handshake on).
+    fn length_prefix(&self) -> usize {
+        2
+    }
 }
 
 impl Transport for TcpStream {
@@ -125,6 +133,20 @@ pub enum HandshakeError {
     /// The connection failed or timed out.
     #[error("handshake connection failed: {0}")]
     Io(#[from] std::io::Error),
+    /// TLS refused the peer, or the peer refused us (its alert says why):
+    /// an untrusted or expired certificate, a host name the certificate
+    /// does not name, no client certificate where one is required.
+    #[error("TLS handshake failed: {0}")]
+    Tls(String),
+    /// The peer's certificate is not valid for the host in the node name
+    /// it gave.
+    #[error("the certificate of {peer} does not belong to that node: {why}")]
+    CertificateName {
+        /// The name the peer gave.
+        peer: String,
+        /// Why the certificate does not fit it.
+        why: String,
+    },
 }
 
 /// This node, as the handshake presents it.
@@ -162,6 +184,9 @@ pub enum Status {
     Nok,
     /// Already connected to the peer: the initiator says whether to go on.
     Alive,
+    /// Refused: this node does not accept the peer (under TLS, its
+    /// certificate does not fit the name it gave).
+    NotAllowed,
 }
 
 impl Status {
@@ -171,6 +196,7 @@ impl Status {
             Status::OkSimultaneous => "ok_simultaneous",
             Status::Nok => "nok",
             Status::Alive => "alive",
+            Status::NotAllowed => "not_allowed",
         }
     }
 }
@@ -192,8 +218,12 @@ impl<'s, S: Transport> Io<'s, S> {
     }
 
     fn write_message(&mut self, body: &[u8]) -> Result<(), HandshakeError> {
-        let mut framed = Vec::with_capacity(body.len() + 2);
-        framed.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        let mut framed = Vec::with_capacity(body.len() + 4);
+        if self.stream.length_prefix() == 4 {
+            framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        } else {
+            framed.extend_from_slice(&(body.len() as u16).to_be_bytes());
+        }
         framed.extend_from_slice(body);
         Ok(self.stream.write_all(&framed)?)
     }
@@ -218,16 +248,22 @@ impl<'s, S: Transport> Io<'s, S> {
                 {
                     return Err(HandshakeError::TimedOut(self.timeout));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(io_error(e)),
             }
         }
         Ok(())
     }
 
     fn read_message(&mut self) -> Result<Vec<u8>, HandshakeError> {
-        let mut len = [0u8; 2];
-        self.read_exact(&mut len)?;
-        let len = u16::from_be_bytes(len) as usize;
+        let len = if self.stream.length_prefix() == 4 {
+            let mut len = [0u8; 4];
+            self.read_exact(&mut len)?;
+            u32::from_be_bytes(len) as usize
+        } else {
+            let mut len = [0u8; 2];
+            self.read_exact(&mut len)?;
+            u16::from_be_bytes(len) as usize
+        };
         if len == 0 || len > MAX_MESSAGE {
             return Err(HandshakeError::Malformed(
                 "handshake message length out of range",
@@ -242,6 +278,15 @@ impl<'s, S: Transport> Io<'s, S> {
     fn finish(self) -> Result<(), HandshakeError> {
         Ok(self.stream.set_read_timeout(None)?)
     }
+}
+
+/// An I/O error, or the TLS failure it carries (a peer's alert).
+fn io_error(e: std::io::Error) -> HandshakeError {
+    #[cfg(feature = "tls")]
+    if let Some(why) = crate::tls::failure(&e) {
+        return HandshakeError::Tls(why);
+    }
+    HandshakeError::Io(e)
 }
 
 /// `MD5(cookie ++ decimal(challenge))`, as `dist_util:gen_digest/2`.
@@ -415,10 +460,10 @@ pub fn accept<S: Transport>(
     io.write_message(&body)?;
     match status {
         Status::Ok | Status::OkSimultaneous => {}
-        Status::Nok => {
+        Status::Nok | Status::NotAllowed => {
             return Err(HandshakeError::Refused {
                 peer: name,
-                status: "nok".into(),
+                status: status.text().into(),
             });
         }
         Status::Alive => {

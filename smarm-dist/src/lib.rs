@@ -30,19 +30,22 @@
 //! ```text layers
 //! 0 flags epmd
 //! 1 term pid
-//! 2 control handshake
+//! 2 control handshake stream tls
 //! 3 node
 //! ```
 //!
 //! - 0: capability flags; EPMD (client and built-in server).
 //! - 1: the External Term Format behind a bounds check ([`term`]), and
 //!   Erlang pids ([`Pid`]): each converts to the other.
-//! - 2: control messages ([`control`]); the handshake ([`handshake`]).
+//! - 2: control messages ([`control`]); the handshake ([`handshake`]);
+//!   a connection's byte stream, TCP or TLS (`TlsConfig`, feature `tls`).
 //! - 3: the node ([`Node`]): connections, mailboxes, sending, links,
 //!   monitors, calls, exported functions and `erpc` across nodes.
 //!
-//! Traffic is not encrypted and the cookie is the only gate: run nodes
-//! on a network you trust.
+//! Without TLS, traffic is not encrypted and the cookie is the only gate:
+//! run such nodes on a network you trust, or turn on the `tls` feature
+//! and give the node a `Builder::tls` configuration, as OTP's
+//! `inet_tls_dist`.
 
 pub mod control;
 pub mod epmd;
@@ -50,7 +53,10 @@ pub mod flags;
 pub mod handshake;
 mod node;
 mod pid;
+mod stream;
 pub mod term;
+#[cfg(feature = "tls")]
+mod tls;
 
 #[cfg(feature = "fuzzing")]
 pub use node::fuzz;
@@ -64,6 +70,8 @@ pub use pid::Pid;
 /// (the mapping is in [`term::convert`]).
 pub use smarm_macros::Term;
 pub use term::{FromTerm, FromTermError, Term, ToTerm};
+#[cfg(feature = "tls")]
+pub use tls::{TlsConfig, TlsConfigError};
 
 /// The guide's chapter on distribution, whose examples run as this
 /// crate's doctests.

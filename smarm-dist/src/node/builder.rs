@@ -65,6 +65,8 @@ pub struct Builder {
     handshake_timeout: Duration,
     max_handshakes: usize,
     epmd_port: Option<u16>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Builder {
@@ -79,7 +81,18 @@ impl Builder {
             handshake_timeout: crate::handshake::HANDSHAKE_TIMEOUT,
             max_handshakes: DEFAULT_MAX_HANDSHAKES,
             epmd_port: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
+    }
+
+    /// Speak TLS on every connection, as OTP's `inet_tls_dist` (feature
+    /// `tls`): peers must be TLS nodes too, with certificates `tls`'s CA
+    /// signed (see [`TlsConfig`](crate::TlsConfig)). EPMD stays plain.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::tls::TlsConfig) -> Builder {
+        self.tls = Some(tls);
+        self
     }
 
     /// The cookie; without one, `~/.erlang.cookie` is read, as Erlang does.
@@ -208,6 +221,8 @@ impl Builder {
                 state: Mutex::new(State::new()),
                 stats: Stats::default(),
                 epmd_server: std::sync::OnceLock::new(),
+                #[cfg(feature = "tls")]
+                tls: self.tls,
             }),
         };
         if let Some(server) = server {

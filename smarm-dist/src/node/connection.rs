@@ -7,7 +7,8 @@ use super::wire::{Direct, FrameError, FrameReader, Next, Out, Outbox, write_loop
 use super::{Node, NodeEvent, SendError, link, log, monitor, spawn};
 use crate::control;
 use crate::flags::Flags;
-use crate::handshake::{HandshakeError, Status};
+use crate::handshake::{HandshakeError, Status, Transport};
+use crate::stream::DistStream;
 use crate::{epmd, handshake};
 use smarm_core::Mutex;
 use smarm_core::channel::channel;
@@ -24,7 +25,7 @@ pub(super) struct Conn {
     pub(super) id: u64,
     /// The socket, to shut down when the node stops: its reader and
     /// writer may be stopped before they close it themselves.
-    pub(super) closer: TcpStream,
+    pub(super) closer: DistStream,
 }
 
 /// Resolve `host` to an IPv4 address (`localhost` and literals at once;
@@ -157,40 +158,71 @@ impl Node {
                 node: peer.to_string(),
                 why: "not registered".into(),
             })?;
-        let mut stream =
-            TcpStream::connect(SocketAddr::from((host_ip, entry.port))).map_err(|e| {
-                SendError::Connect {
-                    node: peer.to_string(),
-                    error: e.into(),
-                }
-            })?;
-        let _ = stream.set_nodelay(true);
+        let failed = |error: HandshakeError| {
+            if !matches!(error, HandshakeError::Refused { .. }) {
+                self.count(|s| &s.failed_handshakes);
+            }
+            SendError::Connect {
+                node: peer.to_string(),
+                error,
+            }
+        };
+        let socket = TcpStream::connect(SocketAddr::from((host_ip, entry.port)))
+            .map_err(|e| failed(e.into()))?;
+        let _ = socket.set_nodelay(true);
         let have_none = || {
             self.with_state(|s| !s.conns.peers.contains_key(peer))
                 .unwrap_or(false)
         };
         let timeout = self.inner.handshake_timeout;
-        let remote = handshake::initiate(&mut stream, &self.inner.local, peer, timeout, have_none)
-            .map_err(|error| {
-                if !matches!(error, HandshakeError::Refused { .. }) {
-                    self.inner
-                        .stats
-                        .failed_handshakes
-                        .fetch_add(1, Ordering::Relaxed);
-                }
-                SendError::Connect {
-                    node: peer.to_string(),
-                    error,
-                }
-            })?;
+        let deadline = Instant::now() + timeout;
+        let mut stream = self.secure(socket, Some(peer), deadline).map_err(failed)?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let remote = handshake::initiate(&mut stream, &self.inner.local, peer, left, have_none)
+            .map_err(failed)?;
         Ok(self.established(stream, remote))
+    }
+
+    /// The connection's stream: TLS over `socket` when the node has it
+    /// (connecting to `peer`, or accepting when `None`), plain otherwise.
+    fn secure(
+        &self,
+        socket: TcpStream,
+        peer: Option<&str>,
+        deadline: Instant,
+    ) -> Result<DistStream, HandshakeError> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.inner.tls {
+            let timeout = self.inner.handshake_timeout;
+            let stream = match peer {
+                Some(peer) => crate::tls::TlsStream::connect(socket, tls, peer, timeout, deadline)?,
+                None => crate::tls::TlsStream::accept(socket, tls, timeout, deadline)?,
+            };
+            return Ok(DistStream::Tls(stream));
+        }
+        let _ = (peer, deadline);
+        Ok(DistStream::Tcp(socket))
+    }
+
+    /// Whether the peer's certificate (TLS only) fits the name it gave.
+    fn check_certificate(
+        &self,
+        certificate: Option<&[u8]>,
+        peer: &str,
+    ) -> Result<(), HandshakeError> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.inner.tls {
+            return tls.check_name(certificate, peer);
+        }
+        let _ = (certificate, peer);
+        Ok(())
     }
 
     /// A handshake succeeded: register the connection (N1) and start its
     /// reader and writer. `None` if one to the peer was registered first.
     pub(super) fn established(
         &self,
-        stream: TcpStream,
+        stream: DistStream,
         peer: handshake::Peer,
     ) -> Option<(Outbox, Flags)> {
         let (Ok(write_half), Ok(closer)) = (stream.try_clone(), stream.try_clone()) else {
@@ -289,11 +321,22 @@ impl Node {
         }
     }
 
-    pub(super) fn accept_one(&self, mut stream: TcpStream) {
-        let _ = stream.set_nodelay(true);
+    pub(super) fn accept_one(&self, socket: TcpStream) {
+        let _ = socket.set_nodelay(true);
+        let timeout = self.inner.handshake_timeout;
+        let deadline = Instant::now() + timeout;
+        let addr = socket.peer_addr().ok();
+        let mut stream = match self.secure(socket, None, deadline) {
+            Ok(s) => s,
+            Err(e) => {
+                self.count(|s| &s.failed_handshakes);
+                log(&format!("connection from {addr:?} refused: {e}"));
+                return;
+            }
+        };
         let me = self.name().to_string();
         let mut accepting: Option<String> = None;
-        let decide = |peer: &str| {
+        let mut decide = |peer: &str| {
             let status = self
                 .with_state(|s| {
                     let status = if s.conns.accepting.contains(peer) {
@@ -323,12 +366,24 @@ impl Node {
             }
             status
         };
-        match handshake::accept(
-            &mut stream,
-            &self.inner.local,
-            self.inner.handshake_timeout,
-            decide,
-        ) {
+        // Under TLS, a peer whose certificate does not fit the name it
+        // gives is answered `not_allowed`, as OTP's allowed-nodes check.
+        let mut unfit = None;
+        let certificate = stream.peer_certificate();
+        let decide = |peer: &str| match self.check_certificate(certificate.as_deref(), peer) {
+            Ok(()) => decide(peer),
+            Err(e) => {
+                unfit = Some(e);
+                Status::NotAllowed
+            }
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let shaken = handshake::accept(&mut stream, &self.inner.local, left, decide);
+        let shaken = match (shaken, unfit) {
+            (Err(_), Some(unfit)) => Err(unfit),
+            (shaken, _) => shaken,
+        };
+        match shaken {
             Ok(peer) => {
                 // "alive" answered true: our connection to it is stale.
                 let old = self
@@ -345,10 +400,7 @@ impl Node {
                     .stats
                     .failed_handshakes
                     .fetch_add(1, Ordering::Relaxed);
-                log(&format!(
-                    "handshake from {:?} failed: {e}",
-                    stream.peer_addr().ok()
-                ));
+                log(&format!("handshake from {addr:?} failed: {e}"));
             }
         }
         if let Some(peer) = accepting {
@@ -360,7 +412,7 @@ impl Node {
     }
 
     /// The reader of a connection (module docs, N2, N3).
-    pub(super) fn read_loop(&self, mut stream: TcpStream, peer: &str, id: u64) {
+    pub(super) fn read_loop(&self, mut stream: DistStream, peer: &str, id: u64) {
         let ticktime = self.inner.ticktime;
         let why = (|| -> Result<(), String> {
             stream

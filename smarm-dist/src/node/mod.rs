@@ -256,6 +256,9 @@ struct Inner {
     state: Mutex<State>,
     stats: Stats,
     epmd_server: std::sync::OnceLock<epmd::Server>,
+    /// TLS for every connection, when configured.
+    #[cfg(feature = "tls")]
+    tls: Option<crate::tls::TlsConfig>,
 }
 
 /// A distributed node (module docs). Cheap to clone; every clone is the

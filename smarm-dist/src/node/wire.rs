@@ -4,11 +4,11 @@
 //! writer batches what waits and keeps the peer ticking.
 
 use crate::control::PASS_THROUGH;
+use crate::stream::DistStream;
 use crate::term;
 use crate::term::Term;
 use smarm_core::Mutex;
 use smarm_core::channel::{Receiver, Sender};
-use smarm_core::io::net::TcpStream;
 use std::io;
 use std::io::{Read, Write};
 use std::sync::Arc;
@@ -111,7 +111,7 @@ impl Outbox {
 }
 
 pub(super) struct Direct {
-    pub(super) stream: Mutex<TcpStream>,
+    pub(super) stream: Mutex<DistStream>,
     /// Frames handed to the writer and not yet written (O1).
     pub(super) queued: AtomicUsize,
     /// When the socket was last written, in ns since `epoch`.
@@ -130,7 +130,7 @@ impl Direct {
 
     /// The stream, waiting as long as a direct write holds it (that
     /// writer is parked on a full socket: the peer's backpressure).
-    pub(super) fn lock_stream(&self) -> smarm_core::MutexGuard<'_, TcpStream> {
+    pub(super) fn lock_stream(&self) -> smarm_core::MutexGuard<'_, DistStream> {
         loop {
             if let Ok(guard) = self.stream.lock() {
                 return guard;

@@ -2,6 +2,8 @@
 //! started on loopback with a private EPMD port, stopped when dropped.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+#[cfg(feature = "tls")]
+pub mod certs;
 pub mod terms;
 
 use std::io::{BufRead, BufReader};
@@ -77,8 +79,31 @@ impl Erl {
         Erl::start_named("-name", name, cookie, epmd_port, eval)
     }
 
+    /// [`Erl::start`] with more arguments to `erl` (`-proto_dist ...`).
+    pub fn start_with(
+        sname: &str,
+        cookie: &str,
+        epmd_port: u16,
+        extra: &[&str],
+        eval: &str,
+    ) -> Erl {
+        Erl::spawn("-sname", sname, cookie, epmd_port, extra, eval)
+    }
+
     fn start_named(flag: &str, name: &str, cookie: &str, epmd_port: u16, eval: &str) -> Erl {
+        Erl::spawn(flag, name, cookie, epmd_port, &[], eval)
+    }
+
+    fn spawn(
+        flag: &str,
+        name: &str,
+        cookie: &str,
+        epmd_port: u16,
+        extra: &[&str],
+        eval: &str,
+    ) -> Erl {
         let mut child = Command::new("erl")
+            .args(extra)
             .args([
                 flag,
                 name,
