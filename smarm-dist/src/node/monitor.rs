@@ -72,17 +72,13 @@ pub(super) fn watch(
 
 /// The connection to `peer` is gone (M2).
 pub(super) fn node_down(s: &mut State, peer: &str) {
-    let fired: Vec<Term> = s
+    let fired: Vec<_> = s
         .signals
         .watching
-        .iter()
-        .filter(|(_, w)| w.node == peer)
-        .map(|(r, _)| r.clone())
+        .extract_if(|_, w| w.node == peer)
         .collect();
-    for reference in fired {
-        if let Some(w) = s.signals.watching.remove(&reference)
-            && let Some(tx) = s.procs.mailboxes.get(&w.mailbox)
-        {
+    for (reference, w) in fired {
+        if let Some(tx) = s.procs.mailboxes.get(&w.mailbox) {
             let term = down_message(&reference, &w.down, atom("noconnection"));
             let _ = tx.try_send(Message::new(Pid::from_term(&w.down), term));
         }

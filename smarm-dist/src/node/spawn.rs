@@ -34,7 +34,7 @@ use super::monitor::watch;
 use super::{Message, Node, State};
 use crate::control::{Control, SPAWN_REPLY_LINKED, SPAWN_REPLY_MONITORED};
 use crate::pid::Pid;
-use crate::term::{Atom, List, Term, atom, display, list_elements, tuple};
+use crate::term::{List, Term, atom, display, list_elements, tuple};
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -111,10 +111,7 @@ enum Job {
 }
 
 fn atom_name(t: &Term) -> Option<String> {
-    match t {
-        Term::Atom(Atom { name }) => Some(name.clone()),
-        _ => None,
-    }
+    crate::term::atom_name(t).map(str::to_string)
 }
 
 impl Job {
@@ -208,17 +205,13 @@ fn process_exit(outcome: Outcome) -> Term {
 
 /// A request of ours is answered, or its connection is gone.
 pub(super) fn node_down(s: &mut State, peer: &str) {
-    let gone: Vec<Term> = s
+    let gone: Vec<_> = s
         .signals
         .spawning
-        .iter()
-        .filter(|(_, p)| p.node == peer)
-        .map(|(id, _)| id.clone())
+        .extract_if(|_, p| p.node == peer)
         .collect();
-    for id in gone {
-        if let Some(p) = s.signals.spawning.remove(&id)
-            && let Some(tx) = s.procs.mailboxes.get(&p.mailbox)
-        {
+    for (id, p) in gone {
+        if let Some(tx) = s.procs.mailboxes.get(&p.mailbox) {
             let _ = tx.try_send(Message::new(None, spawn_error(&id, atom("noconnection"))));
         }
     }

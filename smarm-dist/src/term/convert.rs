@@ -203,12 +203,7 @@ impl<T: FromTerm> FromTerm for Box<T> {
     }
 }
 
-fn atom_name(term: &Term) -> Option<&str> {
-    match term {
-        Term::Atom(a) => Some(&a.name),
-        _ => None,
-    }
-}
+use super::atom_name;
 
 impl ToTerm for bool {
     fn to_term(&self) -> Term {

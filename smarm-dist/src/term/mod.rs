@@ -425,6 +425,14 @@ pub fn atom(name: &str) -> Term {
     Term::from(Atom::from(name))
 }
 
+/// The name of an atom; `None` for any other term.
+pub fn atom_name(t: &Term) -> Option<&str> {
+    match t {
+        Term::Atom(a) => Some(&a.name),
+        _ => None,
+    }
+}
+
 /// The elements of a proper list (a `LIST_EXT`, the empty list, or a
 /// `STRING_EXT` of bytes); `None` for any other term.
 pub fn list_elements(t: &Term) -> Option<Vec<Term>> {
