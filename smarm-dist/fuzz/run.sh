@@ -9,13 +9,17 @@
 #
 #   cargo install cargo-fuzz --locked     # once
 #   smarm-dist/fuzz/run.sh 600            # ten minutes each
+#   smarm-dist/fuzz/run.sh 600 term       # one target (or several)
 set -euo pipefail
 cd "$(dirname "$0")"
 secs=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(handshake frames term dispatch)
 SMARM_FUZZ_SEEDS="$PWD/corpus" cargo test --manifest-path ../../Cargo.toml \
     -p smarm-dist --lib write_fuzz_seeds_when_asked -q >/dev/null
 export RUSTC_BOOTSTRAP=1
-for target in handshake frames term dispatch; do
+for target in "${targets[@]}"; do
     echo "== $target ($secs s)"
     cargo fuzz run --fuzz-dir . "$target" "corpus/$target" -- \
         -max_total_time="$secs" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \

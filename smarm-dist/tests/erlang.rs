@@ -1280,3 +1280,138 @@ fn a_pg_group_spans_erlang_and_smarm_nodes() {
     erl.kill();
     smarm.join().unwrap();
 }
+
+/// Global names across an Erlang node and a smarm node: each finds the
+/// other's name and calls through `{global, Name}`; then a partition in
+/// which both register `leader` (with `random_notify_name`), healed by a
+/// ping. The pid on the smaller node name keeps the name on both sides
+/// and the other holder is told. `smarm_name` sorts before the Erlang
+/// node's name (smarm resolves and wins) or after it (Erlang does).
+fn global_names_with_erlang(smarm_name: &'static str, erl_name: &'static str) {
+    use smarm::dist::Resolve;
+    require_erl();
+    let epmd = free_port();
+    let smarm_wins = smarm_name < erl_name;
+    let (ready_tx, ready) = mpsc::channel();
+    let (parted_tx, parted) = mpsc::channel::<()>();
+    let smarm = in_runtime(move || {
+        let node = start_node(smarm_name, "cglobal", epmd);
+        let global = node.global().unwrap();
+        let inbox = node.register("inbox").unwrap();
+        ready_tx.send(()).unwrap();
+        let up = inbox.recv_timeout(LONG).unwrap();
+        let erl = up.from.clone().unwrap();
+        eventually("the two sync", || global.known_nodes() == [erl_name]);
+        // A name of ours, answering calls.
+        let server = node.mailbox();
+        global
+            .register_name(atom("smarm_name"), server.pid())
+            .unwrap();
+        let serving = smarm::spawn(move || {
+            let m = server.recv_timeout(LONG).unwrap();
+            let call = m.gen_call().unwrap();
+            server.reply(&call.reply_to, atom("pong")).unwrap();
+            server
+        });
+        // Erlang's name, and a call through it.
+        eventually("Erlang's name arrives", || {
+            global.whereis_name(atom("erl_name")).as_ref() == Some(&erl)
+        });
+        assert_eq!(
+            global.call(atom("erl_name"), atom("ask"), LONG).unwrap(),
+            atom("answered")
+        );
+        inbox.send(&erl, atom("go")).unwrap();
+        let _server = serving.join().unwrap();
+        // Erlang parts and registers `leader`; so do we.
+        parted.recv_timeout(LONG).unwrap();
+        eventually("the partition", || global.known_nodes().is_empty());
+        let ours = node.mailbox();
+        global
+            .register_name_with(atom("leader"), ours.pid(), Resolve::Notify)
+            .unwrap();
+        assert!(node.ping(erl_name));
+        eventually("one holder after the heal", || {
+            let holder = global.whereis_name(atom("leader"));
+            if smarm_wins {
+                holder.as_ref() == Some(ours.pid())
+            } else {
+                holder.is_some_and(|p| p.node() == erl_name)
+            }
+        });
+        if !smarm_wins {
+            let told = ours.recv_timeout(LONG).unwrap();
+            assert_eq!(
+                told.term,
+                tuple(vec![atom("global_name_conflict"), atom("leader")])
+            );
+        }
+        assert_eq!(inbox.recv_timeout(LONG).unwrap().term, atom("done"));
+        node.stop();
+    });
+    ready.recv_timeout(LONG).unwrap();
+    let erl = Erl::start(
+        erl_name,
+        "cglobal",
+        epmd,
+        &format!(
+            "S = '{smarm_name}', \
+             yes = global:register_name(erl_name, self()), \
+             {{inbox, S}} ! up, \
+             receive {{'$gen_call', From, ask}} -> gen_server:reply(From, answered) after 30000 -> ok end, \
+             receive go -> ok after 30000 -> ok end, \
+             Found = global:whereis_name(smarm_name), \
+             io:format(\"GOT ~p~n\", [is_pid(Found) andalso node(Found) =:= S]), \
+             io:format(\"GOT ~p~n\", [gen_server:call({{global, smarm_name}}, ping, 10000)]), \
+             erlang:disconnect_node(S), \
+             Leader = spawn(fun() -> receive {{global_name_conflict, leader}} -> \
+                     receive {{check, P}} -> P ! {{told, told}} end; \
+                 {{check, P}} -> P ! {{told, not_told}} end, \
+                 receive stop -> ok end end), \
+             yes = global:register_name(leader, Leader, fun global:random_notify_name/3), \
+             io:format(\"GOT parted~n\"), \
+             Wait = fun W(0) -> io:format(\"GOT never reconnected~n\"); \
+                        W(N) -> case lists:member(S, nodes()) of \
+                                  true -> ok; false -> timer:sleep(50), W(N - 1) end end, \
+             Wait(600), \
+             ok = global:sync(), \
+             L = global:whereis_name(leader), \
+             io:format(\"GOT ~p~n\", [L =:= Leader orelse node(L)]), \
+             Leader ! {{check, self()}}, \
+             receive {{told, T}} -> io:format(\"GOT ~p~n\", [T]) end, \
+             {{inbox, S}} ! done, \
+             timer:sleep(1000), Leader ! stop."
+        ),
+    );
+    assert_eq!(
+        erl.expect("GOT ", LONG),
+        "true",
+        "Erlang finds smarm's name"
+    );
+    assert_eq!(
+        erl.expect("GOT ", LONG),
+        "pong",
+        "a call to {{global, smarm_name}}"
+    );
+    assert_eq!(erl.expect("GOT ", LONG), "parted");
+    parted_tx.send(()).unwrap();
+    let (holder, told) = (erl.expect("GOT ", LONG), erl.expect("GOT ", LONG));
+    if smarm_wins {
+        assert_eq!((holder.as_str(), told.as_str()), (smarm_name, "told"));
+    } else {
+        assert_eq!((holder.as_str(), told.as_str()), ("true", "not_told"));
+    }
+    smarm.join().unwrap();
+}
+
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn global_names_cross_and_smarm_wins_a_conflict() {
+    global_names_with_erlang("aglob@localhost", "eglob@localhost");
+}
+
+#[test]
+#[ignore = "needs erl on the PATH (apt-get install erlang-base); run: cargo test -p smarm-dist --test erlang -- --ignored"]
+fn global_names_cross_and_erlang_wins_a_conflict() {
+    global_names_with_erlang("zglob@localhost", "eglob2@localhost");
+}

@@ -657,6 +657,24 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
     });
 }
 
+/// A node named `name` with cookie `c`, on the EPMD at `epmd`.
+fn cluster_node(name: &str, epmd: u16) -> Node {
+    Node::builder(name)
+        .cookie("c")
+        .epmd_port(epmd)
+        .start()
+        .unwrap()
+}
+
+/// Wait (up to [`LONG`]) for `cond`, failing with `what`.
+fn eventually(what: &str, cond: &dyn Fn() -> bool) {
+    let deadline = Instant::now() + LONG;
+    while !cond() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        smarm::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Three smarm nodes share a `pg` group: members joined on each are seen
 /// from all, a leave and a member that ends are seen everywhere, and a
 /// node that stops takes its members with it; a scope of another name
@@ -666,20 +684,7 @@ fn pg_groups_span_smarm_nodes() {
     use smarm::dist::Pid;
     let epmd = free_port();
     smarm::run(move || {
-        let start = |name: &str| {
-            Node::builder(name)
-                .cookie("c")
-                .epmd_port(epmd)
-                .start()
-                .unwrap()
-        };
-        let eventually = |what: &str, cond: &dyn Fn() -> bool| {
-            let deadline = Instant::now() + LONG;
-            while !cond() {
-                assert!(Instant::now() < deadline, "never: {what}");
-                smarm::sleep(Duration::from_millis(10));
-            }
-        };
+        let start = |name: &str| cluster_node(name, epmd);
         let (a, b, c) = (
             start("ga@localhost"),
             start("gb@localhost"),
@@ -728,5 +733,77 @@ fn pg_groups_span_smarm_nodes() {
         });
         c.stop();
         a.stop();
+    });
+}
+
+#[test]
+fn global_names_span_smarm_nodes_and_a_conflict_leaves_one_holder() {
+    use smarm::dist::{GlobalError, Resolve};
+    let epmd = free_port();
+    smarm::run(move || {
+        let start = |name: &str| cluster_node(name, epmd);
+        let (a, b) = (start("gla@localhost"), start("glb@localhost"));
+        let (ga, gb) = (a.global().unwrap(), b.global().unwrap());
+        assert!(a.ping("glb@localhost"));
+        eventually("the two sync", &|| {
+            ga.known_nodes() == ["glb@localhost"] && gb.known_nodes() == ["gla@localhost"]
+        });
+        // Registered on a, found on b; a call through the name.
+        let cashier = a.mailbox();
+        ga.register_name(atom("cashier"), cashier.pid()).unwrap();
+        assert_eq!(
+            gb.whereis_name(atom("cashier")).as_ref(),
+            Some(cashier.pid())
+        );
+        assert_eq!(
+            gb.register_name(atom("cashier"), b.mailbox().pid()),
+            Err(GlobalError::Taken("cashier".into()))
+        );
+        let answer = smarm::spawn(move || {
+            let m = cashier.recv_timeout(LONG).unwrap();
+            let call = m.gen_call().unwrap();
+            cashier.reply(&call.reply_to, atom("paid")).unwrap();
+            drop(cashier); // its end removes the name everywhere
+        });
+        assert_eq!(
+            gb.call(atom("cashier"), atom("pay"), LONG).unwrap(),
+            atom("paid")
+        );
+        answer.join().unwrap();
+        eventually("an ended holder's name goes", &|| {
+            ga.whereis_name(atom("cashier")).is_none() && gb.whereis_name(atom("cashier")).is_none()
+        });
+        // Unregister.
+        let clerk = b.mailbox();
+        gb.register_name(atom("clerk"), clerk.pid()).unwrap();
+        assert_eq!(ga.whereis_name(atom("clerk")).as_ref(), Some(clerk.pid()));
+        assert_eq!(gb.unregister_name(atom("clerk")), Ok(true));
+        assert_eq!(ga.whereis_name(atom("clerk")), None);
+        assert_eq!(gb.unregister_name(atom("clerk")), Ok(false));
+        // A partition: each side registers the same name; when they meet
+        // again the pid on the smaller node name keeps it and the other
+        // is told.
+        assert!(a.disconnect("glb@localhost"));
+        eventually("both see the partition", &|| {
+            ga.known_nodes().is_empty() && gb.known_nodes().is_empty()
+        });
+        let (on_a, on_b) = (a.mailbox(), b.mailbox());
+        ga.register_name_with(atom("leader"), on_a.pid(), Resolve::Notify)
+            .unwrap();
+        gb.register_name_with(atom("leader"), on_b.pid(), Resolve::Notify)
+            .unwrap();
+        assert!(b.ping("gla@localhost"));
+        eventually("one holder on both sides", &|| {
+            ga.whereis_name(atom("leader")).as_ref() == Some(on_a.pid())
+                && gb.whereis_name(atom("leader")).as_ref() == Some(on_a.pid())
+        });
+        let told = on_b.recv_timeout(LONG).unwrap();
+        assert_eq!(
+            told.term,
+            tuple(vec![atom("global_name_conflict"), atom("leader")])
+        );
+        assert!(on_a.try_recv().unwrap().is_none(), "the winner is not told");
+        a.stop();
+        b.stop();
     });
 }

@@ -231,6 +231,9 @@ impl Builder {
         // Before the acceptor: a peer that connects finds it (K1).
         node.start_kernel();
         node.start_rex();
+        // Every Erlang node runs global_name_server: one that lacks it
+        // keeps `global:sync()` on its peers waiting.
+        let _ = node.global();
         node.export_builtins();
         let keeper = node.clone();
         node.spawn("smarm.dist.epmd_keeper", move || {

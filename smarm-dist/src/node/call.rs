@@ -128,6 +128,52 @@ impl Mailbox {
     pub fn reply(&self, to: &ReplyTo, reply: impl ToTerm) -> Result<(), SendError> {
         self.node.reply_from(&self.pid, to, reply.into_term(), true)
     }
+
+    /// [`Node::call`] from this mailbox: the request names this mailbox's
+    /// pid as the caller (for protocols where the callee checks who
+    /// calls, as `global`'s lock holders); messages that arrive before the
+    /// reply go to `other`.
+    pub(super) fn call_from(
+        &self,
+        to: Dest,
+        request: Term,
+        timeout: Duration,
+        mut other: impl FnMut(Message),
+    ) -> Result<Term, CallError> {
+        let me = self;
+        let reference = me.monitor(to.clone());
+        let message = tuple(vec![
+            atom("$gen_call"),
+            tuple(vec![me.pid().to_term(), reference.clone()]),
+            request,
+        ]);
+        if let Err(e) = me.send(to, message) {
+            me.demonitor(&reference);
+            return Err(e.into());
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match me.recv_timeout(left) {
+                Ok(msg) => match elements(&msg.term) {
+                    Some([tag, reply]) if *tag == reference => {
+                        me.demonitor(&reference);
+                        return Ok(reply.clone());
+                    }
+                    Some([down, r, _, _, reason]) if is_atom(down, "DOWN") && *r == reference => {
+                        return Err(CallError::Down {
+                            reason: reason.clone(),
+                        });
+                    }
+                    _ => other(msg),
+                },
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                    me.demonitor(&reference);
+                    return Err(CallError::Timeout(timeout));
+                }
+            }
+        }
+    }
 }
 
 impl Node {
@@ -184,40 +230,9 @@ impl Node {
         if self.owned_by_caller(&to) {
             return Err(CallError::CallingSelf);
         }
-        let request = request.into_term();
-        let me = self.mailbox();
-        let reference = me.monitor(to.clone());
-        let message = tuple(vec![
-            atom("$gen_call"),
-            tuple(vec![me.pid().to_term(), reference.clone()]),
-            request,
-        ]);
-        if let Err(e) = me.send(to, message) {
-            me.demonitor(&reference);
-            return Err(e.into());
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match me.recv_timeout(left) {
-                Ok(msg) => match elements(&msg.term) {
-                    Some([tag, reply]) if *tag == reference => {
-                        me.demonitor(&reference);
-                        return Ok(reply.clone());
-                    }
-                    Some([down, r, _, _, reason]) if is_atom(down, "DOWN") && *r == reference => {
-                        return Err(CallError::Down {
-                            reason: reason.clone(),
-                        });
-                    }
-                    _ => {} // not for this call
-                },
-                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
-                    me.demonitor(&reference);
-                    return Err(CallError::Timeout(timeout));
-                }
-            }
-        }
+        // A fresh mailbox: nothing else arrives in it.
+        self.mailbox()
+            .call_from(to, request.into_term(), timeout, drop)
     }
 
     /// Run `module:function(args...)` on the Erlang node `node`, as

@@ -295,6 +295,28 @@ impl Node {
         });
     }
 
+    /// Drop the connection to `node`, as `erlang:disconnect_node/1`: its
+    /// monitors fire with `noconnection`, its links break, and a later
+    /// send connects again. `false` if there was none.
+    pub fn disconnect(&self, node: &str) -> bool {
+        let conn = self
+            .with_state(|s| {
+                s.conns
+                    .peers
+                    .get(node)
+                    .map(|c| (c.id, c.closer.try_clone()))
+            })
+            .flatten();
+        let Some((id, closer)) = conn else {
+            return false;
+        };
+        if let Ok(closer) = closer {
+            let _ = closer.shutdown(std::net::Shutdown::Both);
+        }
+        self.connection_down(node, id);
+        true
+    }
+
     pub(super) fn accept_loop(&self, listener: TcpListener) {
         loop {
             let Ok((stream, _)) = listener.accept() else {

@@ -1,6 +1,6 @@
 //! A distributed node: its name and cookie, its EPMD registration, its
-//! listener, its connections to other nodes, and the mailboxes of its
-//! node-visible processes.
+//! listener, its connections to other nodes (over TCP or TLS), and the
+//! mailboxes of its node-visible processes.
 //!
 //! # Design
 //!
@@ -29,7 +29,7 @@
 //! `link.rs` and `monitor.rs` (the signals across nodes) and `spawn.rs`
 //! (spawn requests both ways, which `erpc` rides on); `exports.rs` the
 //! functions other nodes may run and `rex.rs` the `rpc` server; `pg.rs`
-//! process groups across the cluster;
+//! process groups across the cluster; `global.rs` cluster-wide names;
 //! `call.rs`, `serve.rs` and `current.rs` calls, served gen_servers and
 //! the current node.
 //!
@@ -58,6 +58,7 @@ mod dispatch;
 mod exports;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
+mod global;
 mod kernel;
 mod link;
 mod mailbox;
@@ -75,6 +76,7 @@ pub use serve::Servable;
 pub use builder::{Builder, StartError};
 pub use call::{CallError, GenCall, ReplyTo};
 pub use exports::Raise;
+pub use global::{Global, GlobalError, Resolve};
 pub use mailbox::{Mailbox, RegisterError};
 pub use pg::{PgError, PgScope};
 pub use spawn::ErpcError;

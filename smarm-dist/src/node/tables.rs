@@ -4,7 +4,7 @@
 //! subscribers) and the signals across nodes (links and monitors).
 
 use super::connection::Conn;
-use super::{Message, NodeEvent, exports, link, monitor, pg, spawn};
+use super::{Message, NodeEvent, exports, global, link, monitor, pg, spawn};
 use crate::pid::Pid;
 use crate::term::Term;
 use smarm_core::channel::{Receiver, Sender, channel};
@@ -43,6 +43,8 @@ pub(super) struct Processes {
     pub(super) exports: HashMap<(String, String), exports::Exported>,
     /// The process group scopes running on the node, by name.
     pub(super) scopes: HashMap<String, pg::PgScope>,
+    /// The node's `global` table, once its server runs.
+    pub(super) global: Option<std::sync::Arc<smarm_core::Mutex<global::Shared>>>,
     /// Actors of the node, stopped by `Node::stop`.
     pub(super) actors: Vec<smarm_core::Pid>,
     next_id: u32,

@@ -17,8 +17,8 @@
 //! by `#[derive(Term)]`, for yours.
 
 pub use eetf::{
-    Atom, BigInteger, Binary, BitBinary, ByteList, FixInteger, Float, ImproperList, List, Map,
-    Pid as PidTerm, Reference, Term, Tuple,
+    Atom, BigInteger, Binary, BitBinary, ByteList, ExternalFun, FixInteger, Float, ImproperList,
+    List, Map, Pid as PidTerm, Reference, Term, Tuple,
 };
 use thiserror::Error;
 
@@ -261,7 +261,7 @@ impl Checker<'_> {
                 self.skip(4 + 1 + 16 + 4)?;
                 let free = self.u32()?;
                 self.atom()?;
-                for _ in 0..4 {
+                for _ in 0..3 {
                     self.term(depth + 1)?;
                 }
                 self.elements(u64::from(free), depth)
@@ -699,6 +699,36 @@ mod tests {
             let m = decode(&with_version(&map_bytes(&[(x, a), (y, b)]))).unwrap();
             let Term::Map(m) = m else { panic!("{m:?}") };
             assert_eq!(m.map.len(), 2);
+        }
+    }
+
+    #[test]
+    fn erlang_funs_pass_the_check_and_round_trip() {
+        // `fun random_exit_name/3` inside `global` (global:register_name/2's
+        // method), and an erl_eval fun with one free variable, as OTP 25's
+        // term_to_binary wrote them.
+        let global_fun: &[u8] = &[
+            131, 112, 0, 0, 0, 72, 3, 215, 64, 169, 178, 165, 243, 6, 57, 45, 13, 118, 130, 71,
+            140, 64, 34, 0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 6, 103, 108, 111, 98, 97, 108, 97, 0, 98,
+            6, 186, 5, 77, 88, 100, 0, 11, 102, 117, 110, 98, 121, 116, 101, 115, 64, 118, 109, 0,
+            0, 0, 9, 0, 0, 0, 0, 107, 20, 249, 79,
+        ];
+        let eval_fun: &[u8] = &[
+            131, 112, 0, 0, 0, 187, 1, 6, 83, 97, 170, 70, 21, 144, 209, 189, 241, 235, 98, 209,
+            166, 235, 8, 0, 0, 0, 42, 0, 0, 0, 1, 100, 0, 8, 101, 114, 108, 95, 101, 118, 97, 108,
+            97, 42, 98, 0, 50, 155, 13, 88, 100, 0, 11, 102, 117, 110, 98, 121, 116, 101, 115, 64,
+            118, 109, 0, 0, 0, 9, 0, 0, 0, 0, 107, 20, 249, 79, 104, 6, 97, 1, 106, 100, 0, 4, 110,
+            111, 110, 101, 100, 0, 4, 110, 111, 110, 101, 116, 0, 0, 0, 0, 108, 0, 0, 0, 1, 104, 5,
+            100, 0, 6, 99, 108, 97, 117, 115, 101, 97, 1, 108, 0, 0, 0, 1, 104, 3, 100, 0, 3, 118,
+            97, 114, 97, 1, 100, 0, 1, 65, 106, 106, 108, 0, 0, 0, 1, 104, 5, 100, 0, 2, 111, 112,
+            97, 1, 100, 0, 1, 43, 104, 3, 100, 0, 3, 118, 97, 114, 97, 1, 100, 0, 1, 65, 104, 3,
+            100, 0, 7, 105, 110, 116, 101, 103, 101, 114, 97, 1, 97, 1, 106, 106,
+        ];
+        for bytes in [global_fun, eval_fun] {
+            assert_eq!(check(bytes, 0), Ok(bytes.len()));
+            let t = decode(bytes).unwrap();
+            assert!(matches!(t, Term::InternalFun(_)), "{t:?}");
+            assert_eq!(decode(&encode(&t)).unwrap(), t);
         }
     }
 
