@@ -484,12 +484,16 @@ impl Read for TlsStream {
                     continue;
                 }
             }
-            // (T2) Outside the session lock.
+            // (T2) Outside the session lock. Everything before was taken:
+            // the buffer starts again, empty whatever the read gives (a
+            // read timeout, the reader's idle tick, must leave no stale
+            // bytes to feed the session).
             self.inbox.resize(INBOX, 0);
-            let n = self.sock.read(&mut self.inbox)?;
+            let got = self.sock.read(&mut self.inbox);
+            let n = *got.as_ref().unwrap_or(&0);
             self.inbox.truncate(n);
             self.taken = 0;
-            if n == 0 {
+            if got? == 0 {
                 return Ok(0);
             }
         }

@@ -13,7 +13,7 @@ mod support;
 
 use smarm::dist::handshake::HandshakeError;
 use smarm::dist::term::{Term, atom, tuple};
-use smarm::dist::{Node, Pid, SendError};
+use smarm::dist::{Node, NodeEvent, Pid, SendError, ToTerm};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -121,6 +121,51 @@ fn smarm_nodes_send_call_and_link_over_tls() {
         a.stop();
         b.stop();
         smarm::report::reset_handler();
+    });
+}
+
+/// An idle TLS connection: the reader's read times out every quarter of
+/// the tick time while ticks keep the peer up; messages still pass
+/// afterwards, on the same connection.
+#[test]
+fn an_idle_tls_connection_ticks_and_still_carries_messages() {
+    let dir = certs::dir("idle");
+    let ca = Ca::new("smarm test CA");
+    let (ia, ib) = (
+        ca.identity(&dir, "a", "localhost", &ca),
+        ca.identity(&dir, "b", "localhost", &ca),
+    );
+    let epmd = free_port();
+    smarm::run(move || {
+        let start = |name: &str, id: &Identity| {
+            Node::builder(name)
+                .cookie("tls")
+                .epmd_port(epmd)
+                .ticktime(Duration::from_millis(400))
+                .tls(id.config())
+                .start()
+                .unwrap()
+        };
+        let (a, b) = (start("ia@localhost", &ia), start("ib@localhost", &ib));
+        let events = a.monitor_nodes();
+        let echo = serve_echo(&b);
+        let me = a.mailbox();
+        for round in 0..5 {
+            me.send(("echo", "ib@localhost"), round).unwrap();
+            assert_eq!(me.recv_timeout(LONG).unwrap().term, round.to_term());
+            // Idle for several read timeouts and ticks.
+            smarm::sleep(Duration::from_millis(500));
+        }
+        // One connection all along: up once, never down.
+        let mut seen = vec![];
+        while let Ok(Some(e)) = events.try_recv() {
+            seen.push(e);
+        }
+        assert_eq!(seen, [NodeEvent::Up("ib@localhost".into())]);
+        a.send(("echo", "ib@localhost"), atom("stop")).unwrap();
+        echo.join().unwrap();
+        a.stop();
+        b.stop();
     });
 }
 
