@@ -15,6 +15,10 @@
 //! - (E2) Every request is bounded: a request longer than
 //!   [`MAX_REQUEST`] or a connection idle past [`REQUEST_TIMEOUT`] before
 //!   its request is closed, so a bad client costs one actor briefly.
+//! - (E3) Only a client on this host registers a name: `ALIVE2_REQ` from
+//!   another address is closed unanswered, as EPMD refuses it; lookups
+//!   are answered from anywhere (a node serves on every address, so other
+//!   hosts find its nodes).
 
 use smarm_core::Mutex;
 use smarm_core::io::net::{TcpListener, TcpStream};
@@ -372,7 +376,9 @@ fn serve(mut stream: TcpStream, table: &Mutex<Table>) {
         return;
     }
     match req[0] {
-        ALIVE2_REQ => alive(stream, table, &req[1..]),
+        // (E3)
+        ALIVE2_REQ if local_peer(&stream) => alive(stream, table, &req[1..]),
+        ALIVE2_REQ => {}
         PORT_PLEASE2_REQ => {
             let name = String::from_utf8_lossy(&req[1..]).into_owned();
             let entry = table
@@ -402,6 +408,11 @@ fn serve(mut stream: TcpStream, table: &Mutex<Table>) {
         }
         _ => {} // unknown request: closed, as EPMD does
     }
+}
+
+/// Whether the client is on this host (a loopback address).
+fn local_peer(stream: &TcpStream) -> bool {
+    stream.peer_addr().is_ok_and(|a| a.ip().is_loopback())
 }
 
 fn epmd_port_of(stream: &TcpStream) -> u16 {

@@ -283,7 +283,8 @@ pub(super) fn register_or_serve(
                 return Err(StartError::NameTaken(entry.name.clone()));
             }
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                match epmd::Server::start(Ipv4Addr::LOCALHOST, port) {
+                // On every address, as EPMD: other hosts look this node up.
+                match epmd::Server::start(Ipv4Addr::UNSPECIFIED, port) {
                     Ok(server) => match epmd::register(Ipv4Addr::LOCALHOST, port, entry) {
                         Ok(r) => return Ok((r, Some(server))),
                         Err(error) => return Err(StartError::Epmd { port, error }),
