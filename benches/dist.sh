@@ -1,23 +1,47 @@
 #!/usr/bin/env bash
-# Distribution benchmark on loopback: remote send throughput (msgs/s) and
-# request/reply round trips (us), for every pairing of smarm and Erlang
-# nodes, in one sitting: smarm->smarm, smarm->erlang, erlang->smarm,
-# erlang->erlang. Prints RESULT lines (peer=<client>-<server>).
+# Distribution benchmark on loopback: remote send throughput (msgs/s),
+# request/reply round trips (us) and erpc calls (us), for every pairing of
+# smarm and Erlang nodes, plain and over TLS, in one sitting:
+# smarm->smarm, smarm->erlang, erlang->smarm, erlang->erlang. Prints
+# RESULT lines (peer=<client>-<server>[-tls]).
 #
-#   benches/dist.sh            # N=200000 sends (N/10 round trips), RUNS=3
+#   benches/dist.sh            # N=200000 sends (N/10 round trips, N/100 erpc calls), RUNS=3
 #   N=50000 RUNS=1 benches/dist.sh
+#   TLS=0 benches/dist.sh      # plain TCP only
 #
-# Needs erl (Debian: erlang-base). EPMD: a private port; when the server is
-# a smarm node it serves EPMD itself, otherwise erl starts epmd on that
-# port and the script stops it afterwards.
+# Needs erl (Debian: erlang-base, erlang-ssl for TLS) and openssl (the TLS
+# rows' certificates). EPMD: a private port; when the server is a smarm
+# node it serves EPMD itself, otherwise erl starts epmd on that port and
+# the script stops it afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${N:-200000}"
 RUNS="${RUNS:-3}"
 PORT="${EPMD_PORT:-24369}"
 export ERL_EPMD_PORT="$PORT"
-cargo build --release -q -p smarm-dist --example dist_bench
+TLS="${TLS:-1}"
+cargo build --release -q -p smarm-dist --features tls --example dist_bench
 BIN=target/release/examples/dist_bench
+
+# One certificate for localhost, client and server use, from a fresh CA.
+CERTS="$(mktemp -d)"
+if [ "$TLS" = 1 ]; then
+    (cd "$CERTS"
+     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+         -subj "/CN=bench CA" -keyout ca.key -out ca.pem 2> /dev/null
+     openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+         -subj "/CN=node" -keyout node.key -out node.csr 2> /dev/null
+     printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n' > ext.cnf
+     openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+         -extfile ext.cnf -out node.pem 2> /dev/null
+     cat > ssl.conf <<CONF
+[{server, [{certfile, "$CERTS/node.pem"}, {keyfile, "$CERTS/node.key"}, {cacertfile, "$CERTS/ca.pem"},
+           {verify, verify_peer}, {fail_if_no_peer_cert, true}]},
+ {client, [{certfile, "$CERTS/node.pem"}, {keyfile, "$CERTS/node.key"}, {cacertfile, "$CERTS/ca.pem"},
+           {verify, verify_peer}]}].
+CONF
+    )
+fi
 
 ERL_SERVER='Sink = fun L(C) -> receive {done, F} -> F ! {count, C}, L(0); stop -> ok; _ -> L(C + 1) end end,
 register(sink, spawn(fun() -> Sink(0) end)),
@@ -40,6 +64,11 @@ T2 = erlang:monotonic_time(microsecond),
 Loop(R),
 T3 = erlang:monotonic_time(microsecond),
 io:format("RESULT peer=$2 workload=dist_roundtrip value=~.1f unit=us~n", [(T3 - T2) / R]),
+E = max(1, N div 100),
+T4 = erlang:monotonic_time(microsecond),
+lists:foreach(fun(_) -> 42 = erpc:call(P, erlang, abs, [-42]) end, lists:seq(1, E)),
+T5 = erlang:monotonic_time(microsecond),
+io:format("RESULT peer=$2 workload=erpc_roundtrip value=~.1f unit=us~n", [(T5 - T4) / E]),
 halt().
 EOF
 }
@@ -50,7 +79,7 @@ stop_all() {
     SERVER_PID=
     epmd -port "$PORT" -kill > /dev/null 2>&1 || true
 }
-trap stop_all EXIT
+trap 'stop_all; rm -rf "$CERTS"' EXIT
 
 wait_ready() { # $1 log file
     for _ in $(seq 200); do
@@ -61,28 +90,38 @@ wait_ready() { # $1 log file
     return 1
 }
 
-one() { # $1 client kind, $2 server kind
+one() { # $1 client kind, $2 server kind, $3 "tls" or nothing
     local log; log="$(mktemp)"
+    local suffix="" erl_tls=() smarm_tls=()
+    if [ "${3:-}" = tls ]; then
+        suffix=-tls
+        erl_tls=(-proto_dist inet_tls -ssl_dist_optfile "$CERTS/ssl.conf")
+        smarm_tls=(env DIST_BENCH_TLS="$CERTS")
+    fi
     if [ "$2" = smarm ]; then
-        "$BIN" server srv@localhost "$PORT" > "$log" 2>&1 &
+        "${smarm_tls[@]}" "$BIN" server srv@localhost "$PORT" > "$log" 2>&1 &
     else
-        erl -sname srv@localhost -setcookie bench -noshell -eval "$ERL_SERVER" > "$log" 2>&1 &
+        erl -sname srv@localhost -setcookie bench "${erl_tls[@]}" -noshell -eval "$ERL_SERVER" > "$log" 2>&1 &
     fi
     SERVER_PID=$!
     wait_ready "$log"
     if [ "$1" = smarm ]; then
-        DIST_BENCH_LABEL="smarm-$2" "$BIN" client cli@localhost srv@localhost "$PORT" "$N" 2>/dev/null | grep RESULT
+        DIST_BENCH_LABEL="smarm-$2$suffix" "${smarm_tls[@]}" "$BIN" client cli@localhost srv@localhost "$PORT" "$N" 2>/dev/null | grep RESULT
     else
-        erl -sname cli@localhost -setcookie bench -noshell -start_epmd false \
-            -eval "$(erl_client srv@localhost "erlang-$2")" | grep RESULT
+        erl -sname cli@localhost -setcookie bench -noshell -start_epmd false "${erl_tls[@]}" \
+            -eval "$(erl_client srv@localhost "erlang-$2$suffix")" | grep RESULT
     fi
     stop_all
     rm -f "$log"
 }
 
+modes=(plain)
+[ "$TLS" = 1 ] && modes+=(tls)
 for _ in $(seq "$RUNS"); do
-    for pair in "smarm smarm" "smarm erlang" "erlang smarm" "erlang erlang"; do
-        # shellcheck disable=SC2086
-        one $pair
+    for mode in "${modes[@]}"; do
+        for pair in "smarm smarm" "smarm erlang" "erlang smarm" "erlang erlang"; do
+            # shellcheck disable=SC2086
+            one $pair "${mode/plain/}"
+        done
     done
 done

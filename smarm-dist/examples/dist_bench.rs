@@ -8,9 +8,15 @@
 //!
 //! The protocol, which `benches/dist.sh`'s Erlang processes speak too:
 //! `sink` counts messages and answers `{done, From}` with `{count, N}` to
-//! `From`; `echo` answers `{From, T}` with `T` to `From`. The client prints
-//! `RESULT peer=<client>-<server> workload=dist_send value=<msgs/s>` and
-//! `workload=dist_roundtrip value=<us per round trip>`.
+//! `From`; `echo` answers `{From, T}` with `T` to `From`; the server node
+//! answers `erpc:call(Node, erlang, abs, [X])` (an Erlang node has it, a
+//! smarm server exports it). The client prints
+//! `RESULT peer=<client>-<server> workload=dist_send value=<msgs/s>`,
+//! `workload=dist_roundtrip value=<us per round trip>` and
+//! `workload=erpc_roundtrip value=<us per call>` (N/100 calls).
+//!
+//! With `DIST_BENCH_TLS=DIR` (built with `--features tls`) the node speaks
+//! TLS with `DIR/node.pem`, `DIR/node.key` and `DIR/ca.pem`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark fails loudly
 
 use smarm::dist::term::{FixInteger, Term, atom, tuple};
@@ -35,17 +41,31 @@ fn main() {
 }
 
 fn start(name: &str, epmd: u16) -> Node {
-    Node::builder(name)
-        .cookie("bench")
-        .epmd_port(epmd)
-        .start()
-        .unwrap()
+    let builder = Node::builder(name).cookie("bench").epmd_port(epmd);
+    #[cfg(feature = "tls")]
+    let builder = match std::env::var_os("DIST_BENCH_TLS") {
+        Some(dir) => {
+            let dir = std::path::PathBuf::from(dir);
+            let tls = smarm::dist::TlsConfig::from_pem_files(
+                dir.join("node.pem"),
+                dir.join("node.key"),
+                dir.join("ca.pem"),
+            )
+            .unwrap();
+            builder.tls(tls)
+        }
+        None => builder,
+    };
+    builder.start().unwrap()
 }
 
 fn server(name: &str, epmd: u16) {
     let (name, epmd) = (name.to_string(), epmd);
     smarm::run(move || {
         let node = start(&name, epmd);
+        node.export_typed("erlang", "abs", |(x,): (i64,)| {
+            Ok::<_, smarm::dist::Raise>(x.abs())
+        });
         let sink = node.register("sink").unwrap();
         let echo = node.register("echo").unwrap();
         println!("READY");
@@ -129,6 +149,16 @@ fn client(name: &str, peer: &str, epmd: u16, n: usize) {
         }
         let us = t0.elapsed().as_secs_f64() * 1e6 / rounds as f64;
         println!("RESULT peer={label} workload=dist_roundtrip value={us:.1} unit=us");
+
+        let calls = (n / 100).max(1);
+        let arg = vec![Term::from(FixInteger::from(-42))];
+        let t0 = Instant::now();
+        for _ in 0..calls {
+            let r = node.erpc_call(&peer, "erlang", "abs", arg.clone(), Duration::from_secs(30));
+            assert_eq!(r, Ok(Term::from(FixInteger::from(42))));
+        }
+        let us = t0.elapsed().as_secs_f64() * 1e6 / calls as f64;
+        println!("RESULT peer={label} workload=erpc_roundtrip value={us:.1} unit=us");
         node.stop();
     });
 }
