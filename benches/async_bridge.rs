@@ -15,6 +15,7 @@
 //! cargo bench --bench async_bridge              # 5 rounds
 //! cargo bench --bench async_bridge -- 11        # 11 rounds
 //! ```
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the run
 

@@ -20,6 +20,7 @@
 //!   of making the clients' own work 60% cheaper.
 //!
 //! With `CAUSAL_RAW` set, each experiment is printed as well.
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #![allow(clippy::expect_used)] // a failed step should fail loudly here
 

@@ -93,7 +93,8 @@ pub mod future {
 /// profiling does not shift).
 pub mod time {
     pub use smarm_core::time::{
-        TimerId, cancel_timer, send_after_to, send_after_to_wall, sleep, sleep_wall,
+        TimerId, cancel_timer, now, send_after_to, send_after_to_wall, sleep, sleep_wall,
+        system_now,
     };
 }
 

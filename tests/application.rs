@@ -4,6 +4,7 @@
 //! 2; `run` returns the root's value. Each child is this test binary run
 //! again with `SMARM_APP_CHILD` naming the scenario.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 use smarm::application::{AppExit, Application};
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, Reply, StartError, StopReason};

@@ -9,6 +9,7 @@
 //! its own: points and regions live as long as the process, and the tests
 //! share one.
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #[cfg(feature = "smarm-causal")]
 mod with_the_feature {

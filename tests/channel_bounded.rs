@@ -2,6 +2,7 @@
 //! parked for room (no lost wake, FIFO, giving up cleanly), and memory
 //! that stays flat under a producer faster than its consumer.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -1,5 +1,6 @@
 //! Channels: order, closure, selective receive, timeouts, and the races.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! Call replies (`await_reply`): one value straight into the caller's
 //! frame, and never into a call it does not belong to.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -3,6 +3,7 @@
 //! from tokio tasks and plain threads, with no actor on the caller's side
 //! and no `tokio` feature.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

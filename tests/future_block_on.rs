@@ -1,6 +1,7 @@
 //! `smarm::future::block_on`: futures awaited on an actor's stack, woken
 //! from any thread, with the wake races, cancellation and panics pinned.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -5,6 +5,7 @@
 //! status 0.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 #![allow(dead_code)] // the example's command-line parsing
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #[path = "../examples/kv/conn.rs"]
 mod conn;

@@ -1,6 +1,7 @@
 //! `#[derive(Actor)]`: the generated typed API, run as a plain actor and
 //! as a server, by pid and by name.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

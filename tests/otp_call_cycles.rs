@@ -6,6 +6,7 @@
 //! that end, a reply kept and answered later by someone else, a reply
 //! passed on with `send_request`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

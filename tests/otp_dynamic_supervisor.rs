@@ -3,6 +3,7 @@
 //! (at once or backing off),
 //! a shutdown that stops every child, and nesting under a supervisor.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! gen_server: calls, casts, infos, deferred replies, timers, failure and
 //! shutdown semantics.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

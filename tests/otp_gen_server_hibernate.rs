@@ -2,6 +2,7 @@
 //! the server's stack back between messages; its state, timers, shutdown
 //! and crash handling carry on as before.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

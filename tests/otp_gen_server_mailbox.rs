@@ -2,6 +2,7 @@
 //! `try_cast` hands the message back, calls wait within their timeout,
 //! and exits, `Down`s and timer messages never wait.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

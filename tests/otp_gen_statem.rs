@@ -9,6 +9,7 @@
 //! script (the transition to make) and that logs every event and enter
 //! call; the test then reads the log and asserts its exact order.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! Supervisors: strategies, restart types, intensity and escalation,
 //! ordered start and reverse shutdown, dynamic children, named servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

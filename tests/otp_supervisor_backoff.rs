@@ -4,6 +4,7 @@
 //! show in `which_children` while they wait, and are called off by a
 //! shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! installed functions, on gen_servers, gen_statems, supervisors and typed
 //! actors' own loops, by typed address and by pid.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -10,6 +10,7 @@
 //!   waits a little before stealing a short backlog, but does steal it.
 //! - `yielding_crunchers_spread_over_the_schedulers`: a short backlog that
 //!   its scheduler serves only now and then is spread.
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 

@@ -2,6 +2,7 @@
 //! an actor that allocates is timesliced without `check!()` in its loop,
 //! resumes on its own thread, and never migrates mid-borrow.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #[global_allocator]
 static ALLOC: smarm::PreemptingAlloc = smarm::PreemptingAlloc::system();

@@ -5,6 +5,7 @@
 //! blocked, a spare scheduler thread keeps timers and wakes served, and
 //! leaves once it is not needed.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! or late past its own deadline, and a cached timer left pending by a
 //! finished wait does not delay shutdown.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! which order, and that the Chrome Trace export parses back.
 #![cfg(feature = "trace")]
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 use smarm::runtime::{Config, Runtime};
 use smarm::trace::{EventKind, QueueKind, TraceError};

@@ -234,7 +234,7 @@ impl<T> Mutex<T> {
                 panic!("smarm: Mutex::lock by its holder would deadlock: drop the guard first");
             }
         }
-        let deadline = Instant::now().checked_add(timeout);
+        let deadline = crate::clock::instant().checked_add(timeout);
         let granted = match me {
             Owner::Actor(..) => self.wait_as_actor(me, deadline),
             Owner::Thread(id) => self.wait_as_thread(me, id, deadline),

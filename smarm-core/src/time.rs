@@ -11,6 +11,11 @@
 //! windows, and for deadlines the outside world sets (a protocol timeout,
 //! a schedule by the clock on the wall).
 //!
+//! [`now`] and [`system_now`] read the clocks every timer here keeps: the
+//! OS's, except inside a simulation (`smarm::sim`), where they read its
+//! simulated clock. Code that should run the same in a simulation reads
+//! time through them rather than `crate::clock::instant()`.
+//!
 //! # Invariants
 //!
 //! - (I2 of `timer`) `sleep(d)` returns no earlier than `d` after it was
@@ -28,10 +33,10 @@ use std::time::{Duration, Instant};
 /// sleeps: its scheduler thread runs other actors meanwhile.
 ///
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
 ///
 /// smarm::run(|| {
-///     let t0 = Instant::now();
+///     let t0 = smarm::time::now();
 ///     smarm::sleep(Duration::from_millis(5));
 ///     assert!(t0.elapsed() >= Duration::from_millis(5));
 /// });
@@ -50,10 +55,10 @@ pub fn sleep(duration: Duration) {
 /// is [`sleep`].
 ///
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
 ///
 /// smarm::run(|| {
-///     let t0 = Instant::now();
+///     let t0 = smarm::time::now();
 ///     smarm::time::sleep_wall(Duration::from_millis(5));
 ///     assert!(t0.elapsed() >= Duration::from_millis(5));
 /// });
@@ -117,11 +122,11 @@ impl BoundedWaiter for Sleep {
 /// [`Sender::send_past_capacity`]: crate::Sender::send_past_capacity
 ///
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
 ///
 /// smarm::run(|| {
 ///     let (tx, rx) = smarm::channel::<&str>();
-///     let t0 = Instant::now();
+///     let t0 = smarm::time::now();
 ///     smarm::time::send_after_to(Duration::from_millis(10), &tx, "tick");
 ///     assert_eq!(rx.recv().unwrap(), "tick");
 ///     assert!(t0.elapsed() >= Duration::from_millis(10));
@@ -270,11 +275,43 @@ pub fn cancel_timer(id: TimerId) -> bool {
     scheduler::with_current_actor("cancel_timer", |_, shared| shared.cancel_timer(id))
 }
 
+/// The monotonic clock now, as `std::time::Instant::now()` reads it,
+/// except inside a simulation (`smarm::sim`), where it reads simulated
+/// time: the clock every `sleep`, timeout and timer here keeps.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// smarm::run(|| {
+///     let t0 = smarm::time::now();
+///     smarm::sleep(Duration::from_millis(5));
+///     assert!(smarm::time::now() - t0 >= Duration::from_millis(5));
+/// });
+/// ```
+pub fn now() -> Instant {
+    crate::clock::instant()
+}
+
+/// The time of day now, as `std::time::SystemTime::now()` reads it,
+/// except inside a simulation (`smarm::sim`), where it starts at
+/// 2026-01-01T00:00:00Z and follows simulated time, so a run's timestamps
+/// repeat.
+///
+/// ```
+/// let since_epoch = smarm::time::system_now()
+///     .duration_since(std::time::UNIX_EPOCH)
+///     .unwrap();
+/// assert!(since_epoch.as_secs() > 1_700_000_000);
+/// ```
+pub fn system_now() -> std::time::SystemTime {
+    crate::clock::system_time()
+}
+
 /// `now + d`, saturating a deadline too far to represent to a century
 /// away: for a sleep or a timer that is "never", and it keeps the heap
 /// free of an `Option`.
 fn deadline_after(d: Duration) -> Instant {
-    let now = Instant::now();
+    let now = crate::clock::instant();
     now.checked_add(d)
         .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }

@@ -18,6 +18,7 @@
 //! With `DIST_BENCH_TLS=DIR` (built with `--features tls`) the node speaks
 //! TLS with `DIR/node.pem`, `DIR/node.key` and `DIR/ca.pem`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark fails loudly
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 use smarm::dist::term::{FixInteger, Term, atom, tuple};
 use smarm::dist::{Node, Pid};

@@ -463,7 +463,7 @@ fn alive(mut stream: TcpStream, table: &Mutex<Table>, body: &[u8]) {
 /// A creation for registration `id`: non-zero, and different for each
 /// registration of a name (so a restarted node's old pids are told apart).
 fn creation_for(id: u64) -> u32 {
-    let seed = std::time::SystemTime::now()
+    let seed = smarm_core::time::system_now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);

@@ -212,7 +212,7 @@ impl<'s, S: Transport> Io<'s, S> {
     fn new(stream: &'s mut S, timeout: Duration) -> Io<'s, S> {
         Io {
             stream,
-            deadline: Instant::now() + timeout,
+            deadline: smarm_core::time::now() + timeout,
             timeout,
         }
     }
@@ -231,7 +231,7 @@ impl<'s, S: Transport> Io<'s, S> {
     /// Read exactly `buf.len()` bytes before the deadline.
     fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<(), HandshakeError> {
         while !buf.is_empty() {
-            let left = self.deadline.saturating_duration_since(Instant::now());
+            let left = self.deadline.saturating_duration_since(smarm_core::time::now());
             if left.is_zero() {
                 return Err(HandshakeError::TimedOut(self.timeout));
             }
@@ -305,7 +305,7 @@ fn challenge() -> u32 {
     if n != 4 {
         // No entropy source: fall back to the clock and the address space
         // layout, still unknown to the peer in advance.
-        let t = std::time::SystemTime::now()
+        let t = smarm_core::time::system_now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);

@@ -432,7 +432,7 @@ fn drive(
         if !session.is_handshaking() {
             break;
         }
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(smarm_core::time::now());
         if left.is_zero() {
             return Err(HandshakeError::TimedOut(timeout));
         }

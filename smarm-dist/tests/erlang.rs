@@ -9,6 +9,7 @@
 //! `cargo test -p smarm-dist --test erlang -- --ignored` (as `.ci/run`
 //! does, after installing Debian's erlang-base when it is missing).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

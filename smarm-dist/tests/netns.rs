@@ -11,6 +11,7 @@
 //! --ignored`, as `.ci/run` does.
 #![cfg(feature = "tls")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

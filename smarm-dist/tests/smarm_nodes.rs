@@ -4,6 +4,7 @@
 //! messages, no ticks) loses its connection and nothing else; a full
 //! bounded mailbox drops a remote message instead of stalling the reader.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 mod support;
 

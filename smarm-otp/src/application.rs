@@ -42,7 +42,7 @@ use smarm_core::DownReason;
 use smarm_core::io::OsSignals;
 use smarm_core::runtime::{self, Config, Runtime};
 use std::process::{ExitCode, Termination};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How to run an application: the runtime's configuration and the
 /// shutdown deadlines.
@@ -351,7 +351,7 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
             Ok(None) | Err(_) => libc::SIGTERM,
         },
     };
-    let deadline = Instant::now() + shutdown_timeout;
+    let deadline = smarm_core::time::now() + shutdown_timeout;
     // The drain, while the tree still serves: in an actor of its own, so
     // a second signal or the deadline is seen meanwhile.
     if let Some(hook) = before_stop {
@@ -359,7 +359,7 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
         let drained = smarm_core::monitor(drain.pid());
         drop(drain);
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(smarm_core::time::now());
             match smarm_core::select_timeout(&[&drained.rx, &down.rx, &caught.arm()], left) {
                 Some(0) => break, // drained (or the hook panicked: stop anyway)
                 Some(1) => return ended(down.rx.recv().map(|d| d.reason), &exits),
@@ -380,14 +380,14 @@ fn serve(start: impl FnOnce() -> Result<SupervisorRef, StartError>, stop: Shutdo
     if drain {
         let (top, left) = (
             top.clone(),
-            deadline.saturating_duration_since(Instant::now()),
+            deadline.saturating_duration_since(smarm_core::time::now()),
         );
         drop(smarm_core::spawn(move || top.drain(left)));
     } else {
         smarm_core::request_stop(top.pid());
     }
     loop {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(smarm_core::time::now());
         match smarm_core::select_timeout(&[&down.rx, &caught.arm()], left) {
             Some(0) => return AppExit::Signal(signal),
             Some(_) if matches!(caught.try_recv(), Ok(None)) => continue, // spurious

@@ -33,7 +33,7 @@ pub(crate) fn restarts_of(pid: Pid) -> u64 {
 /// How long until supervisor `pid`'s first delayed restart is due.
 pub(crate) fn next_restart_of(pid: Pid) -> Option<Duration> {
     with_counts(|counts| counts.get(&pid).and_then(|c| c.1))
-        .map(|at| at.saturating_duration_since(Instant::now()))
+        .map(|at| at.saturating_duration_since(smarm_core::time::now()))
 }
 
 /// Supervisor `me`'s next delayed restart is due at `next` (or none is

@@ -1,5 +1,6 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)] // each test file uses a subset
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 use smarm::runtime::{self, Config};
 

@@ -1,6 +1,7 @@
 //! The example run as users run it, in a child process: requests over
 //! HTTP, a crash and its restart, and the drain on SIGTERM.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -8,7 +8,7 @@ use crate::slot::WaitId;
 use crate::slot::{Joiner, Slot};
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A handle to a spawned actor: [`join`](Self::join) waits for it and
 /// gives back what its closure returned (a `T`), or how it failed;
@@ -162,7 +162,7 @@ impl<T> JoinHandle<T> {
             return to_result(outcome).map_err(JoinTimeoutError::Failed);
         }
         self.require_own_runtime("join_timeout");
-        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+        let deadline = crate::clock::instant().checked_add(timeout).map(Deadline::At);
         let outcome = scheduler::bounded_wait(
             "JoinHandle::join_timeout",
             &mut TimedJoin { handle: &mut self },

@@ -30,7 +30,7 @@ use crate::slot::{Pid, WaitId};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const EMPTY: u32 = 0;
 const FULL: u32 = 1;
@@ -210,7 +210,7 @@ impl<T: Send> OneshotReceiver<T> {
     ///
     /// Outside the actor that made the channel.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, OneshotError> {
-        let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+        let deadline = crate::clock::instant().checked_add(timeout).map(Deadline::At);
         let mut waiter = OneshotWait { slot: &self.slot };
         scheduler::bounded_wait(
             "OneshotReceiver::recv_timeout",

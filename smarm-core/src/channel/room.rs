@@ -187,7 +187,7 @@ pub(super) fn send_waiting<T>(
     value: T,
     timeout: Option<Duration>,
 ) -> Result<(), SendTimeoutError<T>> {
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let deadline = timeout.and_then(|t| crate::clock::instant().checked_add(t));
     match scheduler::with_worker(|w, _| w.actor.current.get()) {
         None => send_on_thread(chan, value, deadline),
         Some(None) => panic!(
@@ -350,7 +350,7 @@ fn send_on_thread<T>(chan: &Chan<T>, value: T, deadline: Option<Instant>) -> Out
             g.push(value);
             return Ok(());
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.is_some_and(|d| crate::clock::instant() >= d) {
             return Err(SendTimeoutError::Timeout(value));
         }
         let waker = SendWaker::Thread(std::thread::current());

@@ -121,7 +121,7 @@ pub fn try_select_timeout(
     timeout: Duration,
 ) -> std::io::Result<Option<usize>> {
     // No deadline past any clock: such a select waits like `select`.
-    wait(arms, Instant::now().checked_add(timeout))
+    wait(arms, crate::clock::instant().checked_add(timeout))
 }
 
 fn wait(arms: &[&dyn Selectable], deadline: Option<Instant>) -> std::io::Result<Option<usize>> {
@@ -185,7 +185,7 @@ impl BoundedWaiter for Select<'_> {
                 }
             }
         }
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.deadline.is_some_and(|d| crate::clock::instant() >= d) {
             unregister(self.arms, pid, epoch, self.eager);
             return Registered::Done(Ok(None));
         }

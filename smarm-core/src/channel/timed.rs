@@ -6,7 +6,7 @@ use super::mpsc::{Chan, RecvTimeoutError, Taken};
 use crate::lock::thread_wait::{self, thread_waker};
 use crate::scheduler::{self, BoundedWaiter, Deadline, Registered, Wait, WaitingOn};
 use crate::slot::WaitId;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A channel's receiving end, as the timed receive sees it: an unbounded
 /// [`Receiver`] or a [`BoundedReceiver`](super::BoundedReceiver), which
@@ -35,7 +35,7 @@ pub(super) fn recv_timeout<T>(
     if scheduler::current_worker().is_null() {
         return recv_timeout_on_thread(rx, timeout);
     }
-    let deadline = Instant::now().checked_add(timeout).map(Deadline::At);
+    let deadline = crate::clock::instant().checked_add(timeout).map(Deadline::At);
     let mut waiter = TimedRecv { rx };
     scheduler::bounded_wait(what, &mut waiter, deadline, timeout.is_zero())
 }
@@ -46,7 +46,7 @@ fn recv_timeout_on_thread<T>(
     rx: &impl Taking<Msg = T>,
     timeout: Duration,
 ) -> Result<T, RecvTimeoutError> {
-    thread_wait::wait_until(Instant::now().checked_add(timeout), |expired| {
+    thread_wait::wait_until(crate::clock::instant().checked_add(timeout), |expired| {
         let mut g = match rx.take() {
             Taken::Message(v) => return Some(Ok(v)),
             Taken::Empty(g) => g,

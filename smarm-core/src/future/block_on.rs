@@ -114,7 +114,7 @@ where
     F: IntoFuture,
     F::IntoFuture: Send,
 {
-    let deadline = Instant::now().checked_add(timeout);
+    let deadline = crate::clock::instant().checked_add(timeout);
     run(future.into_future(), Some(deadline)).ok_or(Elapsed { timeout })
 }
 
@@ -161,7 +161,7 @@ fn in_an_actor<F: Future + Send>(future: F, deadline: Option<Instant>) -> Option
         if let Poll::Ready(output) = polled {
             return Some(output);
         }
-        if deadline.is_some_and(|at| Instant::now() >= at) {
+        if deadline.is_some_and(|at| crate::clock::instant() >= at) {
             return None;
         }
         let mut wait = Wait::open("smarm::future::block_on", WaitingOn::Future);

@@ -46,7 +46,7 @@ impl Future for SleepUntil {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        if Instant::now() >= this.deadline {
+        if crate::clock::instant() >= this.deadline {
             this.unregister();
             return Poll::Ready(());
         }
@@ -139,7 +139,7 @@ fn run_thread() {
     let timers = timers();
     let mut state = timers.state.lock().unwrap_or_else(|e| e.into_inner());
     loop {
-        let now = Instant::now();
+        let now = crate::clock::instant();
         let mut due = Vec::new();
         while let Some(entry) = state.wakers.first_entry() {
             if entry.key().0 > now {

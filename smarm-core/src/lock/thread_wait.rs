@@ -53,7 +53,7 @@ pub(crate) fn wait_until<R>(
     mut poll: impl FnMut(bool) -> Option<R>,
 ) -> R {
     loop {
-        let expired = deadline.is_some_and(|d| Instant::now() >= d);
+        let expired = deadline.is_some_and(|d| crate::clock::instant() >= d);
         if let Some(done) = poll(expired) {
             return done;
         }
@@ -66,7 +66,7 @@ pub(crate) fn wait_until<R>(
 /// spuriously: the caller looks again, (T2)).
 pub(crate) fn park_until(deadline: Option<Instant>) {
     match deadline {
-        Some(d) => std::thread::park_timeout(d.saturating_duration_since(Instant::now())),
+        Some(d) => std::thread::park_timeout(d.saturating_duration_since(crate::clock::instant())),
         None => std::thread::park(),
     }
 }

@@ -90,8 +90,8 @@ impl Coordinator {
             // The clock first: `now_nanos` then runs ahead of nanos derived
             // from an `Instant` by at most the gap, so deadlines computed
             // with it fire late by that gap at worst, never early.
-            origin_clock: clock_monotonic_nanos(),
-            origin: Instant::now(),
+            origin_clock: crate::clock::monotonic_nanos(),
+            origin: crate::clock::instant(),
             #[cfg(feature = "smarm-causal")]
             causal: crate::causal::delay::Delays::default(),
         }
@@ -110,7 +110,7 @@ impl Coordinator {
     /// one `Instant` reads), without `Instant`'s arithmetic.
     #[inline]
     pub(crate) fn now_nanos(&self) -> u64 {
-        clock_monotonic_nanos().saturating_sub(self.origin_clock)
+        crate::clock::monotonic_nanos().saturating_sub(self.origin_clock)
     }
 
     /// The deadline `timeout` from now, in nanos since `origin`; `None` if
@@ -462,27 +462,4 @@ impl Coordinator {
             self.origin.checked_add(std::time::Duration::from_nanos(n))
         }
     }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds.
-#[cfg(target_os = "linux")]
-#[inline]
-fn clock_monotonic_nanos() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists
-    // on Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
-}
-
-/// Elsewhere: nanos since a process-wide `Instant`.
-#[cfg(not(target_os = "linux"))]
-fn clock_monotonic_nanos() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }

@@ -1,5 +1,7 @@
 //! Unit tests of the coordination layer on the real (futex) parker.
 
+#![allow(clippy::disallowed_methods)] // real time: the tests measure the OS clock
+
 use super::coordinator::NO_DEADLINE;
 use super::*;
 use std::sync::Arc;

@@ -341,6 +341,7 @@ fn unit_or_stopped<R: 'static>() -> R {
 /// `Config::causal_profile`): a session on a thread of its own from the
 /// run's start to its end, written out when the run is over.
 #[cfg(feature = "smarm-causal")]
+#[allow(clippy::disallowed_methods)] // the profiler's own thread paces itself on real time
 mod whole_run {
     use crate::causal::Settings;
     use crate::causal::session::{self, Runner};

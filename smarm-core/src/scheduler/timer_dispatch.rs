@@ -72,7 +72,7 @@ impl Shared {
         // From an `Instant`, as the deadlines of message timers are: the
         // raw clock runs a hair ahead of those (coordinator `origin`), and
         // no timer fires early (time (I2)).
-        let now = self.coord.deadline_nanos(Instant::now());
+        let now = self.coord.deadline_nanos(crate::clock::instant());
         let own = self.local_timer_shard();
         for shard in 0..self.coord.timer_shards() {
             let at = self.coord.shard_deadline(shard);

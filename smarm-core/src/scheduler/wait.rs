@@ -161,9 +161,9 @@ impl Deadline<'_> {
             #[cfg(feature = "smarm-causal")]
             Deadline::At(at) => at
                 .checked_add(std::time::Duration::from_nanos(shift))
-                .is_some_and(|at| Instant::now() >= at),
+                .is_some_and(|at| crate::clock::instant() >= at),
             #[cfg(not(feature = "smarm-causal"))]
-            Deadline::At(at) => Instant::now() >= at,
+            Deadline::At(at) => crate::clock::instant() >= at,
             Deadline::Nanos { at, coord } => coord.now_nanos() >= moved(at, shift),
             Deadline::Wall { at, coord } => coord.now_nanos() >= at,
         }

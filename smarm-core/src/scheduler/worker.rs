@@ -334,7 +334,7 @@ fn park_idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
     shared.reclaim.offline(w.id);
     // A spare that must stay looks again soon whether it may leave.
     let deadline = if spare {
-        let look = std::time::Instant::now() + SPARE_LOOK;
+        let look = crate::clock::instant() + SPARE_LOOK;
         Some(tk_deadline.map_or(look, |d| d.min(look)))
     } else {
         tk_deadline

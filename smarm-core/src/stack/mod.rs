@@ -103,7 +103,7 @@ fn all_pools() -> Vec<Arc<StackPool>> {
 /// One scavenger pass over every pool (I3): called on each tick of a
 /// runtime's system monitor.
 pub(crate) fn scavenge() {
-    let now = std::time::Instant::now();
+    let now = crate::clock::instant();
     for pool in all_pools() {
         pool.scavenge(now);
     }

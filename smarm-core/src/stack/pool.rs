@@ -490,6 +490,7 @@ fn read_max_map_count() -> usize {
 
 #[cfg(all(test, not(loom)))]
 #[allow(clippy::unwrap_used)] // a failed step should fail loudly here
+#[allow(clippy::disallowed_methods)] // real time: the tests measure the OS clock
 mod tests {
     use super::{SCAVENGE_AFTER, StackPool, WARM_STACKS};
     use std::time::{Duration, Instant};

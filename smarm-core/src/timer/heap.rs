@@ -521,6 +521,7 @@ impl ArmedSet {
 }
 
 #[cfg(all(test, not(loom)))]
+#[allow(clippy::disallowed_methods)] // real time: the tests measure the OS clock
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};

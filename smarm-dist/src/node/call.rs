@@ -15,7 +15,7 @@ use crate::pid::Pid;
 use crate::term::ToTerm;
 use crate::term::{Atom, ImproperList, List, Term, atom, tuple};
 use smarm_core::RecvTimeoutError;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 /// Why a call to a server on a node failed.
@@ -151,9 +151,9 @@ impl Mailbox {
             me.demonitor(&reference);
             return Err(e.into());
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = smarm_core::time::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(smarm_core::time::now());
             match me.recv_timeout(left) {
                 Ok(msg) => match elements(&msg.term) {
                     Some([tag, reply]) if *tag == reference => {

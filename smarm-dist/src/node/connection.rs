@@ -76,7 +76,7 @@ impl Node {
         };
         // One handshake with a peer at a time: wait for one it started
         // with us (or that a send of ours started) before starting another.
-        let deadline = Instant::now() + self.inner.handshake_timeout;
+        let deadline = smarm_core::time::now() + self.inner.handshake_timeout;
         loop {
             let busy = self
                 .with_state(|s| {
@@ -97,7 +97,7 @@ impl Node {
                     }
                 }
                 Some(Some(settled)) => {
-                    let left = deadline.saturating_duration_since(Instant::now());
+                    let left = deadline.saturating_duration_since(smarm_core::time::now());
                     if left.is_zero() {
                         return Err(SendError::Closed(peer.to_string()));
                     }
@@ -127,7 +127,7 @@ impl Node {
                         None => Err(s.conns.await_settle(peer)),
                     })
                     .ok_or(SendError::Stopped)?;
-                let left = deadline.saturating_duration_since(Instant::now());
+                let left = deadline.saturating_duration_since(smarm_core::time::now());
                 match waiting {
                     Ok(c) => return Ok(c),
                     Err(_) if left.is_zero() => return Err(SendError::Closed(peer.to_string())),
@@ -175,9 +175,9 @@ impl Node {
                 .unwrap_or(false)
         };
         let timeout = self.inner.handshake_timeout;
-        let deadline = Instant::now() + timeout;
+        let deadline = smarm_core::time::now() + timeout;
         let mut stream = self.secure(socket, Some(peer), deadline).map_err(failed)?;
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(smarm_core::time::now());
         let remote = handshake::initiate(&mut stream, &self.inner.local, peer, left, have_none)
             .map_err(failed)?;
         Ok(self.established(stream, remote))
@@ -235,7 +235,7 @@ impl Node {
                 stream: Mutex::new(write_half),
                 queued: AtomicUsize::new(0),
                 last_write: AtomicU64::new(0),
-                epoch: Instant::now(),
+                epoch: smarm_core::time::now(),
             }),
         };
         let registered = self
@@ -346,7 +346,7 @@ impl Node {
     pub(super) fn accept_one(&self, socket: TcpStream) {
         let _ = socket.set_nodelay(true);
         let timeout = self.inner.handshake_timeout;
-        let deadline = Instant::now() + timeout;
+        let deadline = smarm_core::time::now() + timeout;
         let addr = socket.peer_addr().ok();
         let mut stream = match self.secure(socket, None, deadline) {
             Ok(s) => s,
@@ -399,7 +399,7 @@ impl Node {
                 Status::NotAllowed
             }
         };
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = deadline.saturating_duration_since(smarm_core::time::now());
         let shaken = handshake::accept(&mut stream, &self.inner.local, left, decide);
         let shaken = match (shaken, unfit) {
             (Err(_), Some(unfit)) => Err(unfit),
@@ -440,7 +440,7 @@ impl Node {
             stream
                 .set_read_timeout(Some(ticktime / 4))
                 .map_err(|e| e.to_string())?;
-            let mut last = Instant::now();
+            let mut last = smarm_core::time::now();
             let mut reader = FrameReader::new();
             loop {
                 let frame = match reader.next(&mut stream, self.inner.max_frame) {
@@ -458,7 +458,7 @@ impl Node {
                         return Err(e.to_string());
                     }
                 };
-                last = Instant::now();
+                last = smarm_core::time::now();
                 if frame.is_empty() {
                     continue; // a tick
                 }

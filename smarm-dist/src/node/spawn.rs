@@ -35,7 +35,7 @@ use super::{Message, Node, State};
 use crate::control::{Control, SPAWN_REPLY_LINKED, SPAWN_REPLY_MONITORED};
 use crate::pid::Pid;
 use crate::term::{List, Term, atom, display, list_elements, tuple};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 /// A SPAWN_REQUEST of ours awaiting its reply.
@@ -392,9 +392,9 @@ impl Node {
             let _ = self.with_state(|s| s.signals.spawning.remove(&id));
             return Err(ErpcError::Noconnection);
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = smarm_core::time::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = deadline.saturating_duration_since(smarm_core::time::now());
             let Ok(msg) = me.recv_timeout(left) else {
                 // Given up: a reply still to come is answered (P3); a
                 // monitor already set is taken down.

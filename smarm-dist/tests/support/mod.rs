@@ -1,6 +1,7 @@
 //! What the distribution tests share: free ports, and real Erlang nodes
 //! started on loopback with a private EPMD port, stopped when dropped.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
 
 #[cfg(feature = "tls")]
 pub mod certs;

@@ -37,7 +37,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use thiserror::Error;
 
 /// How long [`GenServerRef::call`](crate::gen_server::GenServerRef::call) and the
@@ -333,7 +333,7 @@ where
     D: Future<Output = Result<(), Req>>,
 {
     let mut deadline = pin!(
-        Instant::now()
+        smarm_core::time::now()
             .checked_add(timeout)
             .map(smarm_core::future::sleep_until)
     );

@@ -140,7 +140,7 @@ fn moved(call: (Pid, u64), owner: Pid) {
                 waiting.contains_key(caller) || at.elapsed() < STALE
             });
         }
-        records.moved.insert(call, (owner, Instant::now()));
+        records.moved.insert(call, (owner, smarm_core::time::now()));
     });
 }
 

@@ -459,7 +459,7 @@ impl<M: GenStatem> Machine<M> {
         {
             noted.next_state = Some(format!("{next:?}"));
         }
-        noted.at = std::time::SystemTime::now();
+        noted.at = smarm_core::time::system_now();
         if self.debug.on {
             self.debug.event(noted);
         }

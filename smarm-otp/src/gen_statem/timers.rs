@@ -18,7 +18,6 @@
 use super::behaviour::{Event, GenStatem, TimerKey, TimerOp, When};
 use smarm_core::time::{TimerId, cancel_timer};
 use std::collections::VecDeque;
-use std::time::Instant;
 
 /// One running timeout.
 struct Running<T> {
@@ -104,7 +103,7 @@ impl<T: Send + 'static> Timers<T> {
             When::At(at) => Some(arm(
                 key,
                 serial,
-                at.saturating_duration_since(Instant::now()),
+                at.saturating_duration_since(smarm_core::time::now()),
             )),
         };
         self.running.push(Running {

@@ -171,7 +171,7 @@ impl Observer {
         let state = Arc::new(State {
             token: self.token,
             interval: self.interval,
-            started: Instant::now(),
+            started: smarm_core::time::now(),
             stopped: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             history: Mutex::new(VecDeque::with_capacity(HISTORY)),
@@ -296,7 +296,7 @@ impl Drop for Counted<'_> {
 }
 
 fn unix_ms() -> u64 {
-    SystemTime::now()
+    smarm_core::time::system_now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
@@ -317,7 +317,7 @@ fn percent_encode(s: &str) -> String {
 fn sample(state: &State) {
     let mut last: Option<(Instant, Vec<Duration>)> = None;
     while !state.stopped() {
-        let now = Instant::now();
+        let now = smarm_core::time::now();
         let schedulers = smarm_core::snapshot().schedulers;
         if let Some((then, idle_then)) = &last {
             let wall = now.duration_since(*then).as_secs_f64().max(1e-9);

@@ -565,7 +565,7 @@ impl<A: Send + 'static> DynamicServer<A> {
             Running {
                 arg: kept,
                 failures: 0,
-                started_at: Instant::now(),
+                started_at: smarm_core::time::now(),
             },
         );
         Ok(pid)
@@ -596,7 +596,7 @@ impl<A: Send + 'static> DynamicServer<A> {
                 let waiting = Waiting {
                     arg,
                     failures,
-                    at: Instant::now() + delay,
+                    at: smarm_core::time::now() + delay,
                     timer: ctx.send_after(delay, RestartDue(serial)),
                     exit: exit.clone(),
                 };
@@ -629,7 +629,7 @@ impl<A: Send + 'static> DynamicServer<A> {
                 let running = Running {
                     arg: Some(arg),
                     failures,
-                    started_at: Instant::now(),
+                    started_at: smarm_core::time::now(),
                 };
                 self.children.insert(pid, running);
                 Ok(())

@@ -26,7 +26,7 @@ impl RestartLog {
     /// Note one restart; an error once more than `intensity` fall within
     /// `period`.
     pub(super) fn count(&mut self, intensity: u32, period: Duration) -> Result<(), String> {
-        let now = Instant::now();
+        let now = smarm_core::time::now();
         self.0.push_back(now);
         while self
             .0
@@ -88,7 +88,7 @@ pub(super) struct Jitter(u64);
 
 impl Jitter {
     pub(super) fn new(me: Pid) -> Jitter {
-        let clock = std::time::SystemTime::now()
+        let clock = smarm_core::time::system_now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         Jitter((clock ^ (u64::from(me.index()) << 32 | u64::from(me.generation()))) | 1)

@@ -274,7 +274,7 @@ impl Supervisor {
         let delay = backoff.delay(child.failures, unit);
         let timer = ctx.send_after(delay, RestartDue(child.serial));
         child.pending = Some(Pending {
-            at: Instant::now() + delay,
+            at: smarm_core::time::now() + delay,
             timer,
             exit: exit.clone(),
         });
@@ -386,7 +386,7 @@ impl Supervisor {
         }
         let pid = (child.spec.start)()?;
         child.pid = Some(pid);
-        child.started_at = Some(Instant::now());
+        child.started_at = Some(smarm_core::time::now());
         self.by_pid.insert(pid, i);
         Ok(pid)
     }

@@ -16,7 +16,7 @@
 use super::Shutdown;
 use smarm_core::{ExitSignal, Pid};
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Stop `pids` by `shutdown`, asking each with `ask` (a `shutdown` exit
 /// signal, or a behaviour's drain) and waiting for all of them together.
@@ -62,11 +62,11 @@ fn wait_for(
     running: &mut HashSet<Pid>,
     timeout: Option<Duration>,
 ) {
-    let deadline = timeout.and_then(|d| Instant::now().checked_add(d));
+    let deadline = timeout.and_then(|d| smarm_core::time::now().checked_add(d));
     while !running.is_empty() {
         let down = match deadline {
             Some(at) => downs
-                .recv_timeout(at.saturating_duration_since(Instant::now()))
+                .recv_timeout(at.saturating_duration_since(smarm_core::time::now()))
                 .ok(),
             None => downs.recv().ok(),
         };

@@ -58,7 +58,7 @@ impl SysEvent {
         SysEvent {
             pid,
             name: None,
-            at: SystemTime::now(),
+            at: smarm_core::time::system_now(),
             action,
             kind,
             message,
@@ -364,8 +364,8 @@ impl Debug {
                 let counted = match what {
                     Stats::On => {
                         self.stats = Some(Counts {
-                            since: SystemTime::now(),
-                            at: Instant::now(),
+                            since: smarm_core::time::system_now(),
+                            at: smarm_core::time::now(),
                             messages_in: 0,
                             calls_in: 0,
                             messages_out: Arc::default(),

@@ -52,7 +52,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The listen backlog of [`TcpListener::bind`] and [`UnixListener::bind`]
 /// (std's is 128, short for a service under a connection burst; the kernel
@@ -109,7 +109,7 @@ fn wait(
 
 /// `wait` for a plain thread: `poll(2)` until ready or the deadline.
 fn poll_thread(fd: RawFd, readable: bool, timeout: Option<Duration>) -> io::Result<bool> {
-    let deadline = timeout.map(|t| Instant::now() + t);
+    let deadline = timeout.map(|t| crate::clock::instant() + t);
     let events = if readable {
         libc::POLLIN
     } else {
@@ -119,7 +119,7 @@ fn poll_thread(fd: RawFd, readable: bool, timeout: Option<Duration>) -> io::Resu
         let ms = match deadline {
             None => -1,
             Some(d) => {
-                let left = d.saturating_duration_since(Instant::now());
+                let left = d.saturating_duration_since(crate::clock::instant());
                 if left.is_zero() {
                     return Ok(false);
                 }

@@ -56,7 +56,7 @@ impl Parker {
             match deadline {
                 None => permit = self.cv.wait(permit).unwrap_or_else(|e| e.into_inner()),
                 Some(d) => {
-                    let now = Instant::now();
+                    let now = crate::clock::instant();
                     if d <= now {
                         return false;
                     }
@@ -81,7 +81,7 @@ impl Parker {
             let timeout = match deadline {
                 None => None,
                 Some(d) => {
-                    let now = Instant::now();
+                    let now = crate::clock::instant();
                     if d <= now {
                         return std::mem::take(&mut self.lock().permit);
                     }

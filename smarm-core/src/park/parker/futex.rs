@@ -114,7 +114,7 @@ fn remaining(deadline: Option<Instant>) -> Option<Option<Duration>> {
     match deadline {
         None => Some(None),
         Some(d) => {
-            let now = Instant::now();
+            let now = crate::clock::instant();
             (d > now).then(|| Some(d - now))
         }
     }
