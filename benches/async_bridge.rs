@@ -16,7 +16,6 @@
 //! cargo bench --bench async_bridge -- 11        # 11 rounds
 //! ```
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the run
 
 use std::future::Future;

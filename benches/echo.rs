@@ -13,7 +13,6 @@
 //! round trip at a time. The smarm server is `examples/echo.rs` on a
 //! 2-scheduler runtime.
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the run
 
 #[path = "../examples/echo.rs"]

@@ -24,7 +24,6 @@
 //! Mailboxes are smarm channels: each process owns a `Receiver`, and the
 //! others hold `Sender` clones.
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed check must fail the run
 
 use smarm::runtime::{self, Config};

@@ -21,7 +21,6 @@
 //!
 //! With `CAUSAL_RAW` set, each experiment is printed as well.
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::expect_used)] // a failed step should fail loudly here
 
 use smarm::causal::{self, Settings};

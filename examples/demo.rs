@@ -18,7 +18,6 @@
 //! Run it with `cargo run --release --example demo` (with `--features
 //! trace`, it also writes a trace of the fairness phase for Perfetto).
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,5 @@
 //! Spawning and joining: many actors, spawn trees, capacity, re-running.
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;

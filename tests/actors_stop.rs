@@ -1,6 +1,5 @@
 //! Cooperative stop and the root-exit sweep.
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;

@@ -11,7 +11,6 @@
 //! - `yielding_crunchers_spread_over_the_schedulers`: a short backlog that
 //!   its scheduler serves only now and then is spread.
 #![allow(clippy::disallowed_methods)] // real time: this measures the OS clock
-
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 mod support;

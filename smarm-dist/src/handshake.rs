@@ -231,7 +231,9 @@ impl<'s, S: Transport> Io<'s, S> {
     /// Read exactly `buf.len()` bytes before the deadline.
     fn read_exact(&mut self, mut buf: &mut [u8]) -> Result<(), HandshakeError> {
         while !buf.is_empty() {
-            let left = self.deadline.saturating_duration_since(smarm_core::time::now());
+            let left = self
+                .deadline
+                .saturating_duration_since(smarm_core::time::now());
             if left.is_zero() {
                 return Err(HandshakeError::TimedOut(self.timeout));
             }

@@ -162,7 +162,9 @@ impl<T> JoinHandle<T> {
             return to_result(outcome).map_err(JoinTimeoutError::Failed);
         }
         self.require_own_runtime("join_timeout");
-        let deadline = crate::clock::instant().checked_add(timeout).map(Deadline::At);
+        let deadline = crate::clock::instant()
+            .checked_add(timeout)
+            .map(Deadline::At);
         let outcome = scheduler::bounded_wait(
             "JoinHandle::join_timeout",
             &mut TimedJoin { handle: &mut self },

@@ -210,7 +210,9 @@ impl<T: Send> OneshotReceiver<T> {
     ///
     /// Outside the actor that made the channel.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, OneshotError> {
-        let deadline = crate::clock::instant().checked_add(timeout).map(Deadline::At);
+        let deadline = crate::clock::instant()
+            .checked_add(timeout)
+            .map(Deadline::At);
         let mut waiter = OneshotWait { slot: &self.slot };
         scheduler::bounded_wait(
             "OneshotReceiver::recv_timeout",

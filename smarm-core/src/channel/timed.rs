@@ -35,7 +35,9 @@ pub(super) fn recv_timeout<T>(
     if scheduler::current_worker().is_null() {
         return recv_timeout_on_thread(rx, timeout);
     }
-    let deadline = crate::clock::instant().checked_add(timeout).map(Deadline::At);
+    let deadline = crate::clock::instant()
+        .checked_add(timeout)
+        .map(Deadline::At);
     let mut waiter = TimedRecv { rx };
     scheduler::bounded_wait(what, &mut waiter, deadline, timeout.is_zero())
 }
