@@ -98,6 +98,15 @@ pub mod time {
     };
 }
 
+/// Deterministic simulation (feature `sim`): actors, supervisors and
+/// timers under a seeded scheduler on simulated time, replayable from the
+/// seed ([`Sim`](sim::Sim)). The guide's "Testing actors
+/// deterministically" shows it at work.
+#[cfg(feature = "sim")]
+pub mod sim {
+    pub use smarm_core::sim::*;
+}
+
 /// Erlang distribution (feature `dist`): nodes that join BEAM clusters
 /// ([`Node::start`](dist::Node::start)).
 #[cfg(feature = "dist")]

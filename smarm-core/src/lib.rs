@@ -106,6 +106,8 @@ pub mod report; //        crash and supervisor reports, and where they go
 pub mod runtime; //       run, Runtime, the termination verdict
 mod scheduler; //         worker loop, run queues, preemption gate
 pub mod signal; //        monitors, links, exit trapping, on_exit
+#[cfg(feature = "sim")]
+pub mod sim; //           deterministic simulation: seeded schedulers, simulated time
 mod slot; //              slot table, state word, park/wake protocol
 mod stack; //             mmap'ed stacks, guard pages, overflow report
 pub mod stop; //          telling a stop from a panic, and cleanup that blocks

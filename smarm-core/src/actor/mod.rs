@@ -35,7 +35,7 @@ mod exit;
 pub(crate) mod extras;
 mod hibernate;
 mod join;
-mod outcome;
+pub(crate) mod outcome;
 #[cfg(feature = "tracing")]
 mod span;
 mod spawn;

@@ -5,7 +5,7 @@ use std::fmt;
 
 /// An actor's label and registered names, as they follow its pid:
 /// ` "label" [name, ...]`, each part only if it has one.
-fn known_as(a: &ActorInfo) -> String {
+pub(crate) fn known_as(a: &ActorInfo) -> String {
     let mut s = String::new();
     if let Some(label) = &a.label {
         s.push_str(&format!(" {label:?}"));

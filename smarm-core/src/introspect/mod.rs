@@ -51,7 +51,7 @@
 //! - (I2) At most one lock is held at a time while reading (a cold lock;
 //!   the hook runs with none held).
 
-mod display;
+pub(crate) mod display;
 mod info;
 mod read;
 
@@ -60,4 +60,6 @@ pub use info::{
     ActorInfo, ActorState, RuntimeSnapshot, RuntimeTree, SNAPSHOT_FORMAT_VERSION, SchedulerStats,
     TreeNode, WaitingOn,
 };
+#[cfg(feature = "sim")]
+pub(crate) use read::live_actors;
 pub use read::{actor_info, heap_accounting, snapshot, tree, tree_from};

@@ -66,6 +66,23 @@ pub fn snapshot() -> RuntimeSnapshot {
     }
 }
 
+/// Every actor of `shared` that has not finished, from outside any actor:
+/// a simulation's deadlock report (its schedulers all idle, simulated
+/// (S1)).
+#[cfg(feature = "sim")]
+pub(crate) fn live_actors(shared: &crate::scheduler::Shared) -> Vec<ActorInfo> {
+    (0..shared.slots.high_water())
+        .filter_map(|i| {
+            shared
+                .slots
+                .get(i as u32)
+                .and_then(|slot| read(shared, slot, i as u32, None))
+        })
+        .filter(|info| !matches!(info.state, ActorState::Done))
+        .map(with_extras)
+        .collect()
+}
+
 /// A coherent view of one actor, or `None` if `pid` does not name a live
 /// (or finished but unjoined) actor.
 ///

@@ -439,6 +439,14 @@ impl Coordinator {
             .unwrap_or(NO_DEADLINE)
     }
 
+    /// The earliest deadline of all shards in nanos since the origin, if a
+    /// timer is pending: where a simulation moves its clock when every
+    /// scheduler is idle.
+    #[cfg(feature = "sim")]
+    pub(crate) fn earliest_deadline_nanos(&self) -> Option<u64> {
+        Some(self.earliest_deadline()).filter(|&n| n != NO_DEADLINE)
+    }
+
     /// Busy-path due-check: a Relaxed load per shard when no timer exists;
     /// the clock is read only when one does.
     #[inline]

@@ -48,6 +48,8 @@
 mod handle;
 mod local;
 mod run;
+#[cfg(feature = "sim")]
+mod simulated;
 
 pub use crate::config::{Config, ConfigError};
 pub use handle::{Running, RunningFuture, RuntimeHandle, current};

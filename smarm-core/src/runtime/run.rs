@@ -65,12 +65,23 @@ pub fn run<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
 impl Runtime {
     /// Build a runtime, or say which limit `config` breaks.
     pub fn new(config: Config) -> Result<Runtime, ConfigError> {
+        Runtime::build(config, |_| {})
+    }
+
+    /// Build a runtime, `prepare` seeing its shared state before anything
+    /// else does.
+    pub(super) fn build(
+        config: Config,
+        prepare: impl FnOnce(&mut Shared),
+    ) -> Result<Runtime, ConfigError> {
         config.validate()?;
         crate::stack::install_overflow_handler(crate::scheduler::recover_overflow);
         crate::report::install_panic_hook();
         let stacks = crate::stack::pool_for(config.stack_size);
+        let mut shared = Shared::new(config, stacks, crate::actor::exit_hook);
+        prepare(&mut shared);
         Ok(Runtime {
-            shared: Arc::new(Shared::new(config, stacks, crate::actor::exit_hook)),
+            shared: Arc::new(shared),
         })
     }
 
@@ -177,29 +188,8 @@ impl Runtime {
     }
 
     fn run_root<F: FnOnce() + Send + 'static>(&self, f: F, started: impl FnOnce()) {
-        if !crate::scheduler::current_worker().is_null() {
-            panic!(
-                "smarm: Runtime::run called from inside an actor; spawn an actor instead of \
-                 starting a nested runtime"
-            );
-        }
+        let root = self.begin_root(f, started);
         let shared = &self.shared;
-        if !shared.begin_run() {
-            panic!("smarm: Runtime::run called while this runtime is already running");
-        }
-        #[cfg(feature = "tokio")]
-        crate::future::prepare_tokio(shared);
-        let root = match spawn_in(shared, crate::slot::table::entry(f), SpawnOpts::default()) {
-            Ok(handle) => handle,
-            Err(e) => {
-                shared.end_run();
-                panic!("{e}");
-            }
-        };
-        shared.set_root(Some(root.pid()));
-        started();
-        #[cfg(feature = "tracing")]
-        shared.capture_dispatch();
         #[cfg(feature = "smarm-causal")]
         let profiler = whole_run::start(shared);
         let (joinable, mut start_error) = start_schedulers(shared);
@@ -227,20 +217,60 @@ impl Runtime {
         }
         #[cfg(feature = "smarm-causal")]
         whole_run::finish(shared, profiler);
-        crate::io::stop(shared);
-        crate::report::finish_run(shared);
-        shared.end_run();
+        let outcome = self.end_root(root);
         if let Some(p) = scheduler_panic {
             std::panic::resume_unwind(p);
         }
         if let Some(e) = start_error {
             panic!("smarm: could not start a scheduler thread: {e}");
         }
-        match root.take_outcome_now() {
+        match outcome {
             Some(Outcome::Panic(payload)) => std::panic::resume_unwind(payload),
             Some(Outcome::Ended(reason)) => panic!("{}", root_ended(&reason)),
             Some(Outcome::Exit(_) | Outcome::Stopped) | None => {}
         }
+    }
+
+    /// A run's start: refuse a nested or concurrent run, spawn the root
+    /// and call `started`.
+    pub(super) fn begin_root<F: FnOnce() + Send + 'static>(
+        &self,
+        f: F,
+        started: impl FnOnce(),
+    ) -> crate::actor::JoinHandle<()> {
+        if !crate::scheduler::current_worker().is_null() {
+            panic!(
+                "smarm: Runtime::run called from inside an actor; spawn an actor instead of \
+                 starting a nested runtime"
+            );
+        }
+        let shared = &self.shared;
+        if !shared.begin_run() {
+            panic!("smarm: Runtime::run called while this runtime is already running");
+        }
+        #[cfg(feature = "tokio")]
+        crate::future::prepare_tokio(shared);
+        let root = match spawn_in(shared, crate::slot::table::entry(f), SpawnOpts::default()) {
+            Ok(handle) => handle,
+            Err(e) => {
+                shared.end_run();
+                panic!("{e}");
+            }
+        };
+        shared.set_root(Some(root.pid()));
+        started();
+        #[cfg(feature = "tracing")]
+        shared.capture_dispatch();
+        root
+    }
+
+    /// A run's end, once every scheduler has stopped: how the root ended.
+    pub(super) fn end_root(&self, root: crate::actor::JoinHandle<()>) -> Option<Outcome> {
+        let shared = &self.shared;
+        crate::io::stop(shared);
+        crate::report::finish_run(shared);
+        shared.end_run();
+        root.take_outcome_now()
     }
 
     /// The root actor's pid, while `run` is in progress.

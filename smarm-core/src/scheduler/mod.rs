@@ -118,6 +118,8 @@ mod next_slot;
 pub(crate) mod preempt;
 mod run_queue;
 mod shared;
+#[cfg(feature = "sim")]
+pub(crate) mod simulated;
 #[cfg(feature = "tracing")]
 mod spans;
 mod stacks;
@@ -154,3 +156,5 @@ pub(crate) use thread_context::ThreadContext;
 pub use wait::WaitingOn;
 pub(crate) use wait::{BoundedWaiter, Deadline, Registered, Wait, WakeToken, bounded_wait};
 pub(crate) use worker::run_worker;
+#[cfg(feature = "sim")]
+pub(crate) use worker::run_worker_simulated;

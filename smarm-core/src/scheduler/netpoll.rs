@@ -158,6 +158,29 @@ impl NetPoll {
     /// polls and the last poll is `gap` old ([`POLL_GAP`] for a busy
     /// scheduler; the system monitor's tick for the monitor, which so
     /// polls only once the schedulers stopped polling).
+    /// A simulation's look at the real sockets its actors wait on, when
+    /// nothing else can run: wait up to `wait` (real time) for readiness
+    /// and wake the waiters; whether any fd was ready.
+    #[cfg(feature = "sim")]
+    pub(crate) fn poll_simulated(&self, shared: &Shared, wait: Duration) -> bool {
+        if !shared.fd_waited() {
+            return false;
+        }
+        let Some(mut guard) = self.take_role() else {
+            return false;
+        };
+        let poller = &mut *guard;
+        let Some(source) = poller.source.clone() else {
+            return false;
+        };
+        let ready = source.wait(&mut poller.events, Some(wait));
+        if ready {
+            source.dispatch(shared, &poller.events);
+            poller.events.clear();
+        }
+        ready
+    }
+
     pub(crate) fn poll_now(&self, shared: &Shared, gap: Duration) {
         if !shared.fd_waited() {
             return;

@@ -126,6 +126,13 @@ impl NextSlot {
         (prev != 0).then(|| Pid::from_bits(prev))
     }
 
+    /// Whether the slot holds an actor: read by a simulation's driver and
+    /// termination check only, while no scheduler runs (simulated (S1)).
+    #[cfg(feature = "sim")]
+    pub(crate) fn is_occupied(&self) -> bool {
+        self.pid.load(Ordering::Relaxed) != 0
+    }
+
     /// Monitor: take the occupant of a scheduler that is not inside an
     /// operation; `None` if the slot is empty, the owner is busy, or the
     /// kernel offers no process-wide barrier.

@@ -102,6 +102,10 @@ fn slice_spent() -> bool {
         if w.actor.wait_open.get() {
             return false;
         }
+        #[cfg(feature = "sim")]
+        if shared.simulated {
+            return super::simulated::preempt();
+        }
         let now = clock::now();
         if w.slice.slice_resume.get() != w.slice.resumes.get() {
             w.slice.slice_resume.set(w.slice.resumes.get());

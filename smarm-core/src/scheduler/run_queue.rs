@@ -100,6 +100,27 @@ impl RunQueue {
         self.len.store(d.len(), Ordering::Release);
     }
 
+    /// The queued actors, front to back (a simulation's pop, which
+    /// chooses among them; simulated (S1): nothing changes meanwhile).
+    #[cfg(feature = "sim")]
+    pub(crate) fn snapshot(&self) -> Vec<Pid> {
+        if self.len() == 0 {
+            return Vec::new();
+        }
+        self.deque.lock().iter().copied().collect()
+    }
+
+    /// Take `pid` out, wherever it is queued (a simulation's pop).
+    #[cfg(feature = "sim")]
+    pub(crate) fn remove(&self, pid: Pid) {
+        let mut d = self.deque.lock();
+        if let Some(at) = d.iter().position(|&p| p == pid) {
+            d.remove(at);
+            self.note_taken(1);
+        }
+        self.len.store(d.len(), Ordering::Release);
+    }
+
     /// Count `n` actors taken (under the lock: one writer at a time).
     #[inline]
     fn note_taken(&self, n: usize) {

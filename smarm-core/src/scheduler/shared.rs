@@ -113,6 +113,9 @@ pub(crate) struct Shared {
     upper: Upper,
     #[cfg_attr(not(any(feature = "trace", feature = "tracing")), allow(dead_code))]
     pub(super) diag: Diagnostics,
+    /// Run by a simulation, on one OS thread (`simulated.rs`).
+    #[cfg(feature = "sim")]
+    pub(crate) simulated: bool,
 }
 
 impl Shared {
@@ -153,6 +156,8 @@ impl Shared {
                 next_monitor_id: std::sync::atomic::AtomicU64::new(1),
             },
             diag: Diagnostics::default(),
+            #[cfg(feature = "sim")]
+            simulated: false,
             config,
         }
     }

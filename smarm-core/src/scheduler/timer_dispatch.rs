@@ -82,6 +82,10 @@ impl Shared {
             self.timers
                 .take_due(&self.coord, shard, now, try_only, &mut due);
         }
+        #[cfg(feature = "sim")]
+        if self.simulated {
+            super::simulated::order_due(&mut due);
+        }
         for entry in due {
             trace_event!(self, TimerFire, entry.pid.to_bits(), 0);
             match entry.action {

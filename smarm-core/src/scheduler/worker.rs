@@ -59,13 +59,24 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     context.run(&mut || run_loop(shared, id));
 }
 
+/// Run scheduler `id` of a simulated runtime on this context of the
+/// simulation's thread (simulated (S1)): no thread context (the tokio
+/// bridge is refused in a simulation) and no dispatch of its own (the
+/// thread's default already is the one the run started under).
+#[cfg(feature = "sim")]
+pub(crate) fn run_worker_simulated(shared: &Arc<Shared>, id: usize) {
+    run_loop(shared, id);
+}
+
 fn run_loop(shared: &Arc<Shared>, id: usize) {
     let _altstack = crate::stack::ensure_altstack();
     // Actors' spans go to the subscriber that was the default where the
-    // runtime was started.
+    // runtime was started. (Not in a simulation: its loops interleave on
+    // one thread, and the guards must drop in order.)
     #[cfg(feature = "tracing")]
     let _dispatch = shared
         .dispatch()
+        .filter(|_| !simulated(shared))
         .map(|d| tracing::dispatcher::set_default(&d));
     let worker = Worker::new(id, shared);
     CURRENT.with(|c| c.set(&worker));
@@ -73,6 +84,10 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     let mut steal_buf = Vec::new();
     let mut may_steal = false;
     loop {
+        #[cfg(feature = "sim")]
+        if shared.simulated {
+            super::simulated::between(shared, &worker);
+        }
         // Between two actors: nothing read before is still held.
         shared.reclaim.quiescent(id);
         if shared.reclaim.has_pending() && worker.pick.tick.get().is_multiple_of(RECLAIM_TICK) {
@@ -90,6 +105,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
             .tick
             .get()
             .is_multiple_of(super::netpoll::POLL_TICK)
+            && !simulated(shared)
         {
             shared.netpoll.poll_now(shared, super::netpoll::POLL_GAP);
         }
@@ -132,6 +148,10 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
 }
 
 fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -> Option<Pid> {
+    #[cfg(feature = "sim")]
+    if shared.simulated {
+        return super::simulated::pop(shared, w);
+    }
     let tick = w.pick.tick.get().wrapping_add(1);
     w.pick.tick.set(tick);
     let queues = w.own();
@@ -245,6 +265,11 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
             return Idle::Continue;
         }
         Verdict::Idle => {}
+    }
+    #[cfg(feature = "sim")]
+    if shared.simulated {
+        super::simulated::idle(shared, w);
+        return Idle::Continue;
     }
     if let Some(found) = spin_for_work(shared, w) {
         return found;
@@ -570,7 +595,10 @@ fn enter_account(accounts: &crate::heap::Accounts, pid: Pid) {
 /// fairness, injector): everything else takes the loop. Not with
 /// `budget-accounting`, whose timing brackets the loop's own switch.
 pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
-    if cfg!(feature = "budget-accounting") || w.pick.lifo_streak.get() >= LIFO_STREAK {
+    if cfg!(feature = "budget-accounting")
+        || w.pick.lifo_streak.get() >= LIFO_STREAK
+        || simulated(shared)
+    {
         return None;
     }
     // A profiling session pays debts and counts region time on the loop's
@@ -638,5 +666,19 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
         && slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue
     {
         shared.enqueue_yielded(w, parked, slot);
+    }
+}
+
+/// Whether `shared` is run by a simulation (simulated (S1)).
+#[inline(always)]
+fn simulated(shared: &Shared) -> bool {
+    #[cfg(feature = "sim")]
+    {
+        shared.simulated
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        let _ = shared;
+        false
     }
 }
