@@ -149,7 +149,8 @@ impl Chooser {
         self.order.below(n.max(1) as u64) as usize
     }
 
-    /// Simulated time a step takes: up to `max` nanoseconds.
+    /// Simulated time a step takes, or a timer's lateness: up to `max`
+    /// nanoseconds.
     pub(super) fn step_time(&mut self, max: u64) -> u64 {
         if max == 0 {
             0

@@ -231,6 +231,11 @@ pub(super) fn drive(shared: &Arc<Shared>, settings: &Settings, chooser: Chooser)
                     std::ptr::from_ref(start).cast_mut().cast(),
                 )
             };
+            // An unwinder (a panic's backtrace) walks from a loop's frames
+            // into home's, which is suspended in `core.home` whenever a
+            // loop runs (context (I3)).
+            // SAFETY: the stack was prepared just above and is ours.
+            unsafe { crate::context::set_link(stack.top(), core.home.as_ptr()) };
             l.sp.set(sp);
         }
         l.stack.set(stack);
@@ -304,8 +309,14 @@ fn run_loops(shared: &Arc<Shared>, settings: &Settings, core: &Core) -> Option<S
         }
         if runnable.is_empty() {
             if let Some(deadline) = shared.coord.earliest_deadline_nanos() {
+                // Timers are never early, and late by a seeded amount, as
+                // on a loaded machine.
+                let late = core
+                    .chooser
+                    .borrow_mut()
+                    .step_time(settings.timer_lateness_nanos);
                 let ahead = deadline.saturating_sub(shared.coord.now_nanos());
-                super::advance(Duration::from_nanos(ahead));
+                super::advance(Duration::from_nanos(ahead.saturating_add(late)));
                 core.log.borrow_mut().add(Decision::Time {
                     at: super::elapsed_nanos(),
                 });

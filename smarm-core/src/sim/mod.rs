@@ -108,6 +108,7 @@ struct Settings {
     max_steps: u64,
     preempt_one_in: u32,
     step_time_nanos: u64,
+    timer_lateness_nanos: u64,
     keep_decisions: bool,
 }
 
@@ -270,7 +271,8 @@ impl std::fmt::Display for Decision {
 impl Sim {
     /// A simulation of seed `seed`: two schedulers, [`Strategy::Random`],
     /// no preemption at safepoints, steps of up to 10 µs of simulated
-    /// time, and a budget of ten million scheduler turns.
+    /// time, timers late by up to 1 ms, and a budget of ten million
+    /// scheduler turns.
     pub fn new(seed: u64) -> Sim {
         Sim {
             seed,
@@ -280,6 +282,7 @@ impl Sim {
                 max_steps: 10_000_000,
                 preempt_one_in: 0,
                 step_time_nanos: 10_000,
+                timer_lateness_nanos: 1_000_000,
                 keep_decisions: false,
             },
             config: Config::exact(2),
@@ -318,6 +321,15 @@ impl Sim {
     /// from the seed (default 10 µs): timeouts race the work around them.
     pub fn step_time(mut self, max: Duration) -> Sim {
         self.settings.step_time_nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
+        self
+    }
+
+    /// A timer that simulated time jumps to (every actor waiting) fires
+    /// late by up to `max`, drawn from the seed (default 1 ms), as on a
+    /// loaded machine: a timeout that races a slightly earlier event is
+    /// sometimes lost to it. Timers are never early.
+    pub fn timer_lateness(mut self, max: Duration) -> Sim {
+        self.settings.timer_lateness_nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX);
         self
     }
 
