@@ -1,31 +1,43 @@
-//! Three concurrency bugs of the kind that show up once in thousands of
-//! ordinary runs, and how often a deterministic simulation finds them.
+//! Deliberately broken programs of the kind whose bug shows up once in
+//! thousands of ordinary runs, and how often a deterministic simulation
+//! finds each.
 //!
+//! - `lost_wakeup`: a consumer checks for an item, then (after a call
+//!   that parks it) says it is waiting and receives; a producer that adds
+//!   its item in between sees nobody waiting and sends no wake-up: the
+//!   consumer waits forever.
+//! - `started_twice`: two actors each make sure a worker runs under a
+//!   dynamic supervisor: look in a cache, start one if it is empty; both
+//!   look before either has stored its worker, and two are started.
+//! - `mutual_wait`: two peers each take a turn by reading and then setting
+//!   a shared flag, with a call between: the first listens, the second
+//!   speaks; when both read before either sets, both listen, each waiting
+//!   to receive from the other (no call is involved, so no call-cycle
+//!   check sees it).
 //! - `lost_update`: two clients read a counter server and write back the
-//!   value plus one, in two calls: the update of one is lost when both
-//!   read before either writes (a check and an act that are not one
-//!   step).
-//! - `restart_races_a_call`: a client looks a named server up, and calls
-//!   it; a crash (and the supervisor's restart) between the two turns the
-//!   call into an error the client did not expect.
-//! - `timeout_between_two_events`: a session arms a timeout, then expects
-//!   a worker's two messages; the timeout lands between them when the
-//!   second is a little late.
+//!   value plus one, in two calls: one update is lost.
+//! - `timeout_between_two_events`: a session gives a worker 10 ms for two
+//!   messages sent 9 ms apart; a late timer puts the timeout between them.
 //!
 //! ```text
 //! cargo run --release --example sim_bugs --features sim -- 10000
 //! ```
 //!
 //! prints, per bug, how many of N seeds of the simulation and of N
-//! ordinary runs (a default runtime) showed it, and the first seed that
-//! did (replay it with `smarm::sim::Sim::new(seed)`). The tests
+//! ordinary runs (a default runtime; a run still going after a second is
+//! a hang, counted and stopped) showed it, and the first seed that did
+//! (replay it with `smarm::sim::Sim::new(seed)`). The tests
 //! (`tests/sim_bugs.rs`) check that the simulation finds each one.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail the run
 #![allow(dead_code)] // the test includes this file for its scenarios only
+#![allow(clippy::disallowed_methods)] // real time: the ordinary runs' watchdog
 
-use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, ServerName};
-use smarm::supervisor::{self, ChildSpec, Strategy, SupFlags};
-use smarm::{Reply, channel};
+use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError};
+use smarm::supervisor::{DynamicSpec, DynamicSupervisor};
+use smarm::{Pid, Reply, channel};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A counter read and written in separate calls.
@@ -70,6 +82,99 @@ impl GenServer for Counter {
     }
 }
 
+/// A consumer that checks for an item, then announces that it waits (a
+/// call: it parks) and only then marks itself waiting: did its wake-up
+/// get lost? (A lost one is a hang: the consumer waits forever.)
+pub fn lost_wakeup() -> bool {
+    let items = Arc::new(Mutex::new(VecDeque::new()));
+    let waiting = Arc::new(AtomicBool::new(false));
+    let (wake_tx, wake_rx) = channel::<()>();
+    // A sender stays here, as one would in a registry: a lost wake-up
+    // is a wait, not a closed channel.
+    let _registered = wake_tx.clone();
+    let log = gen_server::start::<Counter>(()).unwrap();
+    let (i, w, l) = (items.clone(), waiting.clone(), log.clone());
+    let consumer = smarm::spawn(move || {
+        loop {
+            if let Some(item) = i.lock().unwrap().pop_front() {
+                return item;
+            }
+            l.call(Req::Get).unwrap(); // "waiting for an item"
+            w.store(true, Ordering::SeqCst);
+            wake_rx.recv().unwrap();
+        }
+    });
+    let producer = smarm::spawn(move || {
+        items.lock().unwrap().push_back(7);
+        if waiting.load(Ordering::SeqCst) {
+            wake_tx.send(()).unwrap();
+        }
+    });
+    producer.join().unwrap();
+    let item = consumer.join().unwrap();
+    log.shutdown().unwrap();
+    item != 7
+}
+
+/// Two actors make sure one worker runs: was it started twice?
+pub fn started_twice() -> bool {
+    let workers = DynamicSupervisor::start(DynamicSpec::actor(|(): ()| {
+        let (_keep, rx) = channel::<()>();
+        let _ = rx.recv(); // until stopped
+    }))
+    .unwrap();
+    let cache: Arc<Mutex<Option<Pid>>> = Arc::new(Mutex::new(None));
+    let ensurers: Vec<_> = (0..2)
+        .map(|_| {
+            let (workers, cache) = (workers.clone(), cache.clone());
+            smarm::spawn(move || {
+                let present = cache.lock().unwrap().is_some();
+                if !present {
+                    let pid = workers.start_child(()).unwrap();
+                    *cache.lock().unwrap() = Some(pid);
+                }
+            })
+        })
+        .collect();
+    for e in ensurers {
+        e.join().unwrap();
+    }
+    let running = workers.count_children().unwrap();
+    workers.shutdown().unwrap();
+    running > 1
+}
+
+/// Two peers that each pick listen-first or speak-first by a flag read
+/// and then set, with a call in between: did both listen? (Both listening
+/// is a hang: each waits to receive from the other.)
+pub fn mutual_wait() -> bool {
+    let taken = Arc::new(AtomicBool::new(false));
+    let log = gen_server::start::<Counter>(()).unwrap();
+    let (a_tx, a_rx) = channel::<&str>();
+    let (b_tx, b_rx) = channel::<&str>();
+    let peer = |to: smarm::Sender<&'static str>, from: smarm::Receiver<&'static str>| {
+        let (taken, log) = (taken.clone(), log.clone());
+        smarm::spawn(move || {
+            let first = !taken.load(Ordering::SeqCst);
+            log.call(Req::Get).unwrap(); // "taking my turn"
+            taken.store(true, Ordering::SeqCst);
+            if first {
+                let hello = from.recv().unwrap();
+                to.send("welcome").unwrap();
+                hello
+            } else {
+                to.send("hello").unwrap();
+                from.recv().unwrap()
+            }
+        })
+    };
+    let a = peer(b_tx, a_rx);
+    let b = peer(a_tx, b_rx);
+    let heard = (a.join().unwrap(), b.join().unwrap());
+    log.shutdown().unwrap();
+    heard.0 == heard.1
+}
+
 /// Two read-then-write clients: did an update get lost?
 pub fn lost_update() -> bool {
     let counter = gen_server::start::<Counter>(()).unwrap();
@@ -88,41 +193,6 @@ pub fn lost_update() -> bool {
     let total = counter.call(Req::Get).unwrap();
     counter.shutdown().unwrap();
     total != 2
-}
-
-const SERVICE: ServerName<Counter> = ServerName::new("service");
-
-/// A client looks the service up and calls it while an operator crashes
-/// it once: did the call fail?
-pub fn restart_races_a_call() -> bool {
-    let sup = supervisor::start(
-        SupFlags::new(Strategy::OneForOne).intensity(10, Duration::from_secs(1)),
-        vec![ChildSpec::named_server::<Counter>(
-            "service",
-            SERVICE,
-            || (),
-        )],
-    )
-    .unwrap();
-    let operator = smarm::spawn(|| {
-        if let Some(service) = gen_server::whereis_server(SERVICE) {
-            let _ = service.cast(Req::Crash);
-        }
-    });
-    let client = smarm::spawn(|| {
-        // The service is up, or restarting.
-        let service = loop {
-            match gen_server::whereis_server(SERVICE) {
-                Some(service) => break service,
-                None => smarm::yield_now(),
-            }
-        };
-        service.call(Req::Get).is_err()
-    });
-    operator.join().unwrap();
-    let failed = client.join().unwrap();
-    sup.shutdown().unwrap();
-    failed
 }
 
 /// What a session hears.
@@ -158,11 +228,41 @@ pub fn timeout_between_two_events() -> bool {
 pub type Scenario = fn() -> bool;
 
 /// The bugs, by name.
-pub const BUGS: [(&str, Scenario); 3] = [
+pub const BUGS: [(&str, Scenario); 5] = [
+    ("lost_wakeup", lost_wakeup),
+    ("started_twice", started_twice),
+    ("mutual_wait", mutual_wait),
     ("lost_update", lost_update),
-    ("restart_races_a_call", restart_races_a_call),
     ("timeout_between_two_events", timeout_between_two_events),
 ];
+
+/// Whether a simulated run of `bug` showed it: its value, or a deadlock.
+pub fn sim_hit(sim: &smarm::sim::Sim, bug: Scenario) -> bool {
+    match sim.run(bug) {
+        Ok(run) => run.value,
+        Err(smarm::sim::SimError::Deadlock { .. }) => true,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Whether an ordinary run of `bug` on `rt` showed it: its value, or a
+/// run still going after a second (a hang: its root is killed, and the
+/// end of the run stops the rest).
+fn ordinary_hit(rt: &smarm::runtime::Runtime, bug: Scenario) -> bool {
+    let running = rt.start(bug);
+    let began = std::time::Instant::now();
+    while !running.is_finished() {
+        if began.elapsed() > Duration::from_secs(1) {
+            if let Some(root) = rt.root() {
+                running.handle().exit(root, smarm::ExitSignal::Kill);
+            }
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| running.join()));
+            return true;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    running.join()
+}
 
 fn main() {
     let n: u64 = std::env::args()
@@ -173,18 +273,17 @@ fn main() {
         "{:<28} {:>14} {:>14} {:>12}",
         "bug", "sim seeds hit", "ordinary hit", "first seed"
     );
+    let rt = smarm::runtime::init(smarm::runtime::Config::default());
     for (name, bug) in BUGS {
         let mut sim_hits = 0;
         let mut first = None;
         for seed in 0..n {
-            let run = smarm::sim::Sim::new(seed).run(bug).unwrap();
-            if run.value {
+            if sim_hit(&smarm::sim::Sim::new(seed), bug) {
                 sim_hits += 1;
                 first.get_or_insert(seed);
             }
         }
-        let rt = smarm::runtime::init(smarm::runtime::Config::default());
-        let ordinary_hits = (0..n).filter(|_| rt.run(bug)).count();
+        let ordinary_hits = (0..n).filter(|_| ordinary_hit(&rt, bug)).count();
         println!(
             "{name:<28} {:>14} {:>14} {:>12}",
             format!("{sim_hits}/{n}"),

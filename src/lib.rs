@@ -102,9 +102,22 @@ pub mod time {
 /// timers under a seeded scheduler on simulated time, replayable from the
 /// seed ([`Sim`](sim::Sim)). The guide's "Testing actors
 /// deterministically" shows it at work.
+///
+/// ```
+/// #[smarm::sim::test(seeds = 200, schedulers = 4)]
+/// fn replies_arrive() {
+///     let (tx, rx) = smarm::channel::channel();
+///     smarm::spawn(move || tx.send(7).unwrap());
+///     assert_eq!(rx.recv().unwrap(), 7);
+/// }
+/// # replies_arrive();
+/// ```
 #[cfg(feature = "sim")]
 pub mod sim {
     pub use smarm_core::sim::*;
+    /// `#[smarm::sim::test(seeds = N, ...)]`: a test run under simulation
+    /// once per seed ([`Sim::test`]).
+    pub use smarm_macros::sim_test as test;
 }
 
 /// Erlang distribution (feature `dist`): nodes that join BEAM clusters

@@ -45,3 +45,142 @@ fn a_deadlock_names_the_waiting_actors() {
     assert!(matches!(err, SimError::Deadlock { seed: 9, .. }), "{err}");
     eprintln!("{err}");
 }
+
+#[test]
+fn four_simulated_schedulers_steal_migrate_and_take_their_next_slots() {
+    let run = Sim::new(3)
+        .schedulers(4)
+        .run(|| {
+            // Ping-pong pairs (next-slot handoffs) and a fan-out of
+            // workers that queue up behind one scheduler (steals).
+            let pairs: Vec<_> = (0..4)
+                .map(|_| {
+                    let (ping_tx, ping_rx) = smarm::channel::channel::<u32>();
+                    let (pong_tx, pong_rx) = smarm::channel::channel::<u32>();
+                    let echo = smarm::spawn(move || {
+                        while let Ok(n) = ping_rx.recv() {
+                            pong_tx.send(n).unwrap();
+                        }
+                    });
+                    smarm::spawn(move || {
+                        for n in 0..50 {
+                            ping_tx.send(n).unwrap();
+                            assert_eq!(pong_rx.recv().unwrap(), n);
+                        }
+                        drop(ping_tx);
+                        echo.join().unwrap();
+                    })
+                })
+                .collect();
+            let workers: Vec<_> = (0..32).map(|i| smarm::spawn(move || i * 2)).collect();
+            let sum: u32 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+            for p in pairs {
+                p.join().unwrap();
+            }
+            sum
+        })
+        .unwrap();
+    assert_eq!(run.value, 992);
+    let s = run.schedule;
+    assert!(s.next_slot > 0 && s.stolen > 0 && s.migrations > 0, "{s:?}");
+}
+
+#[test]
+fn what_cannot_be_simulated_is_refused_with_a_message_that_says_so() {
+    let err = Sim::new(1)
+        .run(|| smarm::io::block_on_io(|| 1))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("block_on_io called inside a simulation"),
+        "{err}"
+    );
+    let signals = Sim::new(1)
+        .run(|| smarm::io::OsSignals::new(&[libc::SIGUSR1]).map(|_| ()))
+        .unwrap()
+        .value
+        .unwrap_err();
+    assert_eq!(signals.kind(), std::io::ErrorKind::Unsupported);
+    assert!(
+        signals.to_string().contains("inside a simulation"),
+        "{signals}"
+    );
+}
+
+#[test]
+fn a_simulation_refuses_to_start_inside_an_actor() {
+    let nested = Sim::new(1)
+        .run(|| std::panic::catch_unwind(|| Sim::new(2).run(|| ()).map(|_| ())).is_err())
+        .unwrap();
+    assert!(nested.value);
+}
+
+#[test]
+fn a_replayed_seed_gives_the_same_digest_and_the_same_times() {
+    let scenario = || {
+        let kids: Vec<_> = (0..8)
+            .map(|i| {
+                smarm::spawn(move || {
+                    smarm::time::sleep(Duration::from_millis(i % 3));
+                    smarm::sim::elapsed()
+                })
+            })
+            .collect();
+        kids.into_iter()
+            .map(|k| k.join().unwrap())
+            .collect::<Vec<_>>()
+    };
+    let a = Sim::new(12).run(scenario).unwrap();
+    let b = Sim::new(12).run(scenario).unwrap();
+    let c = Sim::new(13).run(scenario).unwrap();
+    assert_eq!(
+        (a.digest, &a.value, a.elapsed),
+        (b.digest, &b.value, b.elapsed)
+    );
+    assert_ne!(a.digest, c.digest);
+}
+
+#[smarm::sim::test(seeds = 50, schedulers = 3)]
+fn the_test_attribute_runs_each_seed() {
+    let (tx, rx) = smarm::channel::channel();
+    for i in 0..4u32 {
+        let tx = tx.clone();
+        smarm::spawn(move || tx.send(i).unwrap());
+    }
+    let mut got: Vec<u32> = (0..4).map(|_| rx.recv().unwrap()).collect();
+    got.sort_unstable();
+    assert_eq!(got, [0, 1, 2, 3]);
+}
+
+#[test]
+fn a_failing_seed_is_shrunk_and_reported_with_the_line_that_replays_it() {
+    let racy = || {
+        let n = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let kids: Vec<_> = (0..2)
+            .map(|_| {
+                let n = n.clone();
+                smarm::spawn(move || {
+                    let v = n.load(std::sync::atomic::Ordering::Relaxed);
+                    smarm::yield_now();
+                    n.store(v + 1, std::sync::atomic::Ordering::Relaxed);
+                })
+            })
+            .collect();
+        kids.into_iter().for_each(|k| k.join().unwrap());
+        assert_eq!(
+            n.load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "an update was lost"
+        );
+    };
+    let failure = std::panic::catch_unwind(|| Sim::new(0).schedulers(4).test(0..100, racy))
+        .expect_err("the race is found");
+    let text = failure
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
+    assert!(text.contains("an update was lost"), "{text}");
+    assert!(text.contains("shrunk from"), "{text}");
+    assert!(text.contains("replay: Sim::new("), "{text}");
+    eprintln!("{text}");
+}

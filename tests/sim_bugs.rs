@@ -16,25 +16,40 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 #[test]
-fn each_seeded_bug_is_found_within_ten_thousand_seeds_and_replays_from_its_seed() {
+fn each_seeded_bug_is_found_within_ten_thousand_seeds_replays_and_shrinks() {
     smarm::report::set_handler(|_| {}); // the bugs' crashes are expected
     for (name, bug) in bugs::BUGS {
-        let found = Sim::new(0)
-            .check(0..10_000, move || assert!(!bug(), "the bug showed"))
-            .expect_err(name);
-        let SimError::Panicked { seed, message, .. } = &found else {
-            panic!("{name}: {found}");
-        };
-        assert!(message.contains("the bug showed"), "{name}: {found}");
-        // The printed seed replays the failure, decision for decision.
-        let again = Sim::new(*seed).run(bug).unwrap();
-        let once_more = Sim::new(*seed).run(bug).unwrap();
-        assert!(again.value, "{name}: seed {seed} did not replay");
-        assert_eq!(again.digest, once_more.digest, "{name}");
+        let sim = Sim::new(0).schedulers(3);
+        let check = move || assert!(!bug(), "the bug showed");
+        let found = sim.check(0..10_000, check).expect_err(name);
+        match &found {
+            SimError::Panicked { message, .. } => {
+                assert!(message.contains("the bug showed"), "{name}: {found}")
+            }
+            // A lost wake-up or a mutual wait: nobody left to run.
+            SimError::Deadlock { report, .. } => assert!(report.actors.len() >= 2, "{found}"),
+            other => panic!("{name}: {other}"),
+        }
+        let seed = found.seed().unwrap();
         assert!(
             found.to_string().contains(&format!("Sim::new({seed})")),
             "{found}"
         );
+        // The printed seed replays the failure exactly.
+        let sim = sim.seed(seed);
+        let again = sim.run(check).unwrap_err();
+        assert_eq!(again.to_string(), found.to_string(), "{name}");
+        // Shrunk: still failing the same way, with no more schedulers.
+        let shrunk = sim.shrink(check).expect(name);
+        eprintln!("{name}: seed {seed}: {} -> {}", shrunk.before, shrunk.after);
+        assert_eq!(
+            std::mem::discriminant(&shrunk.error),
+            std::mem::discriminant(&found),
+            "{shrunk}"
+        );
+        assert!(shrunk.after.schedulers <= 3);
+        let replayed = shrunk.sim.run(check).unwrap_err();
+        assert_eq!(replayed.to_string(), shrunk.error.to_string());
     }
 }
 

@@ -6,8 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a failed step should fail loudly here
 
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, ServerName};
-use smarm::sim::{Sim, Strategy};
-use smarm::supervisor::{self, ChildSpec, Strategy as Restarts, SupFlags};
+use smarm::gen_statem::{self, Ctx as StatemCtx, Enter, Event, GenStatem, Init, Transition};
+use smarm::sim::{self, Sim, Strategy};
+use smarm::supervisor::{self, Backoff, ChildSpec, Strategy as Restarts, SupFlags};
 use smarm::{DownReason, Pid, Reply, channel};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -190,4 +191,213 @@ fn a_thousand_seeds_of_restart_storms_keep_otps_intensity_rule() {
         })
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(digests.len(), 1_000);
+}
+
+/// The guide's code lock: buttons while locked, the right code opens it
+/// for 50 ms, buttons pressed while open wait (postponed) until it locks.
+struct Lock {
+    code: Vec<u8>,
+    buttons: Vec<u8>,
+    /// (opened, at) for each state entered, in simulated time.
+    log: Vec<(Door, Duration)>,
+}
+
+#[derive(Debug, PartialEq, Clone, Copy)]
+enum Door {
+    Locked,
+    Open,
+}
+
+impl GenStatem for Lock {
+    type Args = Vec<u8>;
+    type State = Door;
+    type Call = ();
+    type Reply = Vec<(Door, Duration)>;
+    type Cast = u8;
+    type Info = ();
+    type Internal = ();
+    type Timeout = ();
+
+    fn init(code: Vec<u8>, _: &mut StatemCtx<Self>) -> Result<Init<Self>, InitError> {
+        let lock = Lock {
+            code,
+            buttons: vec![],
+            log: vec![],
+        };
+        Ok(Init::new(Door::Locked, lock))
+    }
+
+    fn handle_event(
+        &mut self,
+        state: &Door,
+        event: Event<Self>,
+        _: &mut StatemCtx<Self>,
+    ) -> Transition<Self> {
+        match (state, event) {
+            (Door::Locked, Event::Cast(button)) => {
+                self.buttons.push(button);
+                if self.buttons.ends_with(&self.code) {
+                    Transition::next_state(Door::Open)
+                } else {
+                    Transition::keep_state()
+                }
+            }
+            (Door::Open, event @ Event::Cast(_)) => Transition::keep_state().postpone(event),
+            (Door::Open, Event::StateTimeout(())) => Transition::next_state(Door::Locked),
+            (_, Event::Call((), reply)) => Transition::keep_state().reply(reply, self.log.clone()),
+            _ => Transition::keep_state(),
+        }
+    }
+
+    fn state_enter(&mut self, _: &Door, state: &Door, _: &mut StatemCtx<Self>) -> Enter<Self> {
+        self.log.push((*state, sim::elapsed()));
+        match state {
+            Door::Locked => {
+                self.buttons.clear();
+                Enter::keep_state()
+            }
+            Door::Open => Enter::keep_state().state_timeout(Duration::from_millis(50), ()),
+        }
+    }
+}
+
+#[test]
+fn gen_statem_state_timeouts_and_postponed_events_hold_under_random_schedules() {
+    Sim::new(0)
+        .schedulers(3)
+        .check(0..300, || {
+            let lock = gen_statem::start::<Lock>(vec![1, 2, 3]).unwrap();
+            // Two people at the door: one enters the code twice, 10 ms
+            // apart (the second time while it is open: postponed); the
+            // other presses a wrong button now and then.
+            let l = lock.clone();
+            let coder = smarm::spawn(move || {
+                for _ in 0..2 {
+                    for b in [1, 2, 3] {
+                        l.cast(b).unwrap();
+                    }
+                    smarm::sleep(Duration::from_millis(10));
+                }
+            });
+            let l = lock.clone();
+            let other = smarm::spawn(move || {
+                for _ in 0..3 {
+                    l.cast(9).unwrap();
+                    smarm::sleep(Duration::from_millis(7));
+                }
+            });
+            coder.join().unwrap();
+            other.join().unwrap();
+            smarm::sleep(Duration::from_millis(500));
+            let log = lock.call(()).unwrap();
+            lock.shutdown().unwrap();
+            let doors: Vec<Door> = log.iter().map(|(d, _)| *d).collect();
+            // Locked, then opened and locked again once per complete code
+            // (a 9 pressed between the code's buttons can spoil one).
+            assert_eq!(doors[0], Door::Locked);
+            assert!(doors.windows(2).all(|w| w[0] != w[1]), "{doors:?}");
+            assert_eq!(doors.last(), Some(&Door::Locked), "{log:?}");
+            assert!((3..=5).contains(&doors.len()), "{log:?}");
+            // Each opening lasts its whole state timeout, never less.
+            for w in log.windows(2) {
+                if w[0].0 == Door::Open {
+                    assert!(w[1].1 - w[0].1 >= Duration::from_millis(50), "{log:?}");
+                }
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// Periodic work: a tick a second.
+struct Ticker(u64);
+
+impl GenServer for Ticker {
+    type Args = ();
+    type Call = ();
+    type Reply = u64;
+    type Cast = ();
+    type Info = ();
+
+    fn init(_: (), ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
+        ctx.send_after(Duration::from_secs(1), ());
+        Ok(Ticker(0))
+    }
+
+    fn handle_call(&mut self, (): (), reply: Reply<u64>, _: &mut Ctx<Self>) -> Flow {
+        reply.reply(self.0);
+        Flow::Continue
+    }
+
+    fn handle_info(&mut self, (): (), ctx: &mut Ctx<Self>) -> Flow {
+        self.0 += 1;
+        ctx.send_after(Duration::from_secs(1), ());
+        Flow::Continue
+    }
+}
+
+const TICKER: ServerName<Ticker> = ServerName::new("ticker");
+
+#[test]
+#[allow(clippy::disallowed_methods)] // real time: how long the simulated hour takes
+fn an_hour_of_a_supervisor_with_backoff_and_periodic_work_runs_in_well_under_a_second() {
+    smarm::report::set_handler(|_| {});
+    let began = std::time::Instant::now();
+    let run = Sim::new(11)
+        .run(|| {
+            // A child that fails until the database comes up, 20 simulated
+            // minutes in, restarted with a backoff of 100 ms doubling to 30 s.
+            let (starts_tx, starts_rx) = channel::<Duration>();
+            let flaky = ChildSpec::actor("flaky", move || {
+                starts_tx.send(sim::elapsed()).unwrap();
+                if sim::elapsed() < Duration::from_secs(20 * 60) {
+                    std::panic::resume_unwind(Box::new("no database yet"));
+                }
+                let (_keep, rx) = channel::<()>();
+                let _ = rx.recv(); // until stopped
+            })
+            .backoff(Backoff::new(
+                Duration::from_millis(100),
+                Duration::from_secs(30),
+            ));
+            let ticker = ChildSpec::named_server::<Ticker>("ticker", TICKER, || ());
+            let sup = supervisor::start(
+                SupFlags::new(Restarts::OneForOne).intensity(5, Duration::from_secs(1)),
+                vec![flaky, ticker],
+            )
+            .unwrap();
+            smarm::sleep(Duration::from_secs(3600));
+            let ticks = gen_server::whereis_server(TICKER)
+                .unwrap()
+                .call(())
+                .unwrap();
+            sup.shutdown().unwrap();
+            let starts: Vec<Duration> =
+                std::iter::from_fn(|| starts_rx.try_recv().ok().flatten()).collect();
+            (ticks, starts)
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let wall = began.elapsed();
+    let (ticks, starts) = run.value;
+    eprintln!(
+        "an hour simulated in {wall:?} ({} turns); {ticks} ticks, {} starts of the flaky child",
+        run.steps,
+        starts.len()
+    );
+    assert!(run.elapsed >= Duration::from_secs(3600));
+    // A tick a second, each timer set from the last tick and late by up
+    // to 1 ms: at most 3.6 s of drift in the hour.
+    assert!((3596..=3600).contains(&ticks), "{ticks} ticks");
+    // Backoff: the restarts come at most 30 s apart, and the last (the
+    // one that stays up) 20 minutes in.
+    assert!(
+        starts
+            .windows(2)
+            .all(|w| w[1] - w[0] <= Duration::from_millis(30_001 + 1))
+    );
+    assert!(*starts.last().unwrap() >= Duration::from_secs(20 * 60));
+    assert!(starts.len() < 60, "{} starts", starts.len());
+    assert!(
+        wall < Duration::from_secs(10),
+        "{wall:?}: the simulated hour took too long"
+    );
 }

@@ -57,6 +57,7 @@
 
 mod expand;
 mod model;
+mod sim_test;
 mod term;
 
 use proc_macro::TokenStream;
@@ -87,6 +88,34 @@ pub fn derive_actor(input: TokenStream) -> TokenStream {
 pub fn derive_term(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);
     match term::derive(input) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Run a test function under deterministic simulation, once per seed
+/// (feature `sim`; use it as `#[smarm::sim::test]`): the first seed is run
+/// twice to check that it replays exactly, then every seed runs; a failure
+/// is shrunk and reported with the line that replays it, and
+/// `SMARM_SIM_SEED=n` runs seed `n` alone.
+///
+/// Settings: `seeds = N` (default 100), and any of the `Sim` builder's
+/// `schedulers`, `strategy`, `preempt_one_in`, `step_time`,
+/// `timer_lateness`, `max_steps` (`setting = value` calls
+/// `.setting(value)`).
+///
+/// ```ignore
+/// // (compiled and run in `smarm::sim`'s docs, where the feature is on)
+/// #[smarm::sim::test(seeds = 200, schedulers = 4)]
+/// fn replies_arrive() {
+///     let (tx, rx) = smarm::channel::channel();
+///     smarm::spawn(move || tx.send(7).unwrap());
+///     assert_eq!(rx.recv().unwrap(), 7);
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn sim_test(args: TokenStream, item: TokenStream) -> TokenStream {
+    match sim_test::expand(args.into(), item.into()) {
         Ok(tokens) => tokens.into(),
         Err(e) => e.to_compile_error().into(),
     }

@@ -107,6 +107,21 @@ fn worker(state: Arc<PoolState>) {
     state.exited.notify_all();
 }
 
+/// The blocking pool's threads run outside a simulation's order (feature
+/// `sim`): refused there, saying so.
+fn refuse_in_simulation(what: &str) {
+    #[cfg(feature = "sim")]
+    if crate::scheduler::simulated::active() {
+        panic!(
+            "smarm::io::{what} called inside a simulation (smarm::sim): the blocking pool's \
+             threads cannot be simulated; give the simulated actor a stand-in for the blocking \
+             work (a gen_server, or a function that returns at once)"
+        );
+    }
+    #[cfg(not(feature = "sim"))]
+    let _ = what;
+}
+
 /// Run `f`, which may block (a synchronous file or DNS call, a blocking C
 /// library), on the blocking pool while the calling actor parks; return
 /// its result. A panic in `f` is re-raised in the calling actor.
@@ -132,8 +147,8 @@ fn worker(state: Arc<PoolState>) {
 ///
 /// # Panics
 ///
-/// Outside an actor, if the pool cannot start a thread, or when `f`
-/// panics.
+/// Outside an actor, inside a simulation (`smarm::sim`), if the pool
+/// cannot start a thread, or when `f` panics.
 pub fn block_on_io<F, T>(f: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
@@ -145,6 +160,7 @@ where
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
     });
+    refuse_in_simulation("block_on_io");
     let mut wait = submit("block_on_io", run);
     loop {
         // The job was handed this wait once: park on it until it is done.
@@ -214,8 +230,8 @@ fn submit(what: &'static str, run: Job) -> Wait {
 ///
 /// # Panics
 ///
-/// Outside an actor, if the pool cannot start a thread, or when `f`
-/// panics.
+/// Outside an actor, inside a simulation (`smarm::sim`), if the pool
+/// cannot start a thread, or when `f` panics.
 pub fn block_on_io_scoped<'a, F, T>(f: F) -> T
 where
     F: FnOnce() -> T + Send + 'a,
@@ -223,6 +239,7 @@ where
 {
     let slot: Arc<Mutex<Option<std::thread::Result<T>>>> = Arc::new(Mutex::new(None));
     let out = slot.clone();
+    refuse_in_simulation("block_on_io_scoped");
     let run: Box<dyn FnOnce() + Send + 'a> = Box::new(move || {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
         *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);

@@ -84,6 +84,15 @@ impl OsSignals {
     /// `AlreadyExists` if another live `OsSignals` catches one of them
     /// (G2), or the error of creating the pipe or installing a handler.
     pub fn new(signals: &[libc::c_int]) -> io::Result<OsSignals> {
+        #[cfg(feature = "sim")]
+        if crate::scheduler::simulated::active() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "smarm: OsSignals::new inside a simulation (smarm::sim): OS signals arrive \
+                 outside the simulation's order; send the actor the message the signal \
+                 would have caused instead",
+            ));
+        }
         for &sig in signals {
             let owned = [
                 libc::SIGSEGV,

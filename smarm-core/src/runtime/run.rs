@@ -248,8 +248,12 @@ impl Runtime {
         if !shared.begin_run() {
             panic!("smarm: Runtime::run called while this runtime is already running");
         }
+        // A simulation has no tokio runtime beside it: its threads are
+        // outside the simulation's order (runtime simulated (R1)).
         #[cfg(feature = "tokio")]
-        crate::future::prepare_tokio(shared);
+        if !shared.is_simulated() {
+            crate::future::prepare_tokio(shared);
+        }
         let root = match spawn_in(shared, crate::slot::table::entry(f), SpawnOpts::default()) {
             Ok(handle) => handle,
             Err(e) => {

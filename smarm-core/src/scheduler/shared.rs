@@ -240,6 +240,20 @@ impl Shared {
     // ----- the narrow interface of the layers above -----
 
     /// This runtime's configuration.
+    /// Whether a simulation runs this runtime (feature `sim`, simulated
+    /// (S1)); always `false` without the feature.
+    #[inline(always)]
+    pub(crate) fn is_simulated(&self) -> bool {
+        #[cfg(feature = "sim")]
+        {
+            self.simulated
+        }
+        #[cfg(not(feature = "sim"))]
+        {
+            false
+        }
+    }
+
     pub(crate) fn config(&self) -> &Config {
         &self.config
     }

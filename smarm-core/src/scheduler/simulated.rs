@@ -44,8 +44,9 @@ pub(crate) trait Driver {
     fn between(&self, id: usize);
     /// Scheduler `id` found nothing to run: park until resumed.
     fn idle(&self, id: usize);
-    /// Scheduler `id` may run any of `candidates` (never empty): which?
-    fn pick(&self, id: usize, candidates: &[Pid]) -> usize;
+    /// Scheduler `id` may run any of `candidates` (never empty), each
+    /// from the place in `from`: which?
+    fn pick(&self, id: usize, candidates: &[Pid], from: &[Source]) -> usize;
     /// Switch the running actor out at this safepoint?
     fn preempt(&self) -> bool;
     /// A number below `n` (`n` > 0), for orders the runtime leaves open.
@@ -134,6 +135,34 @@ enum Place {
     Injector,
 }
 
+/// Where a candidate comes from, as the scheduler that may take it sees
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Its own next slot.
+    NextSlot,
+    /// Its own pinned queue.
+    Pinned,
+    /// Its own local queue.
+    Local,
+    /// A sibling's local queue (a steal).
+    Sibling,
+    /// The injector.
+    Injector,
+}
+
+impl Place {
+    fn source(self, own: usize) -> Source {
+        match self {
+            Place::Next => Source::NextSlot,
+            Place::Pinned => Source::Pinned,
+            Place::Local(id) if id == own => Source::Local,
+            Place::Local(_) => Source::Sibling,
+            Place::Injector => Source::Injector,
+        }
+    }
+}
+
 /// Take the actor the driver picks among every one this scheduler could
 /// run (S2); `None` if there is none.
 pub(super) fn pop(shared: &Shared, w: &Worker) -> Option<Pid> {
@@ -164,7 +193,10 @@ pub(super) fn pop(shared: &Shared, w: &Worker) -> Option<Pid> {
         return None;
     }
     let at = match driver() {
-        Some(driver) => driver.pick(w.id, &pids).min(pids.len() - 1),
+        Some(driver) => {
+            let from: Vec<Source> = places.iter().map(|p| p.source(w.id)).collect();
+            driver.pick(w.id, &pids, &from).min(pids.len() - 1)
+        }
         None => 0,
     };
     let pid = pids[at];

@@ -76,7 +76,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     #[cfg(feature = "tracing")]
     let _dispatch = shared
         .dispatch()
-        .filter(|_| !simulated(shared))
+        .filter(|_| !shared.is_simulated())
         .map(|d| tracing::dispatcher::set_default(&d));
     let worker = Worker::new(id, shared);
     CURRENT.with(|c| c.set(&worker));
@@ -105,7 +105,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
             .tick
             .get()
             .is_multiple_of(super::netpoll::POLL_TICK)
-            && !simulated(shared)
+            && !shared.is_simulated()
         {
             shared.netpoll.poll_now(shared, super::netpoll::POLL_GAP);
         }
@@ -597,7 +597,7 @@ fn enter_account(accounts: &crate::heap::Accounts, pid: Pid) {
 pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
     if cfg!(feature = "budget-accounting")
         || w.pick.lifo_streak.get() >= LIFO_STREAK
-        || simulated(shared)
+        || shared.is_simulated()
     {
         return None;
     }
@@ -666,19 +666,5 @@ pub(super) fn settle_handoff(w: &Worker, shared: &Shared) {
         && slot.word.commit_park() == crate::slot::word::ParkCommit::Requeue
     {
         shared.enqueue_yielded(w, parked, slot);
-    }
-}
-
-/// Whether `shared` is run by a simulation (simulated (S1)).
-#[inline(always)]
-fn simulated(shared: &Shared) -> bool {
-    #[cfg(feature = "sim")]
-    {
-        shared.simulated
-    }
-    #[cfg(not(feature = "sim"))]
-    {
-        let _ = shared;
-        false
     }
 }

@@ -21,12 +21,14 @@
 //!   (an abandoned run) keeps its stack, leaked.
 
 use super::chooser::{Chooser, Digest};
-use super::{Decision, Settings, Stuck};
+use super::{Decision, Schedule, Settings, Stuck};
+use crate::hash::BuildWordHasher;
 use crate::scheduler::Shared;
-use crate::scheduler::simulated::{self, Driver};
+use crate::scheduler::simulated::{self, Driver, Source};
 use crate::slot::Pid;
 use crate::stack::Stack;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +81,13 @@ pub(super) struct Log {
     pub(super) decisions: Vec<Decision>,
     /// Scheduler steps taken.
     pub(super) steps: u64,
+    /// Preemptions at safepoints.
+    pub(super) preemptions: u64,
+    /// Where the actors run came from.
+    pub(super) schedule: Schedule,
+    /// The scheduler each actor last ran on, by pid bits (looked up, never
+    /// iterated: chooser (C1)).
+    last_ran: HashMap<u64, usize, BuildWordHasher>,
     /// Keep every decision (a determinism check), or only the digest.
     keep: bool,
 }
@@ -107,10 +116,13 @@ impl Driver for Handle {
         self.0.suspend(id, State::Idle);
     }
 
-    fn pick(&self, id: usize, candidates: &[Pid]) -> usize {
+    fn pick(&self, id: usize, candidates: &[Pid], from: &[Source]) -> usize {
         let at = self.0.chooser.borrow_mut().pick(candidates);
         let now = super::elapsed_nanos();
-        self.0.log.borrow_mut().add(Decision::Pick {
+        let mut log = self.0.log.borrow_mut();
+        let before = log.last_ran.insert(candidates[at].to_bits(), id);
+        log.schedule.note(from[at], before.is_some_and(|b| b != id));
+        log.add(Decision::Pick {
             at: now,
             scheduler: id,
             pid: candidates[at],
@@ -120,7 +132,12 @@ impl Driver for Handle {
     }
 
     fn preempt(&self) -> bool {
-        self.0.preempt_one_in > 0 && self.0.chooser.borrow_mut().preempt(self.0.preempt_one_in)
+        let preempt =
+            self.0.preempt_one_in > 0 && self.0.chooser.borrow_mut().preempt(self.0.preempt_one_in);
+        if preempt {
+            self.0.log.borrow_mut().preemptions += 1;
+        }
+        preempt
     }
 
     fn below(&self, n: usize) -> usize {
@@ -208,6 +225,9 @@ pub(super) fn drive(shared: &Arc<Shared>, settings: &Settings, chooser: Chooser)
             digest: Digest::new(),
             decisions: Vec::new(),
             steps: 0,
+            preemptions: 0,
+            schedule: Schedule::default(),
+            last_ran: HashMap::default(),
             keep: settings.keep_decisions,
         }),
         panic: RefCell::new(None),
@@ -262,6 +282,9 @@ pub(super) fn drive(shared: &Arc<Shared>, settings: &Settings, chooser: Chooser)
             digest: Digest::new(),
             decisions: Vec::new(),
             steps: 0,
+            preemptions: 0,
+            schedule: Schedule::default(),
+            last_ran: HashMap::default(),
             keep: false,
         },
     );

@@ -49,15 +49,16 @@
 
 mod chooser;
 mod driver;
+mod explore;
 mod report;
 
+pub use explore::{RunSize, Shrunk};
 pub use report::DeadlockReport;
 
 use crate::actor::Outcome;
 use crate::config::{Config, ConfigError};
 use crate::runtime::Runtime;
 use crate::slot::Pid;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,6 +127,40 @@ pub struct SimRun<R> {
     pub steps: u64,
     /// Simulated time from the run's start to its end.
     pub elapsed: Duration,
+    /// Where the actors the schedulers ran came from.
+    pub schedule: Schedule,
+}
+
+/// Where the actors a run's schedulers took came from: the scheduler's
+/// own next slot, a sibling's queue, the injector; and how often an actor
+/// ran on another scheduler than the one it ran on before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedule {
+    /// Actors taken, in all.
+    pub picks: u64,
+    /// Taken from the taking scheduler's next slot (the actor it woke or
+    /// spawned last).
+    pub next_slot: u64,
+    /// Taken from a sibling scheduler's local queue.
+    pub stolen: u64,
+    /// Taken from the injector (woken from outside a scheduler).
+    pub injector: u64,
+    /// Run by another scheduler than the one that ran it last.
+    pub migrations: u64,
+}
+
+impl Schedule {
+    fn note(&mut self, from: crate::scheduler::simulated::Source, migrated: bool) {
+        use crate::scheduler::simulated::Source;
+        self.picks += 1;
+        match from {
+            Source::NextSlot => self.next_slot += 1,
+            Source::Sibling => self.stolen += 1,
+            Source::Injector => self.injector += 1,
+            Source::Local | Source::Pinned => {}
+        }
+        self.migrations += u64::from(migrated);
+    }
 }
 
 /// Why a simulated run failed. Each says its seed: run
@@ -195,7 +230,10 @@ pub enum SimError {
 }
 
 fn replay(seed: u64) -> String {
-    format!("; replay with Sim::new({seed}) (SMARM_SIM_SEED={seed} for Sim::check)")
+    format!(
+        "; replay with Sim::new({seed}) and the same settings (SMARM_SIM_SEED={seed} for \
+         Sim::check and #[smarm::sim::test])"
+    )
 }
 
 impl SimError {
@@ -358,7 +396,7 @@ impl Sim {
         &self,
         f: impl FnOnce() -> R + Send + 'static,
     ) -> Result<SimRun<R>, SimError> {
-        self.run_logged(f).map(|(run, _)| run)
+        self.run_logged(f).0.map(|(run, _)| run)
     }
 
     /// Run `f` twice from this seed and compare every decision: the first
@@ -386,9 +424,9 @@ impl Sim {
         let mut sim = self.clone();
         sim.settings.keep_decisions = true;
         let g = f.clone();
-        let first = sim.run_logged(move || g());
+        let first = sim.run_logged(move || g()).0;
         let g = f;
-        let second = sim.run_logged(move || g());
+        let second = sim.run_logged(move || g()).0;
         let (first_log, second_log) = match (&first, &second) {
             (Ok((_, a)), Ok((_, b))) => (a.clone(), b.clone()),
             _ => (Vec::new(), Vec::new()),
@@ -417,59 +455,26 @@ impl Sim {
         }
     }
 
-    /// Run `f` once per seed in `seeds` (or only the seed in the
-    /// environment variable `SMARM_SIM_SEED`, to replay a failure), the
-    /// other settings as configured: the runs' digests, or the first
-    /// failure, which names its seed.
-    ///
-    /// ```
-    /// use smarm::sim::Sim;
-    ///
-    /// let checked = Sim::new(0).check(0..20, || {
-    ///     let (tx, rx) = smarm::channel::channel();
-    ///     for i in 0..3 {
-    ///         let tx = tx.clone();
-    ///         smarm::spawn(move || tx.send(i).unwrap());
-    ///     }
-    ///     let total: i32 = (0..3).map(|_| rx.recv().unwrap()).sum();
-    ///     assert_eq!(total, 3);
-    /// });
-    /// assert_eq!(checked.unwrap().len(), 20);
-    /// ```
-    ///
-    /// # Panics
-    ///
-    /// As [`run`](Sim::run), and if `SMARM_SIM_SEED` is set but not a
-    /// number.
-    pub fn check(
-        &self,
-        seeds: Range<u64>,
-        f: impl Fn() + Send + Sync + 'static,
-    ) -> Result<Vec<u64>, SimError> {
-        let f = Arc::new(f);
-        let seeds: Vec<u64> = match std::env::var("SMARM_SIM_SEED") {
-            Ok(seed) => match seed.trim().parse() {
-                Ok(seed) => vec![seed],
-                Err(_) => {
-                    panic!("smarm::sim::Sim::check: SMARM_SIM_SEED={seed:?} is not a seed (a u64)")
-                }
-            },
-            Err(_) => seeds.collect(),
-        };
-        let mut digests = Vec::with_capacity(seeds.len());
-        for seed in seeds {
-            let g = f.clone();
-            let run = self.clone().seed(seed).run(move || g())?;
-            digests.push(run.digest);
-        }
-        Ok(digests)
-    }
-
-    /// [`run`](Sim::run), with the decision log when it is kept.
+    /// [`run`](Sim::run), with the decision log when it is kept, and the
+    /// run's size however it ended.
     fn run_logged<R: Send + 'static>(
         &self,
         f: impl FnOnce() -> R + Send + 'static,
-    ) -> Result<(SimRun<R>, Vec<Decision>), SimError> {
+    ) -> (Logged<R>, RunSize) {
+        let mut size = RunSize {
+            steps: 0,
+            preemptions: 0,
+            schedulers: self.schedulers,
+        };
+        let result = self.run_sized(f, &mut size);
+        (result, size)
+    }
+
+    fn run_sized<R: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> R + Send + 'static,
+        size: &mut RunSize,
+    ) -> Logged<R> {
         if !crate::scheduler::current_worker().is_null() {
             panic!(
                 "smarm::sim::Sim::run called from inside an actor: run simulations from a \
@@ -501,6 +506,8 @@ impl Sim {
         if let Some(payload) = driven.panic {
             std::panic::resume_unwind(payload);
         }
+        size.steps = driven.log.steps;
+        size.preemptions = driven.log.preemptions;
         let elapsed = elapsed();
         let seed = self.seed;
         if let Some(stuck) = driven.stuck {
@@ -540,11 +547,15 @@ impl Sim {
                 digest: driven.log.digest.0,
                 steps: driven.log.steps,
                 elapsed,
+                schedule: driven.log.schedule,
             },
             driven.log.decisions,
         ))
     }
 }
+
+/// A run and its decision log, or its failure.
+type Logged<R> = Result<(SimRun<R>, Vec<Decision>), SimError>;
 
 /// Why a run was stopped before its end.
 enum Stuck {
