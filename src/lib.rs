@@ -104,13 +104,18 @@ pub mod time {
 /// deterministically" shows it at work.
 ///
 /// ```
-/// #[smarm::sim::test(seeds = 200, schedulers = 4)]
 /// fn replies_arrive() {
 ///     let (tx, rx) = smarm::channel::channel();
 ///     smarm::spawn(move || tx.send(7).unwrap());
 ///     assert_eq!(rx.recv().unwrap(), 7);
 /// }
-/// # replies_arrive();
+///
+/// // In a test file: runs `replies_arrive` under 200 seeds.
+/// #[smarm::sim::test(seeds = 200, schedulers = 4)]
+/// fn replies_arrive_under_any_schedule() {
+///     replies_arrive();
+/// }
+/// # smarm::sim::Sim::new(0).schedulers(4).test(0..200, replies_arrive);
 /// ```
 #[cfg(feature = "sim")]
 pub mod sim {
@@ -315,4 +320,7 @@ pub mod guide {
     #[cfg(feature = "smarm-causal")]
     #[doc = include_str!("../guide/src/causal-profiling.md")]
     pub struct CausalProfiling;
+    #[cfg(feature = "sim")]
+    #[doc = include_str!("../guide/src/testing-deterministically.md")]
+    pub struct TestingDeterministically;
 }
