@@ -268,6 +268,45 @@ macro_rules! check {
     };
 }
 
+/// A fault site: `true` now and then inside a deterministic simulation
+/// (feature `sim`) whose seed turned this site on, `false` everywhere
+/// else (and always, without the feature). Put it where a rare outcome
+/// should be exercised (a reply that comes late, a write that comes back
+/// short, a cache that misses), as FoundationDB's BUGGIFY: each run of a
+/// simulation turns each site on or off (one in four on), and an enabled
+/// site fires once in 20 times.
+///
+/// ```
+/// fn fetch(cache: &std::collections::BTreeMap<u32, String>, key: u32) -> Option<String> {
+///     if smarm::buggify!() {
+///         return None; // under simulation, sometimes: a cache miss
+///     }
+///     cache.get(&key).cloned()
+/// }
+/// let cache = std::collections::BTreeMap::from([(1, "one".to_string())]);
+/// assert_eq!(fetch(&cache, 1).as_deref(), Some("one")); // never fires outside a simulation
+/// ```
+#[macro_export]
+macro_rules! buggify {
+    () => {
+        $crate::__buggify(concat!(file!(), ":", line!(), ":", column!()))
+    };
+}
+
+#[doc(hidden)]
+#[inline(always)]
+pub fn __buggify(site: &'static str) -> bool {
+    #[cfg(feature = "sim")]
+    {
+        smarm_core::sim::buggify_at(site)
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        let _ = site;
+        false
+    }
+}
+
 /// The guide's chapters, compiled and run as doctests by `cargo test`.
 #[cfg(doctest)]
 pub mod guide {

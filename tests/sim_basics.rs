@@ -184,3 +184,34 @@ fn a_failing_seed_is_shrunk_and_reported_with_the_line_that_replays_it() {
     assert!(text.contains("replay: Sim::new("), "{text}");
     eprintln!("{text}");
 }
+
+#[test]
+fn random_draws_replay_with_the_seed() {
+    let draw = || (0..4).map(|_| smarm::sim::random()).collect::<Vec<_>>();
+    let a = Sim::new(21).run(draw).unwrap().value;
+    assert_eq!(a, Sim::new(21).run(draw).unwrap().value);
+    assert_ne!(a, Sim::new(22).run(draw).unwrap().value);
+    assert!(
+        std::panic::catch_unwind(smarm::sim::random).is_err(),
+        "outside a simulation"
+    );
+}
+
+#[test]
+fn buggify_sites_fire_in_some_runs_and_never_outside_a_simulation() {
+    let fired_in = (0..400)
+        .filter(|&seed| {
+            Sim::new(seed)
+                .run(|| (0..100).filter(|_| smarm::buggify!()).count())
+                .unwrap()
+                .value
+                > 0
+        })
+        .count();
+    // A run turns the site on one time in four; on, it fires one time in 20.
+    assert!(
+        (60..140).contains(&fired_in),
+        "fired in {fired_in} of 400 runs"
+    );
+    assert!((0..1000).all(|_| !smarm::buggify!()));
+}

@@ -401,3 +401,96 @@ fn an_hour_of_a_supervisor_with_backoff_and_periodic_work_runs_in_well_under_a_s
         "{wall:?}: the simulated hour took too long"
     );
 }
+
+/// Whether kill times (sorted) put more than `max` restarts inside some
+/// window of `period`, by a margin of `slack` either way: `Some(true)`
+/// surely, `Some(false)` surely not, `None` too close to call.
+fn beyond_intensity(
+    kills: &[Duration],
+    max: usize,
+    period: Duration,
+    slack: Duration,
+) -> Option<bool> {
+    let within = |p: Duration| kills.windows(max + 1).any(|w| w[max] - w[0] < p);
+    match (within(period.saturating_sub(slack)), within(period + slack)) {
+        (true, _) => Some(true),
+        (false, false) => Some(false),
+        (false, true) => None,
+    }
+}
+
+#[test]
+fn a_thousand_seeds_of_injected_kills_keep_otps_intensity_rule() {
+    let gave_up = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let counted = gave_up.clone();
+    Sim::new(0)
+        .schedulers(2)
+        .check(0..1_000, move || {
+            smarm::report::set_handler(|_| {});
+            let exits = smarm::trap_exit(true).unwrap();
+            let children = ["a", "b", "c"]
+                .into_iter()
+                .map(|id| {
+                    ChildSpec::actor(id, || {
+                        let (_keep, rx) = channel::<()>();
+                        let _ = rx.recv(); // until killed
+                    })
+                })
+                .collect();
+            let period = Duration::from_secs(1);
+            let sup = supervisor::start_link(
+                SupFlags::new(Restarts::OneForOne).intensity(3, period),
+                children,
+            )
+            .unwrap();
+            // Chaos: kill a random child now and then, by the seed.
+            let mut kills = Vec::new();
+            for _ in 0..6 {
+                smarm::sleep(Duration::from_millis(sim::random() % 1_200));
+                let Ok(children) = sup.which_children() else {
+                    break; // it gave up
+                };
+                let live: Vec<Pid> = children.iter().filter_map(|c| c.pid).collect();
+                if live.is_empty() {
+                    continue;
+                }
+                smarm::exit(
+                    live[(sim::random() % live.len() as u64) as usize],
+                    smarm::ExitSignal::Kill,
+                );
+                kills.push(sim::elapsed());
+            }
+            smarm::sleep(Duration::from_secs(2));
+            let exit = exits.try_recv().ok().flatten();
+            match beyond_intensity(&kills, 3, period, Duration::from_millis(5)) {
+                // A fourth restart within the period: it gave up, with
+                // `shutdown` (OTP's reason), and stopped its children.
+                Some(true) => {
+                    let exit = exit.expect("the supervisor gave up");
+                    assert_eq!(exit.from, sup.pid());
+                    assert_eq!(exit.reason, DownReason::Shutdown);
+                    counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                // Never more than three: it restarted every child.
+                Some(false) => {
+                    assert!(exit.is_none(), "{exit:?} after kills at {kills:?}");
+                    let children = sup.which_children().unwrap();
+                    assert!(children.iter().all(|c| c.pid.is_some()), "{children:?}");
+                    sup.shutdown().unwrap();
+                }
+                None => {
+                    if exit.is_none() {
+                        sup.shutdown().unwrap();
+                    }
+                }
+            }
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Both outcomes were exercised.
+    let gave_up = gave_up.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("the supervisor gave up in {gave_up} of 1,000 seeds");
+    assert!(
+        (50..950).contains(&gave_up),
+        "gave up in {gave_up} of 1,000 seeds"
+    );
+}

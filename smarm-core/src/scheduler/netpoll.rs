@@ -154,10 +154,6 @@ impl NetPoll {
         Some(result)
     }
 
-    /// The busy poll: without blocking, if fds are waited on, nobody
-    /// polls and the last poll is `gap` old ([`POLL_GAP`] for a busy
-    /// scheduler; the system monitor's tick for the monitor, which so
-    /// polls only once the schedulers stopped polling).
     /// A simulation's look at the real sockets its actors wait on, when
     /// nothing else can run: wait up to `wait` (real time) for readiness
     /// and wake the waiters; whether any fd was ready.
@@ -181,6 +177,10 @@ impl NetPoll {
         ready
     }
 
+    /// The busy poll: without blocking, if fds are waited on, nobody
+    /// polls and the last poll is `gap` old ([`POLL_GAP`] for a busy
+    /// scheduler; the system monitor's tick for the monitor, which so
+    /// polls only once the schedulers stopped polling).
     pub(crate) fn poll_now(&self, shared: &Shared, gap: Duration) {
         if !shared.fd_waited() {
             return;

@@ -239,7 +239,6 @@ impl Shared {
 
     // ----- the narrow interface of the layers above -----
 
-    /// This runtime's configuration.
     /// Whether a simulation runs this runtime (feature `sim`, simulated
     /// (S1)); always `false` without the feature.
     #[inline(always)]
@@ -254,6 +253,7 @@ impl Shared {
         }
     }
 
+    /// This runtime's configuration.
     pub(crate) fn config(&self) -> &Config {
         &self.config
     }

@@ -51,6 +51,10 @@ pub(crate) trait Driver {
     fn preempt(&self) -> bool;
     /// A number below `n` (`n` > 0), for orders the runtime leaves open.
     fn below(&self, n: usize) -> usize;
+    /// A random number for the simulated program (its fault injection).
+    fn random(&self) -> u64;
+    /// Whether the fault site `site` fires now (BUGGIFY).
+    fn buggify(&self, site: &'static str) -> bool;
 }
 
 std::thread_local! {
@@ -70,6 +74,16 @@ pub(crate) fn uninstall() {
 /// This thread's driver, cloned out so no borrow is held across a switch.
 fn driver() -> Option<Rc<dyn Driver>> {
     DRIVER.with(|d| d.borrow().clone())
+}
+
+/// A random number from this thread's simulation, if one runs.
+pub(crate) fn random() -> Option<u64> {
+    driver().map(|d| d.random())
+}
+
+/// Whether fault site `site` fires now, if a simulation runs.
+pub(crate) fn buggify(site: &'static str) -> Option<bool> {
+    driver().map(|d| d.buggify(site))
 }
 
 /// Whether this thread runs a simulation.

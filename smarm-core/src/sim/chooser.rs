@@ -51,6 +51,7 @@ const PREEMPT: u64 = 3;
 const ORDER: u64 = 4;
 const TIME: u64 = 5;
 const PCT: u64 = 6;
+const FAULT: u64 = 7;
 
 /// A run's choices.
 pub(super) struct Chooser {
@@ -59,6 +60,10 @@ pub(super) struct Chooser {
     preempt: Rng,
     order: Rng,
     time: Rng,
+    fault: Rng,
+    /// Fault sites seen, and whether this run turned each on (looked up
+    /// only, C1).
+    sites: BTreeMap<&'static str, bool>,
     pct: Option<Pct>,
     /// Actor picks so far.
     picks: u64,
@@ -101,6 +106,8 @@ impl Chooser {
             preempt: Rng::new(seed, PREEMPT),
             order: Rng::new(seed, ORDER),
             time: Rng::new(seed, TIME),
+            fault: Rng::new(seed, FAULT),
+            sites: BTreeMap::new(),
             pct,
             picks: 0,
         }
@@ -147,6 +154,20 @@ impl Chooser {
     /// A number below `n`, for an order the runtime leaves open.
     pub(super) fn order(&mut self, n: usize) -> usize {
         self.order.below(n.max(1) as u64) as usize
+    }
+
+    /// A random number for the program's own faults.
+    pub(super) fn random(&mut self) -> u64 {
+        self.fault.next()
+    }
+
+    /// Whether fault site `site` fires: a run turns each site on with
+    /// probability 1/4 when first reached, and an enabled site fires once
+    /// in 20 times (FoundationDB's BUGGIFY).
+    pub(super) fn buggify(&mut self, site: &'static str) -> bool {
+        let fault = &mut self.fault;
+        let on = *self.sites.entry(site).or_insert_with(|| fault.one_in(4));
+        on && self.fault.one_in(20)
     }
 
     /// Simulated time a step takes, or a timer's lateness: up to `max`

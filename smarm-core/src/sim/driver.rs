@@ -143,6 +143,14 @@ impl Driver for Handle {
     fn below(&self, n: usize) -> usize {
         self.0.chooser.borrow_mut().order(n)
     }
+
+    fn random(&self) -> u64 {
+        self.0.chooser.borrow_mut().random()
+    }
+
+    fn buggify(&self, site: &'static str) -> bool {
+        self.0.chooser.borrow_mut().buggify(site)
+    }
 }
 
 impl Core {

@@ -594,6 +594,40 @@ pub fn elapsed() -> Duration {
     }
 }
 
+/// A random number from the simulation's seed, for a test's own fault
+/// injection (which actor a chaos actor kills, and when): replayed with
+/// the seed, like every other choice of the run.
+///
+/// ```
+/// use smarm::sim::Sim;
+///
+/// let draw = || (0..3).map(|_| smarm::sim::random() % 100).collect::<Vec<_>>();
+/// assert_eq!(Sim::new(5).run(draw).unwrap().value, Sim::new(5).run(draw).unwrap().value);
+/// ```
+///
+/// # Panics
+///
+/// Outside a simulation (a test's chaos has no place outside one; for a
+/// fault site in code that also ships, use `smarm::buggify!()`).
+pub fn random() -> u64 {
+    match crate::scheduler::simulated::random() {
+        Some(n) => n,
+        None => panic!(
+            "smarm::sim::random called outside a simulation: run the test under \
+             smarm::sim::Sim or #[smarm::sim::test]"
+        ),
+    }
+}
+
+/// Whether the fault site `site` fires now: always `false` outside a
+/// simulation; inside one, the run turns each site on or off when it is
+/// first reached (one in four on), and an enabled site fires once in 20
+/// times (FoundationDB's BUGGIFY). Use it through `smarm::buggify!()`,
+/// which names the site by its place in the source.
+pub fn buggify_at(site: &'static str) -> bool {
+    crate::scheduler::simulated::buggify(site).unwrap_or(false)
+}
+
 /// Whether this code runs inside a simulation (on its thread).
 pub fn is_simulated() -> bool {
     crate::clock::simulated::get().is_some()
