@@ -215,3 +215,63 @@ fn buggify_sites_fire_in_some_runs_and_never_outside_a_simulation() {
     );
     assert!((0..1000).all(|_| !smarm::buggify!()));
 }
+
+#[test]
+fn swarm_seeds_draw_their_configurations_and_replay() {
+    let configs: std::collections::BTreeSet<String> = (0..40)
+        .map(|seed| Sim::new(seed).swarm().resolved().to_string())
+        .collect();
+    assert!(configs.len() > 20, "{configs:?}");
+    assert!(
+        configs.iter().any(|c| c.contains(".schedulers(4)")),
+        "{configs:?}"
+    );
+    let run = || {
+        let kids: Vec<_> = (0..6).map(|i| smarm::spawn(move || i)).collect();
+        kids.into_iter().map(|k| k.join().unwrap()).sum::<i32>()
+    };
+    for seed in 0..20 {
+        let sim = Sim::new(seed).swarm();
+        let a = sim.run(run).unwrap();
+        assert_eq!(a.digest, sim.run(run).unwrap().digest);
+        assert_eq!(
+            a.digest,
+            sim.resolved().run(run).unwrap().digest,
+            "{}",
+            sim.resolved()
+        );
+    }
+}
+
+#[test]
+fn an_invariant_is_checked_after_every_turn() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    let balance = std::sync::Arc::new(AtomicI64::new(100));
+    let b = balance.clone();
+    let sim = Sim::new(3)
+        .schedulers(2)
+        .invariant("never overdrawn", move || b.load(Ordering::Relaxed) >= 0);
+    // Two withdrawals of 60 that check the balance first, with a yield
+    // between the check and the withdrawal: overdrawn in some orders.
+    let found = sim
+        .check(0..200, move || {
+            let kids: Vec<_> = (0..2)
+                .map(|_| {
+                    let balance = balance.clone();
+                    smarm::spawn(move || {
+                        if balance.load(Ordering::Relaxed) >= 60 {
+                            smarm::yield_now();
+                            balance.fetch_sub(60, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            kids.into_iter().for_each(|k| k.join().unwrap());
+            balance.store(100, Ordering::Relaxed); // for the next seed
+        })
+        .unwrap_err();
+    let SimError::Invariant { name, .. } = &found else {
+        panic!("{found}");
+    };
+    assert_eq!(*name, "never overdrawn");
+}

@@ -52,6 +52,8 @@ const ORDER: u64 = 4;
 const TIME: u64 = 5;
 const PCT: u64 = 6;
 const FAULT: u64 = 7;
+/// A swarm simulation's settings (`Sim::resolved`).
+pub(super) const SWARM: u64 = 8;
 
 /// A run's choices.
 pub(super) struct Chooser {

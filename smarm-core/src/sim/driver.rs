@@ -21,7 +21,7 @@
 //!   (an abandoned run) keeps its stack, leaked.
 
 use super::chooser::{Chooser, Digest};
-use super::{Decision, Schedule, Settings, Stuck};
+use super::{Decision, Invariant, Schedule, Settings, Stuck};
 use crate::hash::BuildWordHasher;
 use crate::scheduler::Shared;
 use crate::scheduler::simulated::{self, Driver, Source};
@@ -209,7 +209,12 @@ const REAL_IO_WAIT: Duration = Duration::from_millis(50);
 
 /// Run `shared`'s schedulers to the end of the run (or until it is stuck
 /// and cannot be stopped), choosing from `chooser`.
-pub(super) fn drive(shared: &Arc<Shared>, settings: &Settings, chooser: Chooser) -> Driven {
+pub(super) fn drive(
+    shared: &Arc<Shared>,
+    settings: &Settings,
+    invariants: &[Invariant],
+    chooser: Chooser,
+) -> Driven {
     let n = shared.scheduler_count();
     let pool = crate::stack::pool_for(LOOP_STACK);
     let mut loops = Vec::with_capacity(n);
@@ -270,7 +275,7 @@ pub(super) fn drive(shared: &Arc<Shared>, settings: &Settings, chooser: Chooser)
     }
     simulated::install(Rc::new(Handle(core.clone())));
     let _altstack = crate::stack::ensure_altstack();
-    let stuck = run_loops(shared, settings, &core);
+    let stuck = run_loops(shared, settings, invariants, &core);
     simulated::uninstall();
     simulated::leave();
     let finished = core.loops.iter().all(|l| l.state.get() == State::Done);
@@ -314,13 +319,28 @@ const LOOP_STACK: usize = 256 << 10;
 
 /// Home's loop: resume loops until all are done; `Some` if the run was
 /// stuck and stopped.
-fn run_loops(shared: &Arc<Shared>, settings: &Settings, core: &Core) -> Option<Stuck> {
+fn run_loops(
+    shared: &Arc<Shared>,
+    settings: &Settings,
+    invariants: &[Invariant],
+    core: &Core,
+) -> Option<Stuck> {
     let mut stuck = None;
     let mut drain_left = DRAIN_STEPS;
     let mut runnable = Vec::with_capacity(core.loops.len());
     loop {
         if core.panic.borrow().is_some() {
             return stuck;
+        }
+        if stuck.is_none()
+            && let Some(broken) = invariants.iter().find(|i| !(i.holds)())
+        {
+            stuck = Some(Stuck::Invariant {
+                name: broken.name,
+                step: core.log.borrow().steps,
+                at: super::elapsed(),
+            });
+            shared.request_stop_all(None);
         }
         runnable.clear();
         let mut all_done = true;

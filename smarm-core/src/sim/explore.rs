@@ -60,6 +60,10 @@ impl fmt::Display for Sim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let default = Sim::new(self.seed);
         write!(f, "Sim::new({})", self.seed)?;
+        if self.swarm {
+            // Replays as drawn; `resolved` shows the settings.
+            return write!(f, ".swarm()");
+        }
         if self.schedulers != default.schedulers {
             write!(f, ".schedulers({})", self.schedulers)?;
         }
@@ -182,11 +186,13 @@ impl Sim {
             let (result, size) = sim.run_logged(move || g());
             (result.err(), size)
         };
-        let (Some(error), before) = attempt(self) else {
+        // A swarm simulation shrinks from the settings its seed drew.
+        let this = self.resolved();
+        let (Some(error), before) = attempt(&this) else {
             return None;
         };
         let kind = std::mem::discriminant(&error);
-        let mut best = (self.clone(), error, before);
+        let mut best = (this, error, before);
         let keep_if_fails = |candidate: Sim, best: &mut (Sim, SimError, RunSize)| {
             if let (Some(error), size) = attempt(&candidate)
                 && std::mem::discriminant(&error) == kind
@@ -248,7 +254,7 @@ impl Sim {
             let g = f.clone();
             match sim.shrink(move || g()) {
                 Some(shrunk) => panic!("{shrunk}"),
-                None => panic!("{e}\nreplay: {sim}"),
+                None => panic!("{e}\nreplay: {} (drawn: {})", sim, sim.resolved()),
             }
         };
         if let Some(&first) = seeds.first() {

@@ -101,6 +101,22 @@ pub struct Sim {
     strategy: Strategy,
     settings: Settings,
     config: Config,
+    /// Each seed draws the settings above (swarm testing).
+    swarm: bool,
+    invariants: Vec<Invariant>,
+}
+
+/// A named check that holds after every scheduler turn.
+#[derive(Clone)]
+pub(crate) struct Invariant {
+    pub(crate) name: &'static str,
+    pub(crate) holds: Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl std::fmt::Debug for Invariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 /// The driver's part of a simulation's configuration.
@@ -206,6 +222,18 @@ pub enum SimError {
         /// The budget it spent.
         steps: u64,
     },
+    /// A check given to [`Sim::invariant`] did not hold after a turn.
+    #[error("seed {seed}: invariant \"{name}\" broken after scheduler turn {step}, at {elapsed:?} of simulated time{}", replay(*seed))]
+    Invariant {
+        /// The run's seed.
+        seed: u64,
+        /// The invariant's name.
+        name: &'static str,
+        /// The turn after which it did not hold.
+        step: u64,
+        /// When, in simulated time.
+        elapsed: Duration,
+    },
     /// Two runs of one seed took different decisions: something the
     /// actors read is not part of the simulation (a `HashMap`'s random
     /// order, `std::time`, a thread, the OS's randomness).
@@ -244,6 +272,7 @@ impl SimError {
             | SimError::RootEnded { seed, .. }
             | SimError::Deadlock { seed, .. }
             | SimError::Livelock { seed, .. }
+            | SimError::Invariant { seed, .. }
             | SimError::Diverged { seed, .. } => Some(*seed),
             SimError::Config(_) => None,
         }
@@ -324,6 +353,8 @@ impl Sim {
                 keep_decisions: false,
             },
             config: Config::exact(2),
+            swarm: false,
+            invariants: Vec::new(),
         }
     }
 
@@ -377,6 +408,84 @@ impl Sim {
     pub fn config(mut self, config: Config) -> Sim {
         self.config = config;
         self
+    }
+
+    /// Swarm testing: each seed also draws the simulation's settings
+    /// (schedulers 1 to 4, the strategy, how often safepoints preempt,
+    /// step times and timer lateness), so a range of seeds covers
+    /// configurations too; a failure prints the configuration it drew
+    /// ([`resolved`](Sim::resolved)).
+    ///
+    /// ```
+    /// use smarm::sim::Sim;
+    ///
+    /// let sim = Sim::new(8).swarm();
+    /// println!("seed 8 runs as {}", sim.resolved()); // the drawn settings
+    /// assert_eq!(sim.run(|| 1).unwrap().value, 1);
+    /// ```
+    pub fn swarm(mut self) -> Sim {
+        self.swarm = true;
+        self
+    }
+
+    /// Check `holds` after every scheduler turn; the first turn after
+    /// which it does not fails the run with [`SimError::Invariant`]. It
+    /// runs between actors, outside any: it reads state the test shares
+    /// with them (an `Arc<Mutex<..>>`, atomics), and calls no actor API.
+    ///
+    /// ```
+    /// use smarm::sim::{Sim, SimError};
+    /// use std::sync::atomic::{AtomicI64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let balance = Arc::new(AtomicI64::new(100));
+    /// let b = balance.clone();
+    /// let sim = Sim::new(1).invariant("the balance is never negative", move || {
+    ///     b.load(Ordering::Relaxed) >= 0
+    /// });
+    /// let err = sim
+    ///     .run(move || {
+    ///         balance.fetch_sub(150, Ordering::Relaxed);
+    ///         smarm::yield_now();
+    ///     })
+    ///     .unwrap_err();
+    /// assert!(matches!(err, SimError::Invariant { .. }), "{err}");
+    /// ```
+    pub fn invariant(
+        mut self,
+        name: &'static str,
+        holds: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Sim {
+        self.invariants.push(Invariant {
+            name,
+            holds: Arc::new(holds),
+        });
+        self
+    }
+
+    /// The settings this simulation runs with: itself, or for a
+    /// [`swarm`](Sim::swarm) simulation the ones its seed draws (its
+    /// `Display` is the code that builds it).
+    pub fn resolved(&self) -> Sim {
+        if !self.swarm {
+            return self.clone();
+        }
+        let mut draw = chooser::Rng::new(self.seed, chooser::SWARM);
+        let mut sim = self.clone();
+        sim.swarm = false;
+        sim.schedulers = 1 + draw.below(4) as usize;
+        sim.strategy = match draw.below(3) {
+            0 => Strategy::Pct {
+                depth: 2 + draw.below(2) as u32,
+                steps: 1_000,
+            },
+            _ => Strategy::Random,
+        };
+        sim.settings.preempt_one_in = [0, 0, 3, 20][draw.below(4) as usize];
+        sim.settings.step_time_nanos = [0, 1_000, 10_000, 100_000][draw.below(4) as usize];
+        sim.settings.timer_lateness_nanos =
+            [0, 100_000, 1_000_000, 10_000_000][draw.below(4) as usize];
+        sim
     }
 
     /// This simulation with seed `seed`.
@@ -484,6 +593,9 @@ impl Sim {
         if crate::scheduler::simulated::active() {
             panic!("smarm::sim::Sim::run called inside a simulation: simulations do not nest");
         }
+        if self.swarm {
+            return self.resolved().run_sized(f, size);
+        }
         let config = self.config.clone().threads(self.schedulers);
         crate::clock::simulated::start();
         let _clock = ClockGuard;
@@ -491,7 +603,7 @@ impl Sim {
         let chooser = chooser::Chooser::new(self.seed, self.strategy);
         let mut driven = None;
         let (value, outcome) = rt.run_simulated(f, |shared| {
-            let d = driver::drive(shared, &self.settings, chooser);
+            let d = driver::drive(shared, &self.settings, &self.invariants, chooser);
             let finished = d.finished;
             driven = Some(d);
             finished
@@ -514,6 +626,12 @@ impl Sim {
             return Err(match stuck {
                 Stuck::Deadlock(report) => SimError::Deadlock { seed, report },
                 Stuck::Livelock { steps } => SimError::Livelock { seed, steps },
+                Stuck::Invariant { name, step, at } => SimError::Invariant {
+                    seed,
+                    name,
+                    step,
+                    elapsed: at,
+                },
             });
         }
         match outcome {
@@ -560,7 +678,14 @@ type Logged<R> = Result<(SimRun<R>, Vec<Decision>), SimError>;
 /// Why a run was stopped before its end.
 enum Stuck {
     Deadlock(DeadlockReport),
-    Livelock { steps: u64 },
+    Livelock {
+        steps: u64,
+    },
+    Invariant {
+        name: &'static str,
+        step: u64,
+        at: Duration,
+    },
 }
 
 /// Real time again when the simulation ends, however it ends.
