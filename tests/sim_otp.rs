@@ -1,5 +1,6 @@
 //! OTP under deterministic simulation: a supervision tree of gen_servers
-//! with calls, timers and crashes replays exactly from its seed, seeds
+//! with calls, timers, crashes and loopback sockets replays exactly from
+//! its seed, seeds
 //! explore different runs, and supervisors keep OTP's restart rules across
 //! a thousand seeds of restart storms.
 #![cfg(feature = "sim")]
@@ -7,10 +8,12 @@
 
 use smarm::gen_server::{self, Ctx, Flow, GenServer, InitError, ServerName};
 use smarm::gen_statem::{self, Ctx as StatemCtx, Enter, Event, GenStatem, Init, Transition};
+use smarm::net::{TcpListener, TcpStream};
 use smarm::sim::{self, Sim, Strategy};
 use smarm::supervisor::{self, Backoff, ChildSpec, Strategy as Restarts, SupFlags};
 use smarm::{DownReason, Pid, Reply, channel};
 use std::collections::BTreeSet;
+use std::io::{Read, Write};
 use std::time::Duration;
 
 /// A counter that ticks on a timer of its own and crashes when poisoned.
@@ -60,9 +63,10 @@ const COUNTERS: [ServerName<Counter>; 3] = [
     ServerName::new("counter-c"),
 ];
 
-/// A supervision tree of three counters, and `clients` actors that each
-/// make `calls` calls (every fifth one poisons its counter), sleeping now
-/// and then: what the clients saw, in order.
+/// A supervision tree of three counters, a TCP echo service on loopback,
+/// and `clients` actors that each make `calls` calls (every fifth one
+/// poisons its counter) and echo a line now and then, sleeping between:
+/// what the clients saw, in order.
 fn service(clients: usize, calls: usize) -> Vec<Vec<Option<u64>>> {
     smarm::report::set_handler(|_| {}); // the expected crash and restart reports
     let flags = SupFlags::new(Restarts::OneForOne).intensity(1_000, Duration::from_secs(60));
@@ -73,15 +77,41 @@ fn service(clients: usize, calls: usize) -> Vec<Vec<Option<u64>>> {
         .map(|(id, name)| ChildSpec::named_server::<Counter>(*id, name, || ()))
         .collect();
     let sup = supervisor::start(flags, children).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let echo = smarm::spawn(move || {
+        let conns: Vec<_> = (0..clients)
+            .map(|_| {
+                let (mut conn, _) = listener.accept().unwrap();
+                smarm::spawn(move || {
+                    let mut buf = [0u8; 64];
+                    while let Ok(n @ 1..) = conn.read(&mut buf) {
+                        conn.write_all(&buf[..n]).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for c in conns {
+            c.join().unwrap();
+        }
+    });
     let kids: Vec<_> = (0..clients)
         .map(|i| {
             smarm::spawn(move || {
+                let mut conn = TcpStream::connect(addr).unwrap();
                 (0..calls)
                     .map(|j| {
                         let name = COUNTERS[(i * 7 + j) % 3];
                         let poison = j % 5 == 4;
                         if j % 3 == 0 {
                             smarm::sleep(Duration::from_millis(j as u64));
+                        }
+                        if j % 4 == 1 {
+                            let line = [i as u8, j as u8, b'\n'];
+                            conn.write_all(&line).unwrap();
+                            let mut back = [0u8; 3];
+                            conn.read_exact(&mut back).unwrap();
+                            assert_eq!(back, line);
                         }
                         client_call(name, poison)
                     })
@@ -90,6 +120,7 @@ fn service(clients: usize, calls: usize) -> Vec<Vec<Option<u64>>> {
         })
         .collect();
     let seen = kids.into_iter().map(|k| k.join().unwrap()).collect();
+    echo.join().unwrap();
     sup.shutdown().unwrap();
     seen
 }
@@ -111,7 +142,7 @@ fn client_call(name: ServerName<Counter>, poison: bool) -> Option<u64> {
 }
 
 #[test]
-fn a_supervision_tree_with_calls_timers_and_crashes_replays_exactly_from_its_seed() {
+fn a_supervision_tree_with_calls_timers_crashes_and_sockets_replays_exactly_from_its_seed() {
     for seed in 0..10 {
         let run = Sim::new(seed)
             .schedulers(3)

@@ -359,6 +359,11 @@ fn run_loops(
             return stuck;
         }
         if runnable.is_empty() {
+            // Real sockets first (loopback delivers within the write that
+            // sent: their readiness is there to see), then time.
+            if shared.netpoll.poll_simulated(shared, Duration::ZERO) {
+                continue;
+            }
             if let Some(deadline) = shared.coord.earliest_deadline_nanos() {
                 // Timers are never early, and late by a seeded amount, as
                 // on a loaded machine.
