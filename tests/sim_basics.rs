@@ -275,3 +275,12 @@ fn an_invariant_is_checked_after_every_turn() {
     };
     assert_eq!(*name, "never overdrawn");
 }
+
+#[smarm::sim::test(seeds = 30, swarm = true)]
+fn the_test_attribute_takes_swarm_mode() {
+    let child = smarm::spawn(|| {
+        smarm::time::sleep(Duration::from_millis(3));
+        5
+    });
+    assert_eq!(child.join().unwrap(), 5);
+}

@@ -99,10 +99,10 @@ pub fn derive_term(input: TokenStream) -> TokenStream {
 /// is shrunk and reported with the line that replays it, and
 /// `SMARM_SIM_SEED=n` runs seed `n` alone.
 ///
-/// Settings: `seeds = N` (default 100), and any of the `Sim` builder's
-/// `schedulers`, `strategy`, `preempt_one_in`, `step_time`,
-/// `timer_lateness`, `max_steps` (`setting = value` calls
-/// `.setting(value)`).
+/// Settings: `seeds = N` (default 100), `swarm = true` (each seed draws
+/// its configuration), and any of the `Sim` builder's `schedulers`,
+/// `strategy`, `preempt_one_in`, `step_time`, `timer_lateness`,
+/// `max_steps` (`setting = value` calls `.setting(value)`).
 ///
 /// ```ignore
 /// // (compiled and run in `smarm::sim`'s docs, where the feature is on)

@@ -48,6 +48,23 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         let value = arg.value;
         if name == "seeds" {
             seeds = Some(value);
+        } else if name == "swarm" {
+            match &value {
+                Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Bool(b),
+                    ..
+                }) => {
+                    if b.value {
+                        settings.push(quote! { .swarm() });
+                    }
+                }
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        "`swarm` takes `true` or `false`",
+                    ));
+                }
+            }
         } else if SETTINGS.contains(&name.as_str()) {
             let method = format_ident!("{}", name);
             settings.push(quote! { .#method(#value) });
@@ -55,7 +72,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             return Err(syn::Error::new_spanned(
                 &arg.path,
                 format!(
-                    "unknown setting `{name}`: #[smarm::sim::test] takes seeds and {}",
+                    "unknown setting `{name}`: #[smarm::sim::test] takes seeds, swarm and {}",
                     SETTINGS.join(", ")
                 ),
             ));

@@ -1,0 +1,6 @@
+#[smarm::sim::test]
+fn runs() -> u32 {
+    1
+}
+
+fn main() {}

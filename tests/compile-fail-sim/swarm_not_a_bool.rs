@@ -1,0 +1,4 @@
+#[smarm::sim::test(swarm = 1)]
+fn runs() {}
+
+fn main() {}
