@@ -172,6 +172,7 @@ impl Drop for EndSession<'_> {
 }
 
 #[cfg(all(test, not(loom)))]
+#[allow(clippy::disallowed_methods)] // real time: the delays are waited out on the OS clock
 mod tests {
     //! The delay accounting on a live runtime, with the delay inserted by
     //! hand (region 0 selected at 100%, `Delays::ran`) instead of by a
