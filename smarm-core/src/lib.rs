@@ -28,6 +28,7 @@
 //! 7 io time profiler
 //! 8 introspect trace
 //! 9 runtime
+//! 10 sim
 //! ```
 //!
 //! - 0, foundations: the sync facade, `Config`, the context switch, memory
@@ -56,6 +57,8 @@
 //! - 8, introspection of a running system.
 //! - 9, the runtime that assembles the layers, runs them, and keeps
 //!   per-runtime state for libraries built on smarm.
+//! - 10, deterministic simulation (feature `sim`): a runtime's scheduler
+//!   loops driven on one thread, every choice from a seed.
 
 /// Record a runtime trace event on `shared` (feature `trace`): the
 /// operands are evaluated only while recording, in the out-of-line
