@@ -760,6 +760,15 @@ fn global_names_span_smarm_nodes_and_a_conflict_leaves_one_holder() {
             gb.register_name(atom("cashier"), b.mailbox().pid()),
             Err(GlobalError::Taken("cashier".into()))
         );
+        // One global name per process, as OTP's global.
+        assert_eq!(
+            gb.register_name(atom("teller"), cashier.pid()),
+            Err(GlobalError::AlreadyNamed {
+                pid: cashier.pid().to_string(),
+                name: "cashier".into()
+            })
+        );
+        assert_eq!(ga.whereis_name(atom("teller")), None);
         let answer = smarm::spawn(move || {
             let m = cashier.recv_timeout(LONG).unwrap();
             let call = m.gen_call().unwrap();

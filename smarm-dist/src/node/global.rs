@@ -65,6 +65,19 @@ pub enum GlobalError {
     /// The name is registered already (to another pid, or this one).
     #[error("the global name {0} is registered already")]
     Taken(String),
+    /// The process is registered already, under another name: as OTP's
+    /// `global` (without `global_multi_name_action = allow`), a process
+    /// has one global name.
+    #[error(
+        "the process {pid} is registered globally already, as {name}: a process has one \
+         global name (unregister that one first)"
+    )]
+    AlreadyNamed {
+        /// The process.
+        pid: String,
+        /// The name it holds.
+        name: String,
+    },
     /// The node's `global` server is gone (its node stopped).
     #[error("the global name server is not running (its node stopped)")]
     Stopped,
@@ -188,7 +201,9 @@ impl Global {
 
     /// Register `pid` (any process's, of this node or another) as `name`
     /// on every known node (`global:register_name/2`); a conflict met
-    /// later is resolved as [`Resolve::Exit`]. Errs if the name is taken.
+    /// later is resolved as [`Resolve::Exit`]. Errs if the name is taken,
+    /// or if `pid` holds another global name already (as OTP's `global`
+    /// answers `no`).
     ///
     /// # Panics
     ///
@@ -220,6 +235,21 @@ impl Global {
         self.trans_all_known(|registrar, nodes| {
             if self.whereis_name(name.clone()).is_some() {
                 return Err(GlobalError::Taken(crate::term::display(&name).to_string()));
+            }
+            // OTP's check_dupname: one global name per process.
+            let held = self
+                .read(|s| {
+                    s.names
+                        .iter()
+                        .find(|(_, holder)| *holder == pid)
+                        .map(|(held, _)| held.clone())
+                })
+                .flatten();
+            if let Some(held) = held {
+                return Err(GlobalError::AlreadyNamed {
+                    pid: pid.to_string(),
+                    name: crate::term::display(&held).to_string(),
+                });
             }
             multi_call(registrar, nodes, &request);
             Ok(())
