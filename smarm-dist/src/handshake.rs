@@ -301,20 +301,7 @@ pub fn digest(challenge: u32, cookie: &str) -> [u8; 16] {
 
 /// A random challenge.
 fn challenge() -> u32 {
-    let mut bytes = [0u8; 4];
-    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != 4 {
-        // No entropy source: fall back to the clock and the address space
-        // layout, still unknown to the peer in advance.
-        let t = smarm_core::time::system_now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        let a = &bytes as *const _ as u64;
-        return ((t ^ a.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
-    }
-    u32::from_be_bytes(bytes)
+    (crate::random::random_u64() >> 32) as u32
 }
 
 /// A `send_name` / `send_challenge` body: `'N'`, flags, [challenge,]

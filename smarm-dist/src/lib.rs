@@ -28,13 +28,14 @@
 //! on a folder whose modules sit on two rows.
 //!
 //! ```text layers
-//! 0 flags epmd
+//! 0 flags epmd random
 //! 1 term pid
 //! 2 control handshake stream tls
 //! 3 node
 //! ```
 //!
-//! - 0: capability flags; EPMD (client and built-in server).
+//! - 0: capability flags; EPMD (client and built-in server); random
+//!   numbers for the protocol (`random`).
 //! - 1: the External Term Format behind a bounds check ([`term`]), and
 //!   Erlang pids ([`Pid`]): each converts to the other.
 //! - 2: control messages ([`control`]); the handshake ([`handshake`]);
@@ -53,6 +54,7 @@ pub mod flags;
 pub mod handshake;
 mod node;
 mod pid;
+mod random;
 mod stream;
 pub mod term;
 #[cfg(feature = "tls")]

@@ -361,12 +361,8 @@ fn multi_call(from: &Mailbox, nodes: &[String], request: &Term) {
 
 /// A random pause of up to `max`.
 fn jitter(max: Duration) -> Duration {
-    let mut bytes = [0u8; 8];
-    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    let r = if n == 8 { u64::from_ne_bytes(bytes) } else { 0 };
     let nanos = u64::try_from(max.as_nanos()).unwrap_or(u64::MAX).max(1);
-    Duration::from_nanos(r % nanos)
+    Duration::from_nanos(crate::random::random_u64() % nanos)
 }
 
 impl Node {
