@@ -93,6 +93,19 @@ pub(super) struct Log {
 }
 
 impl Log {
+    /// An empty log; `keep`: every decision, not only the digest.
+    fn new(keep: bool) -> Log {
+        Log {
+            digest: Digest::new(),
+            decisions: Vec::new(),
+            steps: 0,
+            preemptions: 0,
+            schedule: Schedule::default(),
+            last_ran: HashMap::default(),
+            keep,
+        }
+    }
+
     fn add(&mut self, decision: Decision) {
         let words = decision.words();
         for w in words {
@@ -234,15 +247,7 @@ pub(super) fn drive(
         home: Cell::new(std::ptr::null_mut()),
         chooser: RefCell::new(chooser),
         preempt_one_in: settings.preempt_one_in,
-        log: RefCell::new(Log {
-            digest: Digest::new(),
-            decisions: Vec::new(),
-            steps: 0,
-            preemptions: 0,
-            schedule: Schedule::default(),
-            last_ran: HashMap::default(),
-            keep: settings.keep_decisions,
-        }),
+        log: RefCell::new(Log::new(settings.keep_decisions)),
         panic: RefCell::new(None),
     });
     let starts: Vec<Start> = (0..n)
@@ -289,18 +294,7 @@ pub(super) fn drive(
         }
     }
     let panic = core.panic.borrow_mut().take();
-    let log = std::mem::replace(
-        &mut *core.log.borrow_mut(),
-        Log {
-            digest: Digest::new(),
-            decisions: Vec::new(),
-            steps: 0,
-            preemptions: 0,
-            schedule: Schedule::default(),
-            last_ran: HashMap::default(),
-            keep: false,
-        },
-    );
+    let log = std::mem::replace(&mut *core.log.borrow_mut(), Log::new(false));
     if !finished {
         // The loops' frames hold `starts` and `core` (D3).
         std::mem::forget(starts);

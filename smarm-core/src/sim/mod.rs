@@ -536,9 +536,9 @@ impl Sim {
         let first = sim.run_logged(move || g()).0;
         let g = f;
         let second = sim.run_logged(move || g()).0;
-        let (first_log, second_log) = match (&first, &second) {
-            (Ok((_, a)), Ok((_, b))) => (a.clone(), b.clone()),
-            _ => (Vec::new(), Vec::new()),
+        let (first_log, second_log): (&[Decision], &[Decision]) = match (&first, &second) {
+            (Ok((_, a)), Ok((_, b))) => (a, b),
+            _ => (&[], &[]),
         };
         if let Some(step) = (0..first_log.len().max(second_log.len()))
             .find(|&i| first_log.get(i) != second_log.get(i))
