@@ -46,8 +46,9 @@ pub use smarm_core::{
     BoundedReceiver, Builder, JoinError, JoinHandle, JoinTimeoutError, LockTimeout, Mutex,
     MutexGuard, ParsePidError, Pid, Receiver, RecvError, RecvTimeoutError, Selectable, SendError,
     SendTimeoutError, Sender, SpawnError, TrySendError, channel, exit_with, hibernate, in_actor,
-    is_alive, request_stop, request_stop_all, require_actor, run, select, select_timeout, self_pid,
-    sleep, spawn, spawn_under, try_select, try_select_timeout, try_self_pid, try_spawn, yield_now,
+    is_alive, panicking, request_stop, request_stop_all, require_actor, run, select,
+    select_timeout, self_pid, sleep, spawn, spawn_under, try_select, try_select_timeout,
+    try_self_pid, try_spawn, yield_now,
 };
 
 /// Runtime construction and configuration: [`init`](runtime::init),

@@ -363,6 +363,121 @@ fn a_restarted_named_server_is_reachable_by_name_at_once() {
     });
 }
 
+/// A request that keeps its server unwinding: its drop (during the
+/// unwind of a panic in `handle_call`) says so, then waits for `gate`.
+struct Lingering {
+    parked: smarm::Sender<()>,
+    gate: smarm::Receiver<()>,
+}
+
+impl Drop for Lingering {
+    fn drop(&mut self) {
+        let _ = self.parked.send(());
+        let _ = self.gate.recv();
+    }
+}
+
+/// Panics on a `Lingering` request (dropped after the `Reply`: parameters
+/// drop in reverse order) and drops the `Reply` of any other unanswered.
+struct Crasher {
+    terminated: Arc<Mutex<bool>>,
+}
+
+impl GenServer for Crasher {
+    type Args = Arc<Mutex<bool>>;
+    type Call = Option<Lingering>;
+    type Reply = ();
+    type Cast = ();
+    type Info = ();
+
+    fn init(terminated: Self::Args, _ctx: &mut Ctx<Self>) -> Result<Self, InitError> {
+        Ok(Crasher { terminated })
+    }
+
+    fn handle_call(&mut self, req: Option<Lingering>, reply: Reply<()>, _: &mut Ctx<Self>) -> Flow {
+        match req {
+            Some(_) => panic!("crashed holding a call"),
+            None => drop(reply),
+        }
+        Flow::Continue
+    }
+
+    fn terminate(&mut self, _reason: &StopReason, _ctx: &mut Ctx<Self>) {
+        *self.terminated.lock().unwrap() = true;
+    }
+}
+
+const CRASHER: ServerName<Crasher> = ServerName::new("crasher");
+
+#[test]
+fn a_call_to_a_server_that_crashes_fails_once_the_server_is_gone() {
+    // Erlang's caller hears of the crash from its monitor: after the
+    // server's terminate, with its name released. The server here stays
+    // unwinding (parked in a destructor) until the gate opens.
+    run_with(2, || {
+        let terminated = Arc::new(Mutex::new(false));
+        let server = Builder::new()
+            .name(CRASHER)
+            .start(terminated.clone())
+            .unwrap();
+        let (parked_tx, parked_rx) = smarm::channel();
+        let (gate_tx, gate_rx) = smarm::channel();
+        let opener = smarm::spawn(move || {
+            parked_rx.recv().unwrap();
+            let alive = gen_server::whereis_server(CRASHER).is_some();
+            smarm::sleep(Duration::from_millis(20));
+            gate_tx.send(()).unwrap();
+            alive
+        });
+        let lingering = Lingering {
+            parked: parked_tx,
+            gate: gate_rx,
+        };
+        assert_eq!(server.call(Some(lingering)), Err(CallError::ServerDown));
+        assert!(
+            gen_server::whereis_server(CRASHER).is_none(),
+            "the crashed server's name is gone when its call fails"
+        );
+        assert!(!smarm::is_alive(server.pid()));
+        assert!(
+            *terminated.lock().unwrap(),
+            "terminate ran before the call failed"
+        );
+        assert!(
+            opener.join().unwrap(),
+            "the server was named while unwinding"
+        );
+    });
+}
+
+#[test]
+fn a_reply_dropped_beside_an_actor_parked_mid_unwind_fails_its_call_at_once() {
+    // One scheduler: while the crashing server is parked mid-unwind, its
+    // panic count is on the thread every other actor runs on; a server
+    // there that drops a reply unanswered still fails the call at once.
+    run_with(1, || {
+        let crashing = Builder::<Crasher>::new().start(Arc::default()).unwrap();
+        let dropping = Builder::<Crasher>::new().start(Arc::default()).unwrap();
+        let (parked_tx, parked_rx) = smarm::channel();
+        let (gate_tx, gate_rx) = smarm::channel();
+        let lingering = Lingering {
+            parked: parked_tx,
+            gate: gate_rx,
+        };
+        let first = smarm::spawn(move || crashing.call(Some(lingering)));
+        parked_rx.recv().unwrap();
+        assert_eq!(
+            dropping.call_timeout(None, Duration::from_secs(60)),
+            Err(CallError::ServerDown),
+            "not held back to the dropping server's own end"
+        );
+        assert!(smarm::is_alive(first.pid()), "the first call still waits");
+        gate_tx.send(()).unwrap();
+        assert_eq!(first.join().unwrap(), Err(CallError::ServerDown));
+        dropping.shutdown().unwrap();
+    });
+}
+
 #[test]
 fn a_call_to_oneself_fails_at_once() {
     use smarm::gen_server::{self, CallError, Flow, GenServer, InitError, Reply};

@@ -525,3 +525,28 @@ fn a_thousand_seeds_of_injected_kills_keep_otps_intensity_rule() {
         "gave up in {gave_up} of 1,000 seeds"
     );
 }
+
+#[test]
+fn in_every_schedule_a_crashed_servers_name_is_gone_when_its_call_fails() {
+    // Erlang's caller hears of a crash from its monitor, after the
+    // server's name is released: a `whereis` straight after the failed
+    // call never finds the dead server.
+    let digests = Sim::new(0)
+        .schedulers(2)
+        .preempt_one_in(4)
+        .check(0..1_000, || {
+            smarm::report::set_handler(|_| {});
+            let server = gen_server::Builder::new()
+                .name(COUNTERS[0])
+                .start(())
+                .unwrap();
+            assert_eq!(server.call(Req::Add(2)), Ok(2));
+            assert_eq!(
+                server.call(Req::Poison),
+                Err(gen_server::CallError::ServerDown)
+            );
+            assert!(gen_server::whereis_server(COUNTERS[0]).is_none());
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(digests.len(), 1_000);
+}

@@ -122,9 +122,9 @@ pub mod trace; //         runtime trace events, Chrome Trace export
 
 pub use actor::{
     Addressable, Builder, ExitReason, JoinError, JoinFuture, JoinHandle, JoinTimeoutError,
-    ParsePidError, Pid, SpawnError, exit_with, hibernate, in_actor, is_alive, request_stop,
-    request_stop_all, require_actor, self_pid, spawn, spawn_under, try_self_pid, try_spawn,
-    yield_now,
+    ParsePidError, Pid, SpawnError, exit_with, hibernate, in_actor, is_alive, panicking,
+    request_stop, request_stop_all, require_actor, self_pid, spawn, spawn_under, try_self_pid,
+    try_spawn, yield_now,
 };
 pub use allocator::PreemptingAlloc;
 pub use channel::{

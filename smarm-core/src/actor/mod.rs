@@ -53,6 +53,6 @@ pub use span::in_span;
 
 pub(crate) use spawn::{ExitWith, SpawnOpts, alive_in, spawn_in};
 pub use spawn::{
-    exit_with, in_actor, is_alive, request_stop, request_stop_all, require_actor, self_pid, spawn,
-    spawn_under, try_self_pid, try_spawn, yield_now,
+    exit_with, in_actor, is_alive, panicking, request_stop, request_stop_all, require_actor,
+    self_pid, spawn, spawn_under, try_self_pid, try_spawn, yield_now,
 };

@@ -148,6 +148,40 @@ pub fn try_self_pid() -> Option<Pid> {
     scheduler::current_pid()
 }
 
+/// Whether the calling actor is unwinding (a panic, a stop or an exit
+/// passing through its frames): `std::thread::panicking()` for the actor
+/// rather than its thread. For a destructor that should act differently
+/// when its actor is going down, as a gen_server's unanswered call does
+/// (its caller learns of the failure only once the server is gone).
+///
+/// std counts panics per OS thread, so while another actor on this
+/// scheduler is parked mid-unwind (a destructor that blocked) the thread
+/// reports a panic for every actor on it; then this says `false`, as
+/// which one unwinds cannot be told. Outside an actor, it is
+/// `std::thread::panicking()`.
+///
+/// ```
+/// struct Guard(std::sync::mpsc::Sender<bool>);
+/// impl Drop for Guard {
+///     fn drop(&mut self) {
+///         let _ = self.0.send(smarm::panicking());
+///     }
+/// }
+/// smarm::run(|| {
+///     let (tx, rx) = std::sync::mpsc::channel();
+///     drop(Guard(tx.clone()));
+///     let _ = smarm::spawn(move || {
+///         let _guard = Guard(tx);
+///         panic!("down");
+///     })
+///     .join();
+///     assert_eq!(rx.try_iter().collect::<Vec<_>>(), [false, true]);
+/// });
+/// ```
+pub fn panicking() -> bool {
+    scheduler::actor_unwinding()
+}
+
 /// Let every other runnable actor have a turn, then continue. A long
 /// computation that never blocks should call this now and then.
 ///

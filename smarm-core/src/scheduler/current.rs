@@ -235,6 +235,45 @@ pub(crate) fn current_pid() -> Option<Pid> {
     with_worker(|w, _| w.actor.current.get()).flatten()
 }
 
+std::thread_local! {
+    /// Actors that switched out of this OS thread while unwinding and
+    /// have not resumed (they are pinned to it): std's panic count is per
+    /// OS thread, so while one is listed, `panicking()` is true for every
+    /// actor here and says nothing about the running one
+    /// (`actor_unwinding`). Per thread, not per scheduler: a simulation
+    /// runs all its schedulers on one thread. Pushed by the switch out,
+    /// taken off when the pinned queue hands the actor back.
+    static UNWINDS_PARKED: std::cell::RefCell<Vec<Pid>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Whether the running actor is itself unwinding (a panic, a stop, an
+/// exit): `std::thread::panicking()`, unless an actor that switched out
+/// mid-unwind has left its count on this thread, when the answer is
+/// `false` (which of them unwinds cannot be told).
+pub(crate) fn actor_unwinding() -> bool {
+    std::thread::panicking() && UNWINDS_PARKED.with(|p| p.borrow().is_empty())
+}
+
+/// The running actor `pid` switches out of this thread mid-unwind.
+#[cold]
+pub(super) fn unwind_parks(pid: Pid) {
+    UNWINDS_PARKED.with(|p| p.borrow_mut().push(pid));
+}
+
+/// `pid`, taken from the pinned queue to run: if it switched out
+/// mid-unwind, it no longer leaves its panic count on this thread for
+/// others.
+#[inline]
+pub(super) fn resume_pinned(pid: Pid) -> Pid {
+    UNWINDS_PARKED.with(|p| {
+        let mut parked = p.borrow_mut();
+        if let Some(at) = parked.iter().position(|&q| q == pid) {
+            parked.swap_remove(at);
+        }
+    });
+    pid
+}
+
 /// The running actor's pid and runtime, or a panic naming `what` that says
 /// how to fix the call.
 #[inline]

@@ -42,7 +42,9 @@
 //! While it is parked, other actors on that thread see
 //! `std::thread::panicking()` return `true`: a stop request to them waits
 //! for the unwind to finish, and a `std::sync::Mutex` they unlock in that
-//! window may be marked poisoned. Blocking in a destructor is therefore
+//! window may be marked poisoned. `smarm::panicking()` answers for the
+//! running actor alone: the thread's list of actors parked mid-unwind
+//! (`current.rs`) says whether the thread's count may be another's. Blocking in a destructor is therefore
 //! supported but discouraged.
 //!
 //! A park hands over directly: when the loop would next run the next-slot
@@ -133,8 +135,8 @@ pub(crate) mod wait;
 mod worker;
 
 pub(crate) use current::{
-    Section, Worker, current_pid, current_worker, in_actor, outside_actor, with_current_actor,
-    with_current_actor_in_section, with_worker, worker_busy,
+    Section, Worker, actor_unwinding, current_pid, current_worker, in_actor, outside_actor,
+    with_current_actor, with_current_actor_in_section, with_worker, worker_busy,
 };
 pub use life::Hibernation;
 pub(crate) use life::{

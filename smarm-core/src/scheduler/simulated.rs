@@ -216,7 +216,10 @@ pub(super) fn pop(shared: &Shared, w: &Worker) -> Option<Pid> {
     let pid = pids[at];
     match places[at] {
         Place::Next => {}
-        Place::Pinned => own.pinned.remove(pid),
+        Place::Pinned => {
+            own.pinned.remove(pid);
+            super::current::resume_pinned(pid);
+        }
         Place::Local(id) => {
             shared.sched.queues[id].local.remove(pid);
             if id != w.id {

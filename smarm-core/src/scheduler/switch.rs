@@ -106,6 +106,9 @@ fn leave_for(
     // Unwinding (std's panic count is per thread) or preempted (user
     // code may hold a thread-local borrow it cannot see): resume here.
     let pin = if unwinding || intent == Intent::Preempt {
+        if unwinding && matches!(intent, Intent::Park | Intent::Yield | Intent::Preempt) {
+            super::current::unwind_parks(pid);
+        }
         w.id as u32 + 1
     } else {
         0

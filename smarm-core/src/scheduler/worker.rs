@@ -160,7 +160,7 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
     if tick.is_multiple_of(FAIRNESS_TICK)
         && let Some(pid) = queues.pinned.pop_front()
     {
-        return Some(pid);
+        return Some(super::current::resume_pinned(pid));
     }
     let next = queues.next.take();
     if w.pick.lifo_streak.get() < LIFO_STREAK {
@@ -190,7 +190,7 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
         return Some(pid);
     }
     if let Some(pid) = queues.pinned.pop_front() {
-        return Some(pid);
+        return Some(super::current::resume_pinned(pid));
     }
     if may_steal {
         steal(shared, w, steal_buf)

@@ -152,7 +152,7 @@ impl<E: Send + 'static> Address<E> {
     /// mailbox still full at its end fails the call with
     /// [`CallError::Timeout`]. A call to the caller itself fails at once
     /// (A1).
-    pub(crate) fn call_within<R: Send>(
+    pub(crate) fn call_within<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> E,
@@ -181,7 +181,7 @@ impl<E: Send + 'static> Address<E> {
     /// `timeout` is cut short by a stop request (the actor unwinds at its
     /// next blocking call, `terminate` still runs once), and this waits up
     /// to `timeout` again for the exit. Returns once the actor is gone.
-    pub(crate) fn drain<R: Send>(
+    pub(crate) fn drain<R: Send + 'static>(
         &self,
         what: &'static str,
         shutdown: impl FnOnce(Reply<R>) -> E,
@@ -201,7 +201,7 @@ impl<E: Send + 'static> Address<E> {
 
     /// [`call_within`](Self::call_within) on a bounded mailbox.
     #[inline(never)]
-    fn call_bounded<R: Send>(
+    fn call_bounded<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> E,

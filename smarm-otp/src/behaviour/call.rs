@@ -12,8 +12,10 @@
 //! before replying, the `Reply` is dropped with it (queued requests are
 //! dropped when its mailbox closes; the one being handled unwinds with the
 //! handler), and a dropped `Reply` wakes the caller with
-//! [`CallError::ServerDown`] at once. This is what a monitor would report,
-//! without setting one up per call.
+//! [`CallError::ServerDown`]. This is what a monitor would report,
+//! without setting one up per call, and when: a `Reply` dropped while its
+//! server unwinds fails the call only once the server is gone (C3), as
+//! Erlang's `call` hears of it from its monitor.
 //!
 //! A call to a known actor ([`call_to`]) that waits longer than 2 ms also
 //! looks for a cycle of callers through it (`behaviour::cycle`): a call
@@ -27,6 +29,10 @@
 //!   never be taken by a later call.
 //! - (C2) A `Reply` is used at most once (`reply` consumes it); dropping it
 //!   unused fails the call.
+//! - (C3) A `Reply` dropped by an unwinding actor (`smarm::panicking`)
+//!   fails its call from the actor's exit hooks, which run once the actor
+//!   is no longer alive: the caller never sees the server it called still
+//!   alive, still named, or before its `terminate`.
 
 use super::cycle;
 use smarm_core::Pid;
@@ -82,17 +88,18 @@ fn show_cycle(cycle: &[Pid]) -> String {
 /// The reply slot of one call: give the caller its answer with
 /// [`Reply::reply`], now or later (keep it in the server's state to reply
 /// after other messages: a deferred reply). Dropping it unanswered fails
-/// the call with [`CallError::ServerDown`] (C2).
+/// the call with [`CallError::ServerDown`] (C2): at once, or, if the
+/// server is going down (its actor unwinding), once it is gone (C3).
 ///
 /// A call that arrives from outside the runtime's own callers (another
 /// node, a socket) carries a slot made by [`Reply::forward`]: its answer
 /// goes to a function instead.
 #[must_use = "a dropped Reply fails the caller's call: reply, or keep it to reply later"]
-pub struct Reply<T> {
+pub struct Reply<T: Send + 'static> {
     to: ReplyTo<T>,
 }
 
-enum ReplyTo<T> {
+enum ReplyTo<T: Send + 'static> {
     /// A caller waiting in `call` (C1).
     Caller(ReplySender<T>),
     /// A caller awaiting `call_async` (C1).
@@ -101,13 +108,15 @@ enum ReplyTo<T> {
     Forward(Box<dyn FnOnce(T) -> bool + Send>),
     /// A reply counted as it is sent, for `sys`'s `messages_out`.
     Counted(Box<Reply<T>>, Arc<AtomicU64>),
+    /// Answered, or handed on: nothing left to do.
+    Spent,
 }
 
-impl<T: Send> Reply<T> {
+impl<T: Send + 'static> Reply<T> {
     /// Answer the call. `false` if the caller is no longer waiting (it
     /// timed out or went down): the value is discarded (C1).
-    pub fn reply(self, value: T) -> bool {
-        match self.to {
+    pub fn reply(mut self, value: T) -> bool {
+        match std::mem::replace(&mut self.to, ReplyTo::Spent) {
             ReplyTo::Caller(tx) => tx.send(value).is_ok(),
             ReplyTo::Task(tx) => tx.send(value).is_ok(),
             ReplyTo::Forward(f) => f(value),
@@ -115,6 +124,7 @@ impl<T: Send> Reply<T> {
                 sent.fetch_add(1, Ordering::Relaxed);
                 reply.reply(value)
             }
+            ReplyTo::Spent => false,
         }
     }
 
@@ -122,10 +132,7 @@ impl<T: Send> Reply<T> {
     /// statistics are on). In place, so the serving loop that owns the
     /// message keeps it where it is.
     pub(crate) fn count_in(&mut self, sent: Arc<AtomicU64>) {
-        // A placeholder for the moment of the swap: a capture-less closure
-        // is zero-sized, so its box allocates nothing.
-        let placeholder = ReplyTo::Forward(Box::new(|_| false));
-        let to = std::mem::replace(&mut self.to, placeholder);
+        let to = std::mem::replace(&mut self.to, ReplyTo::Spent);
         self.to = ReplyTo::Counted(Box::new(Reply { to }), sent);
     }
 
@@ -134,7 +141,7 @@ impl<T: Send> Reply<T> {
     pub(crate) fn call_id(&self) -> Option<(Pid, u64)> {
         match &self.to {
             ReplyTo::Caller(tx) => tx.call_id(),
-            ReplyTo::Task(_) | ReplyTo::Forward(_) => None,
+            ReplyTo::Task(_) | ReplyTo::Forward(_) | ReplyTo::Spent => None,
             ReplyTo::Counted(reply, _) => reply.call_id(),
         }
     }
@@ -147,6 +154,7 @@ impl<T: Send> Reply<T> {
             ReplyTo::Task(tx) => tx.is_waited_on(),
             ReplyTo::Forward(_) => true,
             ReplyTo::Counted(reply, _) => reply.is_waited_on(),
+            ReplyTo::Spent => false,
         }
     }
 
@@ -176,7 +184,27 @@ impl<T: Send> Reply<T> {
     }
 }
 
-impl<T> std::fmt::Debug for Reply<T> {
+impl<T: Send + 'static> Drop for Reply<T> {
+    /// Unanswered: the call fails (C2). A server going down keeps the
+    /// failure back until it is gone (C3): its caller, as Erlang's (whose
+    /// `call` learns from its monitor), sees the server's `terminate` done
+    /// and its names released by the time the call fails, so a
+    /// `whereis` right after finds the restarted server or none.
+    fn drop(&mut self) {
+        if matches!(self.to, ReplyTo::Spent | ReplyTo::Forward(_)) || !smarm_core::panicking() {
+            return;
+        }
+        let Some(me) = smarm_core::try_self_pid() else {
+            return;
+        };
+        let to = std::mem::replace(&mut self.to, ReplyTo::Spent);
+        // Not hooked only if the actor is already past its end: then it
+        // is gone, and `to` fails the call as it drops here.
+        smarm_core::signal::on_exit(me, move |_, _| drop(to));
+    }
+}
+
+impl<T: Send + 'static> std::fmt::Debug for Reply<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Reply")
     }
@@ -216,7 +244,7 @@ impl<T> std::fmt::Debug for Reply<T> {
 /// # Panics
 ///
 /// Outside an actor.
-pub fn call<Req, R: Send>(
+pub fn call<Req, R: Send + 'static>(
     request: impl FnOnce(Reply<R>) -> Req,
     deliver: impl FnOnce(Req) -> Result<(), Req>,
     timeout: Duration,
@@ -228,7 +256,7 @@ pub fn call<Req, R: Send>(
 /// `GenServerRef::call` or a derived client method) in the
 /// outside-an-actor panic.
 #[doc(hidden)]
-pub fn call_as<Req, R: Send>(
+pub fn call_as<Req, R: Send + 'static>(
     what: &'static str,
     request: impl FnOnce(Reply<R>) -> Req,
     deliver: impl FnOnce(Req) -> Result<(), Req>,
@@ -243,7 +271,7 @@ pub fn call_as<Req, R: Send>(
 /// callers through it and fails with [`CallError::Cycle`] (or
 /// [`CallError::CallingSelf`]) if it closes one (`behaviour::cycle`).
 #[doc(hidden)]
-pub fn call_to<Req, R: Send>(
+pub fn call_to<Req, R: Send + 'static>(
     what: &'static str,
     callee: impl Fn() -> Option<Pid>,
     request: impl FnOnce(Reply<R>) -> Req,
@@ -329,7 +357,7 @@ pub async fn call_async<Req, R, D>(
     timeout: Duration,
 ) -> Result<R, CallError>
 where
-    R: Send,
+    R: Send + 'static,
     D: Future<Output = Result<(), Req>>,
 {
     let mut deadline = pin!(

@@ -392,7 +392,7 @@ impl<E: Requests> ServerRef<E> {
 /// `sys` requests reach either behaviour as a system message of its
 /// mailbox.
 impl<E: Requests> crate::sys::System for ServerRef<E> {
-    fn system_call<R: Send>(
+    fn system_call<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> crate::sys::Request,

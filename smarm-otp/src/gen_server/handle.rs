@@ -37,7 +37,7 @@ impl<G: GenServer> GenServerRef<G> {
 
     /// A call whose request `request` builds, through the address's one
     /// call path (bounded mailboxes, calling oneself).
-    fn call_within<R: Send>(
+    fn call_within<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Msg<G>,

@@ -191,7 +191,7 @@ pub(crate) fn start_link_labelled(
 }
 
 impl crate::sys::System for SupervisorRef {
-    fn system_call<R: Send>(
+    fn system_call<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(gen_server::Reply<R>) -> crate::sys::Request,

@@ -87,7 +87,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 pub trait System {
     /// Put `request` to the process and wait for its answer.
     #[doc(hidden)]
-    fn system_call<R: Send>(
+    fn system_call<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Request,

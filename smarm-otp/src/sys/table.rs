@@ -40,7 +40,7 @@ pub(crate) fn note(pid: Pid, deliver: Deliver) {
 
 /// Any process by its pid, typed or not (a typed actor's `Pid<M>`).
 impl<A> System for Pid<A> {
-    fn system_call<R: Send>(
+    fn system_call<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Request,
@@ -70,7 +70,7 @@ impl<A> System for Pid<A> {
 /// registered name: whoever holds it when the request is made. A name no
 /// one holds: [`CallError::ServerDown`].
 impl<M> System for crate::registry::Name<M> {
-    fn system_call<R: Send>(
+    fn system_call<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Request,
@@ -81,7 +81,7 @@ impl<M> System for crate::registry::Name<M> {
 
 /// A process by the text of its registered name (`sys::get_status(&"code-lock")`).
 impl System for &str {
-    fn system_call<R: Send>(
+    fn system_call<R: Send + 'static>(
         &self,
         what: &'static str,
         request: impl FnOnce(Reply<R>) -> Request,
@@ -90,7 +90,7 @@ impl System for &str {
     }
 }
 
-fn by_name<R: Send>(
+fn by_name<R: Send + 'static>(
     name: &str,
     what: &'static str,
     request: impl FnOnce(Reply<R>) -> Request,
