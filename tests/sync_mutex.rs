@@ -247,3 +247,61 @@ fn roots_of_two_runtimes_are_two_owners_of_one_mutex() {
     second.join().unwrap();
     assert_eq!(*shared.try_lock().unwrap(), 2);
 }
+
+#[test]
+fn a_stop_that_lands_as_a_waiter_takes_a_freed_lock_leaves_it_free() {
+    // A waiter that finds the lock freed just as it queues takes it; a
+    // stop already requested must not then unwind it with the lock taken
+    // and no guard to release it (its own destructors relock it here, as
+    // a mailbox's drop does: that would be a panic during the unwind).
+    run_with(2, || {
+        let m = Mutex::new(0u64);
+        let taken = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let churn: Vec<_> = (0..2)
+            .map(|_| {
+                let (m, done) = (m.clone(), done.clone());
+                smarm::spawn(move || {
+                    while !done.load(Ordering::Relaxed) {
+                        let mut held = m.lock().unwrap();
+                        *held += 1;
+                        if *held % 3 == 0 {
+                            smarm::yield_now(); // holding it: waiters queue
+                        }
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..3_000 {
+            struct Relock(Mutex<u64>, Arc<AtomicUsize>);
+            impl Drop for Relock {
+                fn drop(&mut self) {
+                    if let Ok(mut v) = self.0.lock_timeout(Duration::from_secs(5)) {
+                        *v += 1;
+                        self.1.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            let (m2, taken2) = (m.clone(), taken.clone());
+            let victim = smarm::spawn(move || {
+                let _relock = Relock(m2.clone(), taken2);
+                loop {
+                    *m2.lock().unwrap() += 1;
+                }
+            });
+            smarm::yield_now();
+            smarm::request_stop(victim.pid());
+            let _ = victim.join();
+        }
+        done.store(true, Ordering::Relaxed);
+        for c in churn {
+            c.join().unwrap();
+        }
+        assert!(m.try_lock().is_some(), "no stopped waiter kept the lock");
+        assert_eq!(
+            taken.load(Ordering::Relaxed),
+            3_000,
+            "every unwind relocked"
+        );
+    });
+}

@@ -38,6 +38,10 @@
 //! - (W4) A `Wait` dropped while open (an early return, an unwind out of a
 //!   registration) retires itself: no waker registered for it can reach a
 //!   later wait.
+//! - (W5) A wait whose registration took what it waited for (a lock, a
+//!   message: `Registered::Done`) returns it; it is retired without
+//!   observing a stop, since an unwind there would leak or lose what was
+//!   taken. Every other way out of a wait may unwind with a stop.
 
 use super::{Worker, park, with_worker};
 use crate::park::Coordinator;
@@ -481,7 +485,8 @@ pub(crate) fn bounded_wait<W: BoundedWaiter>(
                 continue;
             }
             Registered::Done(out) => {
-                wait.retire();
+                // (W5): the stop lands at the next safepoint.
+                drop(wait);
                 return out;
             }
         }
@@ -513,7 +518,48 @@ impl<W: BoundedWaiter> Drop for Unregister<'_, W> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::WaitingOn;
+    use super::{BoundedWaiter, Registered, Wait, WaitingOn, bounded_wait};
+
+    /// A waiter whose registration completes the wait: it takes what it
+    /// waited for, as a lock's (free by then) or a channel's does.
+    struct TakesAtRegistration;
+
+    impl BoundedWaiter for TakesAtRegistration {
+        type Output = u32;
+        const WAITS_ON: WaitingOn = WaitingOn::Lock;
+        fn ready(&mut self) -> Option<u32> {
+            None
+        }
+        fn timed_out(&mut self) -> Option<u32> {
+            None
+        }
+        fn register(&mut self, _wait: &Wait) -> Registered<u32> {
+            Registered::Done(7)
+        }
+    }
+
+    /// What registration took comes back even with a stop requested:
+    /// unwinding there would lose it (a lock taken with no guard to release
+    /// it, which the unwind's own destructors then relock: a panic during
+    /// the unwind). The stop lands at the next safepoint.
+    #[test]
+    fn a_wait_completed_at_registration_returns_its_outcome_despite_a_stop() {
+        crate::runtime::init(crate::runtime::Config::exact(1)).run(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let waiter = crate::spawn(move || {
+                crate::request_stop(crate::self_pid());
+                let out = bounded_wait("test", &mut TakesAtRegistration, None, false);
+                let _ = tx.send(out);
+                crate::yield_now(); // the stop unwinds here
+                let _ = tx.send(0);
+            });
+            assert!(
+                waiter.join().is_ok(),
+                "a stop ends an actor as cleanly as a return"
+            );
+            assert_eq!(rx.try_iter().collect::<Vec<_>>(), [7]);
+        });
+    }
 
     /// Every kind survives the slot's byte, and no other byte names one.
     #[test]
