@@ -64,9 +64,9 @@ mod tls;
 pub use node::fuzz;
 pub use node::{
     Builder, CallError, DEFAULT_MAX_FRAME, DEFAULT_MAX_HANDSHAKES, DEFAULT_TICKTIME, Dest,
-    ErpcError, GenCall, Global, GlobalError, Mailbox, Message, Node, NodeEvent, PgError, PgScope,
-    Raise, RegisterError, ReplyTo, Resolve, SendError, Servable, StartError, Stats, call, node,
-    nodes, send,
+    ErpcError, FLUSH_GRACE, GenCall, Global, GlobalError, Mailbox, Message, Node, NodeEvent,
+    PgError, PgScope, Raise, RegisterError, ReplyTo, Resolve, SendError, Servable, StartError,
+    Stats, call, node, nodes, send,
 };
 pub use pid::Pid;
 /// `#[derive(Term)]`: [`ToTerm`] and [`FromTerm`] for a struct or enum

@@ -437,6 +437,56 @@ fn in_order_round(round: u32, senders: u32, each: u32) {
 }
 
 #[test]
+fn a_stopping_node_writes_what_was_sent_before_the_stop() {
+    // A burst goes to the connection's writer (frames closer together
+    // than the burst window are queued, not written by the sender): the
+    // stop right after it must not cut the queue off.
+    const BURST: u32 = 500;
+    for round in 0..5 {
+        let epmd = free_port();
+        let (outcome_tx, outcome) = std::sync::mpsc::channel();
+        smarm::run(move || {
+            let start = |name: &str| {
+                Node::builder(name)
+                    .cookie("c")
+                    .epmd_port(epmd)
+                    .start()
+                    .unwrap()
+            };
+            let (an, bn) = (
+                format!("fa{round}@localhost"),
+                format!("fb{round}@localhost"),
+            );
+            let (a, b) = (start(&an), start(&bn));
+            let inbox = b.register("in").unwrap();
+            a.send(("in", bn.as_str()), 0u32).unwrap();
+            assert_eq!(
+                inbox.recv_timeout(LONG).unwrap().decode::<u32>().unwrap(),
+                0
+            );
+            for n in 1..=BURST {
+                a.send(("in", bn.as_str()), n).unwrap();
+            }
+            a.stop();
+            let mut got = 0;
+            while let Ok(msg) = inbox.recv_timeout(Duration::from_secs(2)) {
+                got = msg.decode::<u32>().unwrap();
+                if got == BURST {
+                    break;
+                }
+            }
+            b.stop();
+            outcome_tx.send(got).unwrap();
+        });
+        assert_eq!(
+            outcome.recv().unwrap(),
+            BURST,
+            "round {round}: the last message sent"
+        );
+    }
+}
+
+#[test]
 fn a_call_to_a_mailbox_the_caller_owns_fails_at_once() {
     let epmd = free_port();
     smarm::run(move || {

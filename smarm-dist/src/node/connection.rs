@@ -26,6 +26,10 @@ pub(super) struct Conn {
     /// The socket, to shut down when the node stops: its reader and
     /// writer may be stopped before they close it themselves.
     pub(super) closer: DistStream,
+    /// Disconnected once the writer has ended (written what was queued
+    /// before its `Close`, or failed): what a stopping node waits on
+    /// before it shuts the socket. Taken by the stop.
+    pub(super) writer_done: Option<smarm_core::channel::Receiver<()>>,
 }
 
 /// Resolve `host` to an IPv4 address (`localhost` and literals at once;
@@ -238,6 +242,7 @@ impl Node {
                 epoch: smarm_core::time::now(),
             }),
         };
+        let (done_tx, writer_done) = channel::<()>();
         let registered = self
             .with_state(|s| {
                 if s.stopped || s.conns.peers.contains_key(&peer.name) {
@@ -252,6 +257,7 @@ impl Node {
                         flags: peer.flags,
                         id,
                         closer,
+                        writer_done: Some(writer_done),
                     },
                 );
                 s.conns
@@ -266,7 +272,7 @@ impl Node {
         let out = tx.clone();
         self.spawn("smarm.dist.writer", move || {
             write_loop(&out, rx, ticktime);
-            drop(writer);
+            drop((writer, done_tx));
         });
         let reader = self.clone();
         let name = peer.name.clone();

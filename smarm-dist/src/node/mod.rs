@@ -106,6 +106,10 @@ pub const DEFAULT_TICKTIME: Duration = Duration::from_secs(60);
 /// The longest frame a node reads unless told otherwise (64 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 64 << 20;
 
+/// How long [`Node::stop`] lets its connections' writers write what was
+/// sent before the stop, in all.
+pub const FLUSH_GRACE: Duration = Duration::from_secs(1);
+
 /// Why a message could not be sent to another node.
 #[derive(Debug, Error)]
 pub enum SendError {
@@ -415,23 +419,42 @@ impl Node {
     }
 
     /// Stop the node: its listener, connections and EPMD registration
-    /// (and the EPMD it served, if it did). Mailboxes see their channel
-    /// close once they are dropped by their owners.
+    /// (and the EPMD it served, if it did). What was sent before the stop
+    /// is written first, as a closed TCP socket delivers what was written
+    /// to it: each connection's writer is given up to [`FLUSH_GRACE`] in
+    /// all (a peer that does not read cannot hold the stop longer).
+    /// Mailboxes see their channel close once they are dropped by their
+    /// owners.
     pub fn stop(&self) {
-        let actors = self
+        let (actors, conns) = self
             .with_state(|s| {
                 s.stopped = true;
-                for conn in s.conns.peers.values() {
-                    conn.tx.try_send(Out::Close);
-                    // The peer sees the connection go now, not at its
-                    // tick timeout, whichever of reader and writer stops
-                    // first.
-                    let _ = conn.closer.shutdown(std::net::Shutdown::Both);
-                }
+                let conns: Vec<_> = s
+                    .conns
+                    .peers
+                    .values_mut()
+                    .map(|conn| {
+                        // Behind every frame already queued (O1).
+                        conn.tx.try_send(Out::Close);
+                        (conn.closer.try_clone().ok(), conn.writer_done.take())
+                    })
+                    .collect();
                 s.conns.subscribers.clear();
-                std::mem::take(&mut s.procs.actors)
+                (std::mem::take(&mut s.procs.actors), conns)
             })
             .unwrap_or_default();
+        let deadline = smarm_core::time::now() + FLUSH_GRACE;
+        for (closer, writer_done) in conns {
+            if let Some(done) = writer_done {
+                let left = deadline.saturating_duration_since(smarm_core::time::now());
+                let _ = done.recv_timeout(left);
+            }
+            // The peer sees the connection go now, not at its tick
+            // timeout, even if the writer could not finish.
+            if let Some(closer) = closer {
+                let _ = closer.shutdown(std::net::Shutdown::Both);
+            }
+        }
         for a in actors {
             smarm_core::request_stop(a);
         }
