@@ -289,16 +289,8 @@ fn simultaneous_connects_end_in_one_connection_and_lose_no_message() {
     let epmd = free_port();
     smarm::run(move || {
         for round in 0..20 {
-            let a = Node::builder(&format!("sa{round}@localhost"))
-                .cookie("c")
-                .epmd_port(epmd)
-                .start()
-                .unwrap();
-            let b = Node::builder(&format!("sb{round}@localhost"))
-                .cookie("c")
-                .epmd_port(epmd)
-                .start()
-                .unwrap();
+            let a = cluster_node(&format!("sa{round}@localhost"), epmd);
+            let b = cluster_node(&format!("sb{round}@localhost"), epmd);
             let (ia, ib) = (a.register("in").unwrap(), b.register("in").unwrap());
             let (a2, b2) = (a.clone(), b.clone());
             let (an, bn) = (a.name().to_string(), b.name().to_string());
@@ -376,18 +368,11 @@ fn in_order_round(round: u32, senders: u32, each: u32) {
     let epmd = free_port();
     let (outcome_tx, outcome) = std::sync::mpsc::channel();
     smarm::run(move || {
-        let start = |name| {
-            Node::builder(name)
-                .cookie("c")
-                .epmd_port(epmd)
-                .start()
-                .unwrap()
-        };
         let (an, bn) = (
             format!("oa{round}@localhost"),
             format!("ob{round}@localhost"),
         );
-        let (a, b) = (start(an.as_str()), start(bn.as_str()));
+        let (a, b) = (cluster_node(&an, epmd), cluster_node(&bn, epmd));
         let inbox = b.register("in").unwrap();
         let actors: Vec<_> = (0..senders)
             .map(|id| {
@@ -446,18 +431,11 @@ fn a_stopping_node_writes_what_was_sent_before_the_stop() {
         let epmd = free_port();
         let (outcome_tx, outcome) = std::sync::mpsc::channel();
         smarm::run(move || {
-            let start = |name: &str| {
-                Node::builder(name)
-                    .cookie("c")
-                    .epmd_port(epmd)
-                    .start()
-                    .unwrap()
-            };
             let (an, bn) = (
                 format!("fa{round}@localhost"),
                 format!("fb{round}@localhost"),
             );
-            let (a, b) = (start(&an), start(&bn));
+            let (a, b) = (cluster_node(&an, epmd), cluster_node(&bn, epmd));
             let inbox = b.register("in").unwrap();
             a.send(("in", bn.as_str()), 0u32).unwrap();
             assert_eq!(
