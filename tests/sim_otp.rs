@@ -14,6 +14,8 @@ use smarm::supervisor::{self, Backoff, ChildSpec, Strategy as Restarts, SupFlags
 use smarm::{DownReason, Pid, Reply, channel};
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// A counter that ticks on a timer of its own and crashes when poisoned.
@@ -530,23 +532,31 @@ fn a_thousand_seeds_of_injected_kills_keep_otps_intensity_rule() {
 fn in_every_schedule_a_crashed_servers_name_is_gone_when_its_call_fails() {
     // Erlang's caller hears of a crash from its monitor, after the
     // server's name is released: a `whereis` straight after the failed
-    // call never finds the dead server.
-    let digests = Sim::new(0)
+    // call never finds the dead server. smarm's fault sites switch a
+    // behaviour out between its end and its terminate: the gap in which a
+    // caller woken too early would look.
+    let failed_calls = Arc::new(AtomicUsize::new(0));
+    let counted = failed_calls.clone();
+    Sim::new(0)
         .schedulers(2)
         .preempt_one_in(4)
-        .check(0..1_000, || {
+        .runtime_faults(true)
+        .check(0..1_000, move || {
             smarm::report::set_handler(|_| {});
             let server = gen_server::Builder::new()
                 .name(COUNTERS[0])
                 .start(())
                 .unwrap();
-            assert_eq!(server.call(Req::Add(2)), Ok(2));
-            assert_eq!(
-                server.call(Req::Poison),
-                Err(gen_server::CallError::ServerDown)
-            );
-            assert!(gen_server::whereis_server(COUNTERS[0]).is_none());
+            match server.call(Req::Poison) {
+                Err(gen_server::CallError::ServerDown) => {
+                    assert!(gen_server::whereis_server(COUNTERS[0]).is_none());
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                // A fault site timed the call out at once.
+                Err(gen_server::CallError::Timeout(_)) => {}
+                other => panic!("{other:?}"),
+            }
         })
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(digests.len(), 1_000);
+    assert!(failed_calls.load(Ordering::Relaxed) > 900);
 }

@@ -120,6 +120,38 @@ mod timer; //             the sharded timer heaps, bounded waits
 #[cfg(feature = "trace")]
 pub mod trace; //         runtime trace events, Chrome Trace export
 
+/// Whether smarm's own fault site `site` (a short description of the
+/// fault: "a bounded mailbox reports full") fires now: only inside a
+/// simulation whose [`Sim::runtime_faults`](crate::sim::Sim::runtime_faults)
+/// is on, as FoundationDB's BUGGIFY; a constant `false` without the `sim`
+/// feature. For smarm's crates: a site may only make an operation fail
+/// or come up short in a way its contract already allows.
+#[doc(hidden)]
+#[inline(always)]
+pub fn fault_site(site: &'static str) -> bool {
+    #[cfg(feature = "sim")]
+    {
+        scheduler::simulated::runtime_fault(site).unwrap_or(false)
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        let _ = site;
+        false
+    }
+}
+
+/// Maybe switch the running actor out here, as a preempted thread would
+/// be: smarm's own scheduling fault site `site` (see [`fault_site`]), for
+/// a place where another actor running in the gap matters (between a
+/// behaviour's end and its cleanup). Never observes a stop.
+#[doc(hidden)]
+#[inline(always)]
+pub fn fault_pause(site: &'static str) {
+    if fault_site(site) && scheduler::in_actor() {
+        scheduler::yield_without_stop();
+    }
+}
+
 pub use actor::{
     Addressable, Builder, ExitReason, JoinError, JoinFuture, JoinHandle, JoinTimeoutError,
     ParsePidError, Pid, SpawnError, exit_with, hibernate, in_actor, is_alive, panicking,

@@ -55,6 +55,9 @@ pub(crate) trait Driver {
     fn random(&self) -> u64;
     /// Whether the fault site `site` fires now (BUGGIFY).
     fn buggify(&self, site: &'static str) -> bool;
+    /// Whether smarm's own fault site `site` fires now (off unless the
+    /// simulation turns smarm's sites on).
+    fn runtime_fault(&self, site: &'static str) -> bool;
 }
 
 std::thread_local! {
@@ -84,6 +87,11 @@ pub(crate) fn random() -> Option<u64> {
 /// Whether fault site `site` fires now, if a simulation runs.
 pub(crate) fn buggify(site: &'static str) -> Option<bool> {
     driver().map(|d| d.buggify(site))
+}
+
+/// Whether smarm's own fault site `site` fires now, if a simulation runs.
+pub(crate) fn runtime_fault(site: &'static str) -> Option<bool> {
+    driver().map(|d| d.runtime_fault(site))
 }
 
 /// Whether this thread runs a simulation.

@@ -54,6 +54,8 @@ const PCT: u64 = 6;
 const FAULT: u64 = 7;
 /// A swarm simulation's settings (`Sim::resolved`).
 pub(super) const SWARM: u64 = 8;
+const KILL: u64 = 9;
+const RUNTIME_FAULT: u64 = 10;
 
 /// A run's choices.
 pub(super) struct Chooser {
@@ -63,9 +65,12 @@ pub(super) struct Chooser {
     order: Rng,
     time: Rng,
     fault: Rng,
-    /// Fault sites seen, and whether this run turned each on (looked up
-    /// only, C1).
+    kill: Rng,
+    runtime_fault: Rng,
+    /// Fault sites seen, the program's and smarm's own, and whether this
+    /// run turned each on (looked up only, C1).
     sites: BTreeMap<&'static str, bool>,
+    runtime_sites: BTreeMap<&'static str, bool>,
     pct: Option<Pct>,
     /// Actor picks so far.
     picks: u64,
@@ -109,7 +114,10 @@ impl Chooser {
             order: Rng::new(seed, ORDER),
             time: Rng::new(seed, TIME),
             fault: Rng::new(seed, FAULT),
+            kill: Rng::new(seed, KILL),
+            runtime_fault: Rng::new(seed, RUNTIME_FAULT),
             sites: BTreeMap::new(),
+            runtime_sites: BTreeMap::new(),
             pct,
             picks: 0,
         }
@@ -170,6 +178,27 @@ impl Chooser {
         let fault = &mut self.fault;
         let on = *self.sites.entry(site).or_insert_with(|| fault.one_in(4));
         on && self.fault.one_in(20)
+    }
+
+    /// [`buggify`](Self::buggify) for one of smarm's own fault sites,
+    /// from a stream of its own (C2).
+    pub(super) fn runtime_fault(&mut self, site: &'static str) -> bool {
+        let fault = &mut self.runtime_fault;
+        let on = *self
+            .runtime_sites
+            .entry(site)
+            .or_insert_with(|| fault.one_in(4));
+        on && self.runtime_fault.one_in(20)
+    }
+
+    /// Kill an actor after this turn (once in `one_in` turns)?
+    pub(super) fn kill(&mut self, one_in: u32) -> bool {
+        self.kill.one_in(one_in)
+    }
+
+    /// Which of `n` (> 0) killable actors.
+    pub(super) fn victim(&mut self, n: usize) -> usize {
+        self.kill.below(n as u64) as usize
     }
 
     /// Simulated time a step takes, or a timer's lateness: up to `max`

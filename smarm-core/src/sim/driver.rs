@@ -70,6 +70,8 @@ pub(super) struct Core {
     home: Cell<*mut u8>,
     chooser: RefCell<Chooser>,
     preempt_one_in: u32,
+    /// smarm's own fault sites are on (`faults.rs`).
+    runtime_faults: bool,
     log: RefCell<Log>,
     /// A loop's panic (a runtime bug), raised on the simulation's thread.
     panic: RefCell<Option<Box<dyn std::any::Any + Send>>>,
@@ -85,6 +87,10 @@ pub(super) struct Log {
     pub(super) preemptions: u64,
     /// Where the actors run came from.
     pub(super) schedule: Schedule,
+    /// The actors the fault plan killed.
+    pub(super) killed: Vec<Pid>,
+    /// smarm's own fault sites fired.
+    pub(super) faults_fired: u64,
     /// The scheduler each actor last ran on, by pid bits (looked up, never
     /// iterated: chooser (C1)).
     last_ran: HashMap<u64, usize, BuildWordHasher>,
@@ -101,6 +107,8 @@ impl Log {
             steps: 0,
             preemptions: 0,
             schedule: Schedule::default(),
+            killed: Vec::new(),
+            faults_fired: 0,
             last_ran: HashMap::default(),
             keep,
         }
@@ -163,6 +171,14 @@ impl Driver for Handle {
 
     fn buggify(&self, site: &'static str) -> bool {
         self.0.chooser.borrow_mut().buggify(site)
+    }
+
+    fn runtime_fault(&self, site: &'static str) -> bool {
+        let fired = self.0.runtime_faults && self.0.chooser.borrow_mut().runtime_fault(site);
+        if fired {
+            self.0.log.borrow_mut().faults_fired += 1;
+        }
+        fired
     }
 }
 
@@ -247,6 +263,7 @@ pub(super) fn drive(
         home: Cell::new(std::ptr::null_mut()),
         chooser: RefCell::new(chooser),
         preempt_one_in: settings.preempt_one_in,
+        runtime_faults: settings.runtime_faults,
         log: RefCell::new(Log::new(settings.keep_decisions)),
         panic: RefCell::new(None),
     });
@@ -399,6 +416,9 @@ fn run_loops(
             }
             drain_left -= 1;
         }
+        if stuck.is_none() && settings.kill_one_in > 0 {
+            kill_maybe(shared, settings, core);
+        }
         let id = {
             let mut chooser = core.chooser.borrow_mut();
             let id = runnable[chooser.scheduler(runnable.len())];
@@ -417,4 +437,24 @@ fn run_loops(
         // its own stack, alive (D3); home saves itself in `core.home` (D1).
         unsafe { crate::context::switch(core.home.as_ptr(), l.sp.get()) };
     }
+}
+
+/// The fault plan's turn: once in `kill_one_in` turns, kill one of the
+/// actors it may (faults (F1)), and log it (D2).
+fn kill_maybe(shared: &Shared, settings: &Settings, core: &Core) {
+    if !core.chooser.borrow_mut().kill(settings.kill_one_in) {
+        return;
+    }
+    let candidates = super::faults::candidates(shared, settings.killable.as_ref());
+    if candidates.is_empty() {
+        return;
+    }
+    let victim = candidates[core.chooser.borrow_mut().victim(candidates.len())];
+    super::faults::kill(shared, victim);
+    let mut log = core.log.borrow_mut();
+    log.killed.push(victim);
+    log.add(Decision::Kill {
+        at: super::elapsed_nanos(),
+        pid: victim,
+    });
 }

@@ -60,6 +60,16 @@ impl fmt::Display for Sim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let default = Sim::new(self.seed);
         write!(f, "Sim::new({})", self.seed)?;
+        let (s, d) = (&self.settings, &default.settings);
+        if s.runtime_faults {
+            write!(f, ".runtime_faults(true)")?;
+        }
+        if s.kill_one_in != d.kill_one_in {
+            write!(f, ".kill_one_in({})", s.kill_one_in)?;
+        }
+        if s.killable.is_some() {
+            write!(f, ".killable(/* the test's */)")?;
+        }
         if self.swarm {
             // Replays as drawn; `resolved` shows the settings.
             return write!(f, ".swarm()");
@@ -73,7 +83,6 @@ impl fmt::Display for Sim {
                 ".strategy(Strategy::Pct {{ depth: {depth}, steps: {steps} }})"
             )?;
         }
-        let (s, d) = (&self.settings, &default.settings);
         if s.preempt_one_in != d.preempt_one_in {
             write!(f, ".preempt_one_in({})", s.preempt_one_in)?;
         }

@@ -36,7 +36,10 @@
 //! deadlock (every actor waits and no timer is armed: the error names
 //! each actor and what it waits on), a livelock (a step budget spent),
 //! and, with [`Sim::check_determinism`], a run that a seed does not
-//! replay (the first decision that differs).
+//! replay (the first decision that differs). Faults, from the seed too:
+//! actors killed at random ([`Sim::kill_one_in`]) and smarm's own fault
+//! sites ([`Sim::runtime_faults`]), beside the program's own
+//! (`smarm::buggify!()`, [`random`]).
 //!
 //! # Invariants
 //!
@@ -50,6 +53,7 @@
 mod chooser;
 mod driver;
 mod explore;
+mod faults;
 mod report;
 
 pub use explore::{RunSize, Shrunk};
@@ -127,6 +131,10 @@ struct Settings {
     step_time_nanos: u64,
     timer_lateness_nanos: u64,
     keep_decisions: bool,
+    /// smarm's own fault sites on (`faults.rs`).
+    runtime_faults: bool,
+    kill_one_in: u32,
+    killable: Option<faults::Killable>,
 }
 
 /// A run that ended well: the root's value and what the run was.
@@ -145,6 +153,11 @@ pub struct SimRun<R> {
     pub elapsed: Duration,
     /// Where the actors the schedulers ran came from.
     pub schedule: Schedule,
+    /// The actors [`Sim::kill_one_in`] killed, in order.
+    pub killed: Vec<Pid>,
+    /// How many times smarm's own fault sites fired
+    /// ([`Sim::runtime_faults`]).
+    pub faults_fired: u64,
 }
 
 /// Where the actors a run's schedulers took came from: the scheduler's
@@ -293,6 +306,8 @@ enum Decision {
     },
     /// Simulated time jumped to the next timer.
     Time { at: u64 },
+    /// The fault plan killed `pid`.
+    Kill { at: u64, pid: Pid },
 }
 
 impl Decision {
@@ -306,6 +321,7 @@ impl Decision {
                 of,
             } => [2, at, pid.to_bits(), (scheduler as u64) << 32 | of as u64],
             Decision::Time { at } => [3, at, 0, 0],
+            Decision::Kill { at, pid } => [4, at, pid.to_bits(), 0],
         }
     }
 }
@@ -331,6 +347,13 @@ impl std::fmt::Display for Decision {
             Decision::Time { at } => {
                 write!(f, "time jumped to {:?}", Duration::from_nanos(at))
             }
+            Decision::Kill { at, pid } => {
+                write!(
+                    f,
+                    "actor {pid} was killed at {:?}",
+                    Duration::from_nanos(at)
+                )
+            }
         }
     }
 }
@@ -351,6 +374,9 @@ impl Sim {
                 step_time_nanos: 10_000,
                 timer_lateness_nanos: 1_000_000,
                 keep_decisions: false,
+                runtime_faults: false,
+                kill_one_in: 0,
+                killable: None,
             },
             config: Config::exact(2),
             swarm: false,
@@ -485,6 +511,15 @@ impl Sim {
         sim.settings.step_time_nanos = [0, 1_000, 10_000, 100_000][draw.below(4) as usize];
         sim.settings.timer_lateness_nanos =
             [0, 100_000, 1_000_000, 10_000_000][draw.below(4) as usize];
+        // Faults stay the test's choice; a seed draws how hard they come.
+        if sim.settings.runtime_faults {
+            sim.settings.runtime_faults = draw.below(2) == 0;
+        }
+        let n = sim.settings.kill_one_in;
+        if n > 0 {
+            sim.settings.kill_one_in =
+                [0, n, n.saturating_mul(4), (n / 4).max(1)][draw.below(4) as usize];
+        }
         sim
     }
 
@@ -666,6 +701,8 @@ impl Sim {
                 steps: driven.log.steps,
                 elapsed,
                 schedule: driven.log.schedule,
+                killed: driven.log.killed,
+                faults_fired: driven.log.faults_fired,
             },
             driven.log.decisions,
         ))

@@ -282,6 +282,13 @@ pub fn call_to<Req, R: Send + 'static>(
     let mut delivered = true;
     let mut noted = None;
     let mut cycle = None;
+    // A fault site of the simulator's (sim faults (F2)): the call times
+    // out as soon as its request is delivered.
+    let wait = if smarm_core::fault_site("a call times out at once") {
+        Duration::ZERO
+    } else {
+        timeout
+    };
     let reply = await_reply_watched_as(
         what,
         |tx| {
@@ -290,7 +297,7 @@ pub fn call_to<Req, R: Send + 'static>(
             }))
             .is_ok()
         },
-        timeout,
+        wait,
         |tag, began| {
             let Some(callee) = callee() else {
                 return false;

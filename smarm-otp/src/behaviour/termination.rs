@@ -21,7 +21,10 @@ pub(crate) struct Ended {
 
 /// Run `body` (the behaviour's loop, returning why it stopped) to its end.
 pub(crate) fn run(body: impl FnOnce() -> StopReason) -> Ended {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    let ended = catch_unwind(AssertUnwindSafe(body));
+    // Others may run before the cleanup, as on threads (sim faults (F2)).
+    smarm_core::fault_pause("a behaviour is switched out before its terminate");
+    match ended {
         Ok(reason) => Ended {
             reason,
             unwind: None,

@@ -105,7 +105,8 @@ impl<T> Sender<T> {
         if !g.receiver_alive {
             return Err(TrySendError::Disconnected(value));
         }
-        if g.is_full() {
+        if g.is_full() || (g.room.is_some() && crate::fault_site("a bounded mailbox reports full"))
+        {
             return Err(TrySendError::Full(value));
         }
         g.push(value);
