@@ -9,6 +9,8 @@ use smarm::net::{TcpListener, TcpStream};
 use smarm::sim::{Sim, SimError};
 use smarm::supervisor::{self, ChildSpec, Strategy as Restarts, SupFlags};
 use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Counts the calls it answered since it (re)started.
@@ -69,10 +71,13 @@ fn smarms_own_fault_sites_fire_in_some_seeds_and_only_when_turned_on() {
     for seed in 0..100 {
         let run = Sim::new(seed).runtime_faults(true).run(exercise).unwrap();
         let (f, s, t) = run.value;
-        assert_eq!(
-            (f + s + t) as u64,
-            run.faults_fired,
-            "seed {seed}: every firing is one of the three"
+        // Every firing is one of the three, or the counter's end pausing
+        // before its terminate (once at most).
+        let three = (f + s + t) as u64;
+        assert!(
+            (three..=three + 1).contains(&run.faults_fired),
+            "seed {seed}: {three} of the three, {} fired",
+            run.faults_fired
         );
         (full, short, timed_out) = (full + f, short + s, timed_out + t);
         runs_hit += usize::from(f + s + t > 0);
@@ -142,11 +147,13 @@ const COUNTERS: [ServerName<Counter>; 3] = [
     ServerName::new("counter-c"),
 ];
 
-/// Three supervised counters and three clients making 30 calls each,
-/// retrying a call whose server is down: how many calls were answered.
-fn supervised_calls() -> usize {
+/// Three supervised counters (restarted up to `intensity` times a
+/// minute) and three clients making 30 calls each, a millisecond apart,
+/// retrying a call whose server is down; each answer counted in
+/// `answered`. Its value: how many calls were answered.
+fn supervised_calls(intensity: u32, answered: Arc<AtomicUsize>) -> usize {
     smarm::report::set_handler(|_| {});
-    let flags = SupFlags::new(Restarts::OneForOne).intensity(10_000, Duration::from_secs(60));
+    let flags = SupFlags::new(Restarts::OneForOne).intensity(intensity, Duration::from_secs(60));
     let children = ["a", "b", "c"]
         .iter()
         .zip(COUNTERS)
@@ -155,47 +162,87 @@ fn supervised_calls() -> usize {
     let sup = supervisor::start(flags, children).unwrap();
     let clients: Vec<_> = (0..3)
         .map(|i| {
+            let answered = answered.clone();
             smarm::spawn(move || {
-                (0..30)
-                    .filter(|j| {
-                        loop {
-                            let name = COUNTERS[(i + j) % 3];
-                            match gen_server::whereis_server(name).map(|s| s.call(())) {
-                                Some(Ok(n)) => break n > 0,
-                                _ => smarm::sleep(Duration::from_millis(1)),
-                            }
-                        }
-                    })
-                    .count()
+                for j in 0..30 {
+                    let name = COUNTERS[(i + j) % 3];
+                    while gen_server::whereis_server(name)
+                        .map(|s| s.call(()))
+                        .is_none_or(|r| r.is_err())
+                    {
+                        smarm::sleep(Duration::from_millis(1));
+                    }
+                    answered.fetch_add(1, Ordering::Relaxed);
+                    smarm::sleep(Duration::from_millis(1));
+                }
             })
         })
         .collect();
-    let answered = clients.into_iter().map(|c| c.join().unwrap()).sum();
+    for c in clients {
+        c.join().unwrap();
+    }
     sup.shutdown().unwrap();
-    answered
+    answered.load(Ordering::Relaxed)
+}
+
+/// Only the counters may be killed.
+fn a_counter(actor: &smarm::ActorInfo) -> bool {
+    actor.names.iter().any(|n| n.starts_with("counter-"))
 }
 
 #[test]
 fn supervised_servers_killed_at_random_keep_every_call_answered_and_replay() {
-    let sim = Sim::new(0)
-        .kill_one_in(30)
-        .killable(|actor| actor.names.iter().any(|n| n.starts_with("counter-")));
+    let sim = Sim::new(0).kill_one_in(30).killable(a_counter);
+    let calls = || supervised_calls(10_000, Arc::default());
     let mut kills = 0;
     for seed in 0..200 {
-        let run = sim.clone().seed(seed).run(supervised_calls).unwrap();
+        let run = sim.clone().seed(seed).run(calls).unwrap();
         assert_eq!(run.value, 90, "seed {seed}: every call answered");
         kills += run.killed.len();
     }
     assert!(kills >= 200, "the plan killed servers ({kills} kills)");
     // The kills are part of the run: a seed replays them.
-    let run = sim
-        .clone()
-        .seed(7)
-        .check_determinism(supervised_calls)
-        .unwrap();
+    let run = sim.clone().seed(7).check_determinism(calls).unwrap();
     assert!(!run.killed.is_empty());
-    assert_eq!(
-        sim.clone().seed(7).run(supervised_calls).unwrap().killed,
-        run.killed
+    assert_eq!(sim.clone().seed(7).run(calls).unwrap().killed, run.killed);
+}
+
+#[test]
+fn once_the_faults_stop_a_supervised_service_recovers_and_one_whose_supervisor_gave_up_does_not() {
+    // Kills for the first 10 ms; then every call must be answered within
+    // a second.
+    let run = |intensity: u32, seed: u64| {
+        let answered = Arc::new(AtomicUsize::new(0));
+        let seen = answered.clone();
+        Sim::new(seed)
+            .kill_one_in(10)
+            .killable(a_counter)
+            .liveness(
+                "every call answered",
+                Duration::from_millis(10),
+                Duration::from_secs(1),
+                move || seen.load(Ordering::Relaxed) == 90,
+            )
+            .run(move || supervised_calls(intensity, answered))
+    };
+    for seed in 0..50 {
+        run(10_000, seed).unwrap();
+    }
+    // Allowed one restart a minute, the supervisor gives up under the
+    // kills, its counters are gone for good, and the clients wait forever.
+    let stuck: Vec<u64> = (0..50)
+        .filter(|&seed| match run(1, seed) {
+            Ok(_) => false,
+            Err(SimError::Liveness { name, .. }) => {
+                assert_eq!(name, "every call answered");
+                true
+            }
+            Err(other) => panic!("seed {seed}: {other}"),
+        })
+        .collect();
+    assert!(
+        stuck.len() >= 25,
+        "the supervisor gave up in {} of 50 seeds",
+        stuck.len()
     );
 }

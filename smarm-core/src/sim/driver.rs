@@ -72,6 +72,9 @@ pub(super) struct Core {
     preempt_one_in: u32,
     /// smarm's own fault sites are on (`faults.rs`).
     runtime_faults: bool,
+    /// When a liveness phase stops every fault (faults (F3)), in simulated
+    /// nanoseconds.
+    quiet_at: u64,
     log: RefCell<Log>,
     /// A loop's panic (a runtime bug), raised on the simulation's thread.
     panic: RefCell<Option<Box<dyn std::any::Any + Send>>>,
@@ -170,11 +173,13 @@ impl Driver for Handle {
     }
 
     fn buggify(&self, site: &'static str) -> bool {
-        self.0.chooser.borrow_mut().buggify(site)
+        !self.0.quiet() && self.0.chooser.borrow_mut().buggify(site)
     }
 
     fn runtime_fault(&self, site: &'static str) -> bool {
-        let fired = self.0.runtime_faults && self.0.chooser.borrow_mut().runtime_fault(site);
+        let fired = self.0.runtime_faults
+            && !self.0.quiet()
+            && self.0.chooser.borrow_mut().runtime_fault(site);
         if fired {
             self.0.log.borrow_mut().faults_fired += 1;
         }
@@ -183,6 +188,11 @@ impl Driver for Handle {
 }
 
 impl Core {
+    /// Whether a liveness phase has stopped the faults (faults (F3)).
+    fn quiet(&self) -> bool {
+        super::elapsed_nanos() >= self.quiet_at
+    }
+
     /// Save loop `id`'s context in `state` and switch home (D1).
     fn suspend(&self, id: usize, state: State) {
         let l = &self.loops[id];
@@ -264,6 +274,7 @@ pub(super) fn drive(
         chooser: RefCell::new(chooser),
         preempt_one_in: settings.preempt_one_in,
         runtime_faults: settings.runtime_faults,
+        quiet_at: settings.liveness.as_ref().map_or(u64::MAX, |l| l.quiet_at),
         log: RefCell::new(Log::new(settings.keep_decisions)),
         panic: RefCell::new(None),
     });
@@ -339,6 +350,7 @@ fn run_loops(
     let mut stuck = None;
     let mut drain_left = DRAIN_STEPS;
     let mut runnable = Vec::with_capacity(core.loops.len());
+    let mut alive = Liveness::new(settings);
     loop {
         if core.panic.borrow().is_some() {
             return stuck;
@@ -351,6 +363,12 @@ fn run_loops(
                 step: core.log.borrow().steps,
                 at: super::elapsed(),
             });
+            shared.request_stop_all(None);
+        }
+        if stuck.is_none()
+            && let Some(late) = alive.check(false)
+        {
+            stuck = Some(late);
             shared.request_stop_all(None);
         }
         runnable.clear();
@@ -367,7 +385,8 @@ fn run_loops(
             }
         }
         if all_done {
-            return stuck;
+            // Unmet at the end: reported unless the root failed first.
+            return stuck.or_else(|| alive.check(true));
         }
         if runnable.is_empty() {
             // Real sockets first (loopback delivers within the write that
@@ -416,7 +435,7 @@ fn run_loops(
             }
             drain_left -= 1;
         }
-        if stuck.is_none() && settings.kill_one_in > 0 {
+        if stuck.is_none() && settings.kill_one_in > 0 && !core.quiet() {
             kill_maybe(shared, settings, core);
         }
         let id = {
@@ -457,4 +476,38 @@ fn kill_maybe(shared: &Shared, settings: &Settings, core: &Core) {
         at: super::elapsed_nanos(),
         pid: victim,
     });
+}
+
+/// A run's liveness phase, if it has one (faults (F3)): whether its
+/// condition has held since the faults stopped.
+struct Liveness<'a> {
+    phase: Option<&'a super::faults::Liveness>,
+    met: bool,
+}
+
+impl<'a> Liveness<'a> {
+    fn new(settings: &'a Settings) -> Liveness<'a> {
+        Liveness {
+            phase: settings.liveness.as_ref(),
+            met: false,
+        }
+    }
+
+    /// Look at the condition (once the faults have stopped, or at the
+    /// run's `end`): why the run fails, if its deadline has passed (or the
+    /// run ended) without it holding.
+    fn check(&mut self, end: bool) -> Option<Stuck> {
+        let phase = self.phase?;
+        let now = super::elapsed_nanos();
+        if !self.met && (end || now >= phase.quiet_at) {
+            self.met = (phase.holds)();
+        }
+        let late = end || now > phase.quiet_at.saturating_add(phase.within);
+        (!self.met && late).then_some(Stuck::Liveness {
+            name: phase.name,
+            quiet_at: phase.quiet_at,
+            within: phase.within,
+            at_end: end,
+        })
+    }
 }

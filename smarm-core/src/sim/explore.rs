@@ -70,6 +70,13 @@ impl fmt::Display for Sim {
         if s.killable.is_some() {
             write!(f, ".killable(/* the test's */)")?;
         }
+        if let Some(l) = &s.liveness {
+            write!(
+                f,
+                ".liveness({:?}, Duration::from_nanos({}), Duration::from_nanos({}), /* the test's */)",
+                l.name, l.quiet_at, l.within
+            )?;
+        }
         if self.swarm {
             // Replays as drawn; `resolved` shows the settings.
             return write!(f, ".swarm()");
@@ -156,9 +163,10 @@ impl Sim {
     }
 
     /// Reduce this simulation's failure of `f`: turn preemptions down and
-    /// then off, run on one scheduler, take the jitter out of steps and
-    /// timers, keeping each change under which the seed still fails the
-    /// same way. `None` if this simulation does not fail.
+    /// then off, smarm's fault sites off, kills down and then off, run on
+    /// one scheduler, take the jitter out of steps and timers, keeping
+    /// each change under which the seed still fails the same way. `None`
+    /// if this simulation does not fail.
     ///
     /// ```
     /// use smarm::sim::Sim;
@@ -222,6 +230,19 @@ impl Sim {
         }
         if best.0.settings.preempt_one_in > 0 {
             keep_if_fails(best.0.clone().preempt_one_in(0), &mut best);
+        }
+        // Fewer faults: smarm's sites off, kills a quarter as often, none.
+        if best.0.settings.runtime_faults {
+            keep_if_fails(best.0.clone().runtime_faults(false), &mut best);
+        }
+        while (1..=1 << 20).contains(&best.0.settings.kill_one_in) {
+            let fewer = best.0.settings.kill_one_in * 4;
+            if !keep_if_fails(best.0.clone().kill_one_in(fewer), &mut best) {
+                break;
+            }
+        }
+        if best.0.settings.kill_one_in > 0 {
+            keep_if_fails(best.0.clone().kill_one_in(0), &mut best);
         }
         if best.0.schedulers > 1 {
             keep_if_fails(best.0.clone().schedulers(1), &mut best);

@@ -6,6 +6,9 @@
 //! behaviour switched out before its cleanup).
 //! Off unless asked for; drawn from streams of their own (chooser (C2)),
 //! so turning them on leaves every other choice of a seed where it was.
+//! A liveness phase ends them: from a set simulated time on, no fault
+//! fires, and a stated condition must come to hold within a deadline (as
+//! TigerBeetle's VOPR ends its runs).
 //!
 //! # Invariants
 //!
@@ -18,6 +21,8 @@
 //!   full; a `write` may write fewer bytes; a call may time out; any actor
 //!   may be switched out between two steps), so code correct against the
 //!   contract stays correct under it.
+//! - (F3) From a liveness phase's start no fault of any kind fires: no
+//!   kill, no site of smarm's, no `buggify!()` site of the program's.
 
 use super::Sim;
 use crate::introspect::ActorInfo;
@@ -35,7 +40,72 @@ impl std::fmt::Debug for Killable {
     }
 }
 
+/// A liveness phase: quiet from `quiet_at` (simulated nanoseconds), and
+/// `holds` true within `within` after it.
+#[derive(Clone)]
+pub(super) struct Liveness {
+    pub(super) name: &'static str,
+    pub(super) quiet_at: u64,
+    pub(super) within: u64,
+    pub(super) holds: Arc<dyn Fn() -> bool + Send + Sync>,
+}
+
+impl std::fmt::Debug for Liveness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Liveness")
+            .field("name", &self.name)
+            .field("quiet_at", &self.quiet_at)
+            .field("within", &self.within)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Sim {
+    /// A liveness phase: from `quiet_at` of simulated time on, no fault
+    /// fires (F3): no kill, none of smarm's fault sites, none of the
+    /// program's `buggify!()` sites. `holds` must then come true within
+    /// `within`, checked after every scheduler turn and at the end of the
+    /// run (between actors, as an [`invariant`](Sim::invariant)), or the
+    /// run fails with [`SimError::Liveness`](super::SimError::Liveness):
+    /// the system recovers once the faults stop.
+    ///
+    /// ```
+    /// use smarm::sim::{Sim, SimError};
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::time::Duration;
+    ///
+    /// // A flag that a buggified actor may set only after the quiet phase starts.
+    /// let recovered = |deadline| {
+    ///     let up = Arc::new(AtomicBool::new(false));
+    ///     let seen = up.clone();
+    ///     Sim::new(0)
+    ///         .liveness("back up", Duration::from_secs(1), deadline, move || seen.load(Ordering::Relaxed))
+    ///         .run(move || {
+    ///             smarm::sleep(Duration::from_secs(3)); // recovery takes 2 s past the quiet point
+    ///             up.store(true, Ordering::Relaxed);
+    ///         })
+    /// };
+    /// assert!(recovered(Duration::from_secs(5)).is_ok());
+    /// assert!(matches!(recovered(Duration::from_secs(1)), Err(SimError::Liveness { .. })));
+    /// ```
+    pub fn liveness(
+        mut self,
+        name: &'static str,
+        quiet_at: std::time::Duration,
+        within: std::time::Duration,
+        holds: impl Fn() -> bool + Send + Sync + 'static,
+    ) -> Sim {
+        let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.settings.liveness = Some(Liveness {
+            name,
+            quiet_at: nanos(quiet_at),
+            within: nanos(within),
+            holds: Arc::new(holds),
+        });
+        self
+    }
+
     /// Turn smarm's own fault sites on (off by default): each run turns
     /// each site on with probability 1/4 when first reached, and an
     /// enabled site fires once in 20 times (FoundationDB's BUGGIFY). The

@@ -135,6 +135,7 @@ struct Settings {
     runtime_faults: bool,
     kill_one_in: u32,
     killable: Option<faults::Killable>,
+    liveness: Option<faults::Liveness>,
 }
 
 /// A run that ended well: the root's value and what the run was.
@@ -247,6 +248,19 @@ pub enum SimError {
         /// When, in simulated time.
         elapsed: Duration,
     },
+    /// The condition of [`Sim::liveness`] did not come to hold within its
+    /// deadline after the faults stopped (or by the end of the run).
+    #[error("seed {seed}: liveness \"{name}\" did not hold within {within:?} of the faults stopping at {quiet_at:?} of simulated time{}", replay(*seed))]
+    Liveness {
+        /// The run's seed.
+        seed: u64,
+        /// The condition's name.
+        name: &'static str,
+        /// When the faults stopped, in simulated time.
+        quiet_at: Duration,
+        /// How long after that it had to hold.
+        within: Duration,
+    },
     /// Two runs of one seed took different decisions: something the
     /// actors read is not part of the simulation (a `HashMap`'s random
     /// order, `std::time`, a thread, the OS's randomness).
@@ -286,6 +300,7 @@ impl SimError {
             | SimError::Deadlock { seed, .. }
             | SimError::Livelock { seed, .. }
             | SimError::Invariant { seed, .. }
+            | SimError::Liveness { seed, .. }
             | SimError::Diverged { seed, .. } => Some(*seed),
             SimError::Config(_) => None,
         }
@@ -377,6 +392,7 @@ impl Sim {
                 runtime_faults: false,
                 kill_one_in: 0,
                 killable: None,
+                liveness: None,
             },
             config: Config::exact(2),
             swarm: false,
@@ -657,7 +673,9 @@ impl Sim {
         size.preemptions = driven.log.preemptions;
         let elapsed = elapsed();
         let seed = self.seed;
-        if let Some(stuck) = driven.stuck {
+        let root_failed = matches!(outcome, Some(Outcome::Panic(_) | Outcome::Ended(_)));
+        let stuck = driven.stuck.filter(|s| !(root_failed && s.at_end()));
+        if let Some(stuck) = stuck {
             return Err(match stuck {
                 Stuck::Deadlock(report) => SimError::Deadlock { seed, report },
                 Stuck::Livelock { steps } => SimError::Livelock { seed, steps },
@@ -666,6 +684,17 @@ impl Sim {
                     name,
                     step,
                     elapsed: at,
+                },
+                Stuck::Liveness {
+                    name,
+                    quiet_at,
+                    within,
+                    ..
+                } => SimError::Liveness {
+                    seed,
+                    name,
+                    quiet_at: Duration::from_nanos(quiet_at),
+                    within: Duration::from_nanos(within),
                 },
             });
         }
@@ -723,6 +752,21 @@ enum Stuck {
         step: u64,
         at: Duration,
     },
+    Liveness {
+        name: &'static str,
+        quiet_at: u64,
+        within: u64,
+        /// Found unmet when the run ended, before its deadline.
+        at_end: bool,
+    },
+}
+
+impl Stuck {
+    /// Whether this was found only as the run ended (a root that failed
+    /// is the better report then).
+    fn at_end(&self) -> bool {
+        matches!(self, Stuck::Liveness { at_end: true, .. })
+    }
 }
 
 /// Real time again when the simulation ends, however it ends.

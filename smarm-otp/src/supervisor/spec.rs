@@ -254,18 +254,24 @@ impl ChildSpec {
         }
     }
 
-    /// A plain actor running `body` (a fresh run of it per restart). Its
+    /// A plain actor running `body` (a fresh run of it per restart),
+    /// labelled with the child's id (crash reports, introspection). Its
     /// start returns once the actor runs, so children start in order.
     pub fn actor(id: impl Into<String>, body: impl Fn() + Send + Sync + 'static) -> Self {
+        let id = id.into();
+        let label = id.clone();
         let body = std::sync::Arc::new(body);
         ChildSpec::new(id, move || {
             let body = body.clone();
             let (running_tx, running) = smarm_core::channel::channel::<()>();
-            let child = smarm_core::spawn_link(move || {
-                let _ = running_tx.send(());
-                drop(running_tx);
-                body()
-            });
+            let child = smarm_core::Builder::new()
+                .name(label.as_str())
+                .link()
+                .spawn(move || {
+                    let _ = running_tx.send(());
+                    drop(running_tx);
+                    body()
+                })?;
             let _ = running.recv();
             Ok(child.pid())
         })
