@@ -220,30 +220,31 @@ impl Sim {
                 false
             }
         };
-        // Fewer preemptions: a quarter as many, while that still fails,
-        // then none.
-        while (1..=1 << 20).contains(&best.0.settings.preempt_one_in) {
-            let fewer = best.0.settings.preempt_one_in * 4;
-            if !keep_if_fails(best.0.clone().preempt_one_in(fewer), &mut best) {
-                break;
+        // A rate of `one in n` made a quarter as frequent while that still
+        // fails, then zero.
+        let rarer = |best: &mut (Sim, SimError, RunSize),
+                     rate: fn(&Sim) -> u32,
+                     set: fn(Sim, u32) -> Sim| {
+            while (1..=1 << 20).contains(&rate(&best.0)) {
+                let fewer = rate(&best.0) * 4;
+                if !keep_if_fails(set(best.0.clone(), fewer), best) {
+                    break;
+                }
             }
-        }
-        if best.0.settings.preempt_one_in > 0 {
-            keep_if_fails(best.0.clone().preempt_one_in(0), &mut best);
-        }
-        // Fewer faults: smarm's sites off, kills a quarter as often, none.
+            if rate(&best.0) > 0 {
+                keep_if_fails(set(best.0.clone(), 0), best);
+            }
+        };
+        rarer(
+            &mut best,
+            |s| s.settings.preempt_one_in,
+            Sim::preempt_one_in,
+        );
+        // Fewer faults: smarm's sites off, then fewer kills.
         if best.0.settings.runtime_faults {
             keep_if_fails(best.0.clone().runtime_faults(false), &mut best);
         }
-        while (1..=1 << 20).contains(&best.0.settings.kill_one_in) {
-            let fewer = best.0.settings.kill_one_in * 4;
-            if !keep_if_fails(best.0.clone().kill_one_in(fewer), &mut best) {
-                break;
-            }
-        }
-        if best.0.settings.kill_one_in > 0 {
-            keep_if_fails(best.0.clone().kill_one_in(0), &mut best);
-        }
+        rarer(&mut best, |s| s.settings.kill_one_in, Sim::kill_one_in);
         if best.0.schedulers > 1 {
             keep_if_fails(best.0.clone().schedulers(1), &mut best);
         }
