@@ -131,7 +131,7 @@ pub mod trace; //         runtime trace events, Chrome Trace export
 pub fn fault_site(site: &'static str) -> bool {
     #[cfg(feature = "sim")]
     {
-        scheduler::simulated::runtime_fault(site).unwrap_or(false)
+        scheduler::simulated::any_installed() && scheduler::simulated::runtime_fault(site)
     }
     #[cfg(not(feature = "sim"))]
     {

@@ -545,6 +545,11 @@ impl BoundedWaiter for CallWait<'_> {
     }
 
     fn register(&mut self, wait: &Wait) -> Registered<Settled> {
+        // A fault site of the simulator's (sim faults (F2)): the call times
+        // out as it would park, its request delivered.
+        if crate::fault_site("a call times out at once") && self.cell.cancel(self.tag) {
+            return Registered::Done(Settled::TimedOut);
+        }
         if self.cell.register(wait.id().epoch) == OPEN {
             Registered::Yes
         } else {

@@ -235,43 +235,30 @@ pub(crate) fn current_pid() -> Option<Pid> {
     with_worker(|w, _| w.actor.current.get()).flatten()
 }
 
-std::thread_local! {
-    /// Actors that switched out of this OS thread while unwinding and
-    /// have not resumed (they are pinned to it): std's panic count is per
-    /// OS thread, so while one is listed, `panicking()` is true for every
-    /// actor here and says nothing about the running one
-    /// (`actor_unwinding`). Per thread, not per scheduler: a simulation
-    /// runs all its schedulers on one thread. Pushed by the switch out,
-    /// taken off when the pinned queue hands the actor back.
-    static UNWINDS_PARKED: std::cell::RefCell<Vec<Pid>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// Whether the running actor is itself unwinding (a panic, a stop, an
-/// exit): `std::thread::panicking()`, unless an actor that switched out
-/// mid-unwind has left its count on this thread, when the answer is
-/// `false` (which of them unwinds cannot be told).
+/// exit): `std::thread::panicking()`, unless another actor that switched
+/// out mid-unwind left its count on this thread (one pinned to this
+/// scheduler, or to any scheduler of a simulation, which share one
+/// thread): then `false`, as which of them unwinds cannot be told. Scans
+/// the slots, but only while the thread is unwinding.
 pub(crate) fn actor_unwinding() -> bool {
-    std::thread::panicking() && UNWINDS_PARKED.with(|p| p.borrow().is_empty())
-}
-
-/// The running actor `pid` switches out of this thread mid-unwind.
-#[cold]
-pub(super) fn unwind_parks(pid: Pid) {
-    UNWINDS_PARKED.with(|p| p.borrow_mut().push(pid));
-}
-
-/// `pid`, taken from the pinned queue to run: if it switched out
-/// mid-unwind, it no longer leaves its panic count on this thread for
-/// others.
-#[inline]
-pub(super) fn resume_pinned(pid: Pid) -> Pid {
-    UNWINDS_PARKED.with(|p| {
-        let mut parked = p.borrow_mut();
-        if let Some(at) = parked.iter().position(|&q| q == pid) {
-            parked.swap_remove(at);
-        }
-    });
-    pid
+    if !std::thread::panicking() {
+        return false;
+    }
+    with_worker(|w, shared| {
+        let me = w.actor.current.get();
+        let mine = w.id as u32 + 1;
+        !(0..shared.slots.high_water() as u32).any(|i| {
+            shared.slots.get(i).is_some_and(|slot| {
+                let pin = slot.pinned.load(std::sync::atomic::Ordering::Relaxed);
+                pin & crate::slot::table::PINNED_UNWINDING != 0
+                    && (shared.is_simulated()
+                        || pin & !crate::slot::table::PINNED_UNWINDING == mine)
+                    && me.is_none_or(|me| me.index() != i)
+            })
+        })
+    })
+    .unwrap_or(true)
 }
 
 /// The running actor's pid and runtime, or a panic naming `what` that says

@@ -43,8 +43,9 @@
 //! `std::thread::panicking()` return `true`: a stop request to them waits
 //! for the unwind to finish, and a `std::sync::Mutex` they unlock in that
 //! window may be marked poisoned. `smarm::panicking()` answers for the
-//! running actor alone: the thread's list of actors parked mid-unwind
-//! (`current.rs`) says whether the thread's count may be another's. Blocking in a destructor is therefore
+//! running actor alone: an actor pinned mid-unwind is marked so in its
+//! slot (`PINNED_UNWINDING`), which says whether the thread's count may be
+//! another's. Blocking in a destructor is therefore
 //! supported but discouraged.
 //!
 //! A park hands over directly: when the loop would next run the next-slot

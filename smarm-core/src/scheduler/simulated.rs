@@ -36,6 +36,7 @@ use super::{Counters, Shared, Worker};
 use crate::slot::Pid;
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a simulation does at the loop's decision points (S3).
 pub(crate) trait Driver {
@@ -64,14 +65,26 @@ std::thread_local! {
     static DRIVER: RefCell<Option<Rc<dyn Driver>>> = const { RefCell::new(None) };
 }
 
+/// Drivers installed in the process: while none is, a fault site answers
+/// without a thread-local lookup (the call path asks on every call).
+static INSTALLED: AtomicUsize = AtomicUsize::new(0);
+
 /// Install `driver` for the simulated runtimes run on this thread.
 pub(crate) fn install(driver: Rc<dyn Driver>) {
-    DRIVER.with(|d| *d.borrow_mut() = Some(driver));
+    DRIVER.with(|d| {
+        if d.borrow_mut().replace(driver).is_none() {
+            INSTALLED.fetch_add(1, Ordering::Relaxed);
+        }
+    });
 }
 
 /// Remove this thread's driver.
 pub(crate) fn uninstall() {
-    DRIVER.with(|d| d.borrow_mut().take());
+    DRIVER.with(|d| {
+        if d.borrow_mut().take().is_some() {
+            INSTALLED.fetch_sub(1, Ordering::Relaxed);
+        }
+    });
 }
 
 /// This thread's driver, cloned out so no borrow is held across a switch.
@@ -89,9 +102,19 @@ pub(crate) fn buggify(site: &'static str) -> Option<bool> {
     driver().map(|d| d.buggify(site))
 }
 
-/// Whether smarm's own fault site `site` fires now, if a simulation runs.
-pub(crate) fn runtime_fault(site: &'static str) -> Option<bool> {
-    driver().map(|d| d.runtime_fault(site))
+/// Whether any thread of the process runs a simulation: one load, for
+/// the fault sites on hot paths to ask first.
+#[inline(always)]
+pub(crate) fn any_installed() -> bool {
+    INSTALLED.load(Ordering::Relaxed) != 0
+}
+
+/// Whether smarm's own fault site `site` fires now, if a simulation runs
+/// on this thread.
+#[cold]
+#[inline(never)]
+pub(crate) fn runtime_fault(site: &'static str) -> bool {
+    driver().is_some_and(|d| d.runtime_fault(site))
 }
 
 /// Whether this thread runs a simulation.
@@ -224,10 +247,7 @@ pub(super) fn pop(shared: &Shared, w: &Worker) -> Option<Pid> {
     let pid = pids[at];
     match places[at] {
         Place::Next => {}
-        Place::Pinned => {
-            own.pinned.remove(pid);
-            super::current::resume_pinned(pid);
-        }
+        Place::Pinned => own.pinned.remove(pid),
         Place::Local(id) => {
             shared.sched.queues[id].local.remove(pid);
             if id != w.id {

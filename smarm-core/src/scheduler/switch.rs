@@ -3,6 +3,7 @@
 //! (`StopSignal`).
 
 use super::{outside_actor, preempt, with_worker, worker};
+use crate::slot::table::PINNED_UNWINDING;
 
 /// Why an actor switched back to its scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,10 +107,7 @@ fn leave_for(
     // Unwinding (std's panic count is per thread) or preempted (user
     // code may hold a thread-local borrow it cannot see): resume here.
     let pin = if unwinding || intent == Intent::Preempt {
-        if unwinding && matches!(intent, Intent::Park | Intent::Yield | Intent::Preempt) {
-            super::current::unwind_parks(pid);
-        }
-        w.id as u32 + 1
+        (w.id as u32 + 1) | if unwinding { PINNED_UNWINDING } else { 0 }
     } else {
         0
     };

@@ -97,9 +97,9 @@ impl Shared {
         }
         let pin = id as u32 + 1;
         !(0..self.slots.high_water() as u32).any(|i| {
-            self.slots
-                .get(i)
-                .is_some_and(|s| s.pinned.load(Ordering::Relaxed) == pin)
+            self.slots.get(i).is_some_and(|s| {
+                s.pinned.load(Ordering::Relaxed) & !crate::slot::table::PINNED_UNWINDING == pin
+            })
         })
     }
 

@@ -56,7 +56,7 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
     // Inside the context the layers above installed (the tokio context):
     // every actor this thread runs finds it.
     let context = shared.locals().get_or_default::<super::ThreadContext>();
-    context.run(&mut || run_loop(shared, id));
+    context.run(&mut || run_loop::<false>(shared, id));
 }
 
 /// Run scheduler `id` of a simulated runtime on this context of the
@@ -65,10 +65,12 @@ pub(crate) fn run_worker(shared: &Arc<Shared>, id: usize) {
 /// thread's default already is the one the run started under).
 #[cfg(feature = "sim")]
 pub(crate) fn run_worker_simulated(shared: &Arc<Shared>, id: usize) {
-    run_loop(shared, id);
+    run_loop::<true>(shared, id);
 }
 
-fn run_loop(shared: &Arc<Shared>, id: usize) {
+/// The scheduler loop; `SIM`: of a simulated runtime (a constant, so the
+/// threaded loop carries no branch of the simulation's).
+fn run_loop<const SIM: bool>(shared: &Arc<Shared>, id: usize) {
     let _altstack = crate::stack::ensure_altstack();
     // Actors' spans go to the subscriber that was the default where the
     // runtime was started. (Not in a simulation: its loops interleave on
@@ -76,7 +78,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     #[cfg(feature = "tracing")]
     let _dispatch = shared
         .dispatch()
-        .filter(|_| !shared.is_simulated())
+        .filter(|_| !SIM)
         .map(|d| tracing::dispatcher::set_default(&d));
     let worker = Worker::new(id, shared);
     CURRENT.with(|c| c.set(&worker));
@@ -85,7 +87,7 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     let mut may_steal = false;
     loop {
         #[cfg(feature = "sim")]
-        if shared.simulated {
+        if SIM {
             super::simulated::between(shared, &worker);
         }
         // Between two actors: nothing read before is still held.
@@ -105,18 +107,18 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
             .tick
             .get()
             .is_multiple_of(super::netpoll::POLL_TICK)
-            && !shared.is_simulated()
+            && !SIM
         {
             shared.netpoll.poll_now(shared, super::netpoll::POLL_GAP);
         }
-        let Some(pid) = pop(
+        let Some(pid) = pop::<SIM>(
             shared,
             &worker,
             &mut steal_buf,
             std::mem::take(&mut may_steal),
         ) else {
             let idle_since = crate::clock::now();
-            let idled = idle(shared, &worker);
+            let idled = idle::<SIM>(shared, &worker);
             let stats = &shared.sched.queues[id].stats;
             stats.idle_ticks.store(
                 stats.idle_ticks.load(Ordering::Relaxed)
@@ -147,9 +149,19 @@ fn run_loop(shared: &Arc<Shared>, id: usize) {
     }
 }
 
-fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -> Option<Pid> {
+fn pop<const SIM: bool>(
+    shared: &Shared,
+    w: &Worker,
+    steal_buf: &mut Vec<Pid>,
+    may_steal: bool,
+) -> Option<Pid> {
     #[cfg(feature = "sim")]
-    if shared.simulated {
+    if SIM {
+        // No park is handed over directly in a simulation (the thread
+        // passes between actors only through the loop, simulated (S1)):
+        // a spent streak tells `direct_target`, at no cost to the threaded
+        // loop's parks.
+        w.pick.lifo_streak.set(LIFO_STREAK);
         return super::simulated::pop(shared, w);
     }
     let tick = w.pick.tick.get().wrapping_add(1);
@@ -160,7 +172,7 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
     if tick.is_multiple_of(FAIRNESS_TICK)
         && let Some(pid) = queues.pinned.pop_front()
     {
-        return Some(super::current::resume_pinned(pid));
+        return Some(pid);
     }
     let next = queues.next.take();
     if w.pick.lifo_streak.get() < LIFO_STREAK {
@@ -190,7 +202,7 @@ fn pop(shared: &Shared, w: &Worker, steal_buf: &mut Vec<Pid>, may_steal: bool) -
         return Some(pid);
     }
     if let Some(pid) = queues.pinned.pop_front() {
-        return Some(super::current::resume_pinned(pid));
+        return Some(pid);
     }
     if may_steal {
         steal(shared, w, steal_buf)
@@ -250,7 +262,7 @@ enum Idle {
     Done,
 }
 
-fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
+fn idle<const SIM: bool>(shared: &Arc<Shared>, w: &Worker) -> Idle {
     match shared.verdict(w.id) {
         Verdict::AllDone => {
             shared.clear_timers();
@@ -267,7 +279,7 @@ fn idle(shared: &Arc<Shared>, w: &Worker) -> Idle {
         Verdict::Idle => {}
     }
     #[cfg(feature = "sim")]
-    if shared.simulated {
+    if SIM {
         super::simulated::idle(shared, w);
         return Idle::Continue;
     }
@@ -595,10 +607,8 @@ fn enter_account(accounts: &crate::heap::Accounts, pid: Pid) {
 /// fairness, injector): everything else takes the loop. Not with
 /// `budget-accounting`, whose timing brackets the loop's own switch.
 pub(super) fn direct_target(w: &Worker, shared: &Shared) -> Option<*mut u8> {
-    if cfg!(feature = "budget-accounting")
-        || w.pick.lifo_streak.get() >= LIFO_STREAK
-        || shared.is_simulated()
-    {
+    // (A simulated scheduler's streak is always spent: `pop`.)
+    if cfg!(feature = "budget-accounting") || w.pick.lifo_streak.get() >= LIFO_STREAK {
         return None;
     }
     // A profiling session pays debts and counts region time on the loop's

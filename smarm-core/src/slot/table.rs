@@ -37,6 +37,10 @@ pub(crate) struct Runner {
     pub(crate) entry: Option<Entry>,
 }
 
+/// The bit of `Slot::pinned` that says the actor switched out while
+/// unwinding (its panic count is on its scheduler's thread).
+pub(crate) const PINNED_UNWINDING: u32 = 1 << 31;
+
 /// One actor's slot. Laid out so that everything a wake and a resume touch
 /// (the word, the stop flag, the saved stack pointer) shares the first
 /// cache line; the cold data takes the second.
@@ -50,7 +54,9 @@ pub(crate) struct Slot {
     /// a wait; read by introspection while the actor is parked.
     pub(crate) waiting_on: AtomicU8,
     /// Scheduler id + 1 this actor must resume on, or 0 (scheduler docs:
-    /// pinned while unwinding). Written by the actor before it switches out.
+    /// pinned while unwinding), with [`PINNED_UNWINDING`] set if it
+    /// switched out mid-unwind. Written by the actor before it switches
+    /// out.
     pub(crate) pinned: AtomicU32,
     /// The parent's pid bits (who spawned it, or the pid given to
     /// `spawn_under`), 0 for the root. Written by the spawner before the

@@ -115,8 +115,13 @@ enum ReplyTo<T: Send + 'static> {
 impl<T: Send + 'static> Reply<T> {
     /// Answer the call. `false` if the caller is no longer waiting (it
     /// timed out or went down): the value is discarded (C1).
-    pub fn reply(mut self, value: T) -> bool {
-        match std::mem::replace(&mut self.to, ReplyTo::Spent) {
+    pub fn reply(self, value: T) -> bool {
+        // Taken apart without its drop, which only matters unanswered.
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped or read again, so `to` is moved
+        // out exactly once.
+        let to = unsafe { std::ptr::read(&this.to) };
+        match to {
             ReplyTo::Caller(tx) => tx.send(value).is_ok(),
             ReplyTo::Task(tx) => tx.send(value).is_ok(),
             ReplyTo::Forward(f) => f(value),
@@ -282,13 +287,6 @@ pub fn call_to<Req, R: Send + 'static>(
     let mut delivered = true;
     let mut noted = None;
     let mut cycle = None;
-    // A fault site of the simulator's (sim faults (F2)): the call times
-    // out as soon as its request is delivered.
-    let wait = if smarm_core::fault_site("a call times out at once") {
-        Duration::ZERO
-    } else {
-        timeout
-    };
     let reply = await_reply_watched_as(
         what,
         |tx| {
@@ -297,7 +295,7 @@ pub fn call_to<Req, R: Send + 'static>(
             }))
             .is_ok()
         },
-        wait,
+        timeout,
         |tag, began| {
             let Some(callee) = callee() else {
                 return false;
