@@ -111,9 +111,10 @@ impl Sim {
     /// enabled site fires once in 20 times (FoundationDB's BUGGIFY). The
     /// sites: a [`try_send`](crate::channel::Sender::try_send) to a
     /// bounded channel (a bounded mailbox) reports it full; a write to a
-    /// `smarm::net` stream writes half its buffer; a gen_server or
-    /// gen_statem call times out at once (its request delivered, the reply
-    /// discarded); a behaviour is switched out between its loop's end and
+    /// `smarm::net` stream writes half its buffer; a call (a gen_server's,
+    /// a gen_statem's, any wait for a reply) times out where it would wait
+    /// for its answer (its request delivered, the reply discarded); a
+    /// behaviour is switched out between its loop's end and
     /// its `terminate`, as a preempted thread would be. Each is a failure
     /// (or a delay) the operation's contract allows, so
     /// code that handles its errors as documented stays correct; code that
