@@ -347,12 +347,12 @@ fn smarm_host() {
                 Err(e) => panic!("stdin closed: {e}"),
             }
         };
-        let eventually = |what: &str, cond: &dyn Fn() -> bool| {
+        let eventually = |what: &str, cond: &dyn Fn() -> bool, state: &dyn Fn() -> String| {
             let deadline = Instant::now() + LONG;
             while !cond() {
                 if Instant::now() > deadline {
-                    event(&format!("never {what}"));
-                    panic!("never {what}");
+                    event(&format!("never {what}: {}", state()));
+                    panic!("never {what}: {}", state());
                 }
                 smarm::sleep(Duration::from_millis(20));
             }
@@ -378,11 +378,13 @@ fn smarm_host() {
             .unwrap();
         let ping_all = || {
             for peer in &others {
-                eventually(&format!("ping {peer}"), &|| node.ping(peer));
+                eventually(&format!("ping {peer}"), &|| node.ping(peer), &|| {
+                    format!("{:?}", node.nodes())
+                });
             }
         };
+        let names = ["a_name", "b_name", "c_name"];
         let sees = |n: usize| {
-            let names = ["a_name", "b_name", "c_name"];
             pg.members(atom("g")).len() == n
                 && names
                     .iter()
@@ -390,8 +392,20 @@ fn smarm_host() {
                     .count()
                     == n
         };
+        // What the node sees, for a failure's message.
+        let seen = || {
+            let held: Vec<_> = names
+                .iter()
+                .map(|x| (*x, global.whereis_name(atom(x))))
+                .collect();
+            format!(
+                "members {:?}, names {held:?}, nodes {:?}",
+                pg.members(atom("g")),
+                node.nodes()
+            )
+        };
         ping_all();
-        eventually("three members and names", &|| sees(3));
+        eventually("three members and names", &|| sees(3), &seen);
         let watcher = node.mailbox();
         let watch = watcher.monitor(("cproc", "c@hostc"));
         event("sees3");
@@ -411,13 +425,13 @@ fn smarm_host() {
         assert_eq!(t.elements[1], watch);
         assert_eq!(t.elements[4], atom("noconnection"));
         event("noconnection");
-        eventually("the other side's member and name gone", &|| sees(2));
+        eventually("the other side's member and name gone", &|| sees(2), &seen);
         event("alone");
         // Healed.
         wait_line("heal");
         ping_all();
         event("reconnected");
-        eventually("three members and names again", &|| sees(3));
+        eventually("three members and names again", &|| sees(3), &seen);
         event("sees3");
         wait_line("stop");
         node.stop();
