@@ -368,11 +368,7 @@ fn in_order_round(round: u32, senders: u32, each: u32) {
     let epmd = free_port();
     let (outcome_tx, outcome) = std::sync::mpsc::channel();
     smarm::run(move || {
-        let (an, bn) = (
-            format!("oa{round}@localhost"),
-            format!("ob{round}@localhost"),
-        );
-        let (a, b) = (cluster_node(&an, epmd), cluster_node(&bn, epmd));
+        let (a, b, bn) = node_pair("o", round, epmd);
         let inbox = b.register("in").unwrap();
         let actors: Vec<_> = (0..senders)
             .map(|id| {
@@ -431,11 +427,7 @@ fn a_stopping_node_writes_what_was_sent_before_the_stop() {
         let epmd = free_port();
         let (outcome_tx, outcome) = std::sync::mpsc::channel();
         smarm::run(move || {
-            let (an, bn) = (
-                format!("fa{round}@localhost"),
-                format!("fb{round}@localhost"),
-            );
-            let (a, b) = (cluster_node(&an, epmd), cluster_node(&bn, epmd));
+            let (a, b, bn) = node_pair("f", round, epmd);
             let inbox = b.register("in").unwrap();
             a.send(("in", bn.as_str()), 0u32).unwrap();
             assert_eq!(
@@ -684,6 +676,14 @@ fn connections_beyond_the_handshake_cap_are_closed_at_once() {
         other.stop();
         node.stop();
     });
+}
+
+/// Nodes `{tag}a{round}` and `{tag}b{round}` on the EPMD at `epmd`, and
+/// the second's name.
+fn node_pair(tag: &str, round: u32, epmd: u16) -> (Node, Node, String) {
+    let name = |side| format!("{tag}{side}{round}@localhost");
+    let bn = name("b");
+    (cluster_node(&name("a"), epmd), cluster_node(&bn, epmd), bn)
 }
 
 /// A node named `name` with cookie `c`, on the EPMD at `epmd`.

@@ -250,10 +250,10 @@ pub(crate) fn actor_unwinding() -> bool {
         let mine = w.id as u32 + 1;
         !(0..shared.slots.high_water() as u32).any(|i| {
             shared.slots.get(i).is_some_and(|slot| {
+                use crate::slot::table::{PINNED_UNWINDING, pinned_scheduler};
                 let pin = slot.pinned.load(std::sync::atomic::Ordering::Relaxed);
-                pin & crate::slot::table::PINNED_UNWINDING != 0
-                    && (shared.is_simulated()
-                        || pin & !crate::slot::table::PINNED_UNWINDING == mine)
+                pin & PINNED_UNWINDING != 0
+                    && (shared.is_simulated() || pinned_scheduler(pin) == mine)
                     && me.is_none_or(|me| me.index() != i)
             })
         })

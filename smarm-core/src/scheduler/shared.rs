@@ -360,7 +360,7 @@ impl Shared {
     /// line: the enqueue paths' common case is an unpinned actor).
     #[inline(never)]
     fn enqueue_pinned(&self, pid: Pid, pin: u32) {
-        let id = (pin & !crate::slot::table::PINNED_UNWINDING) as usize - 1;
+        let id = crate::slot::table::pinned_scheduler(pin) as usize - 1;
         self.sched.queues[id].pinned.push_back(pid);
         trace_event!(self, Enqueue, pid.to_bits(), {
             crate::recorder::Queue::Pinned as u64

@@ -98,7 +98,7 @@ impl Shared {
         let pin = id as u32 + 1;
         !(0..self.slots.high_water() as u32).any(|i| {
             self.slots.get(i).is_some_and(|s| {
-                s.pinned.load(Ordering::Relaxed) & !crate::slot::table::PINNED_UNWINDING == pin
+                crate::slot::table::pinned_scheduler(s.pinned.load(Ordering::Relaxed)) == pin
             })
         })
     }

@@ -350,7 +350,7 @@ fn run_loops(
     let mut stuck = None;
     let mut drain_left = DRAIN_STEPS;
     let mut runnable = Vec::with_capacity(core.loops.len());
-    let mut alive = Liveness::new(settings);
+    let mut alive = LivenessWatch::new(settings);
     loop {
         if core.panic.borrow().is_some() {
             return stuck;
@@ -480,14 +480,14 @@ fn kill_maybe(shared: &Shared, settings: &Settings, core: &Core) {
 
 /// A run's liveness phase, if it has one (faults (F3)): whether its
 /// condition has held since the faults stopped.
-struct Liveness<'a> {
+struct LivenessWatch<'a> {
     phase: Option<&'a super::faults::Liveness>,
     met: bool,
 }
 
-impl<'a> Liveness<'a> {
-    fn new(settings: &'a Settings) -> Liveness<'a> {
-        Liveness {
+impl<'a> LivenessWatch<'a> {
+    fn new(settings: &'a Settings) -> LivenessWatch<'a> {
+        LivenessWatch {
             phase: settings.liveness.as_ref(),
             met: false,
         }

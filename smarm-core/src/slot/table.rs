@@ -41,6 +41,13 @@ pub(crate) struct Runner {
 /// unwinding (its panic count is on its scheduler's thread).
 pub(crate) const PINNED_UNWINDING: u32 = 1 << 31;
 
+/// The scheduler id + 1 a `Slot::pinned` value names (0: none), without
+/// its [`PINNED_UNWINDING`] mark.
+#[inline]
+pub(crate) fn pinned_scheduler(pin: u32) -> u32 {
+    pin & !PINNED_UNWINDING
+}
+
 /// One actor's slot. Laid out so that everything a wake and a resume touch
 /// (the word, the stop flag, the saved stack pointer) shares the first
 /// cache line; the cold data takes the second.
