@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 use std::net::Ipv4Addr;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-use support::free_port;
+use support::{eventually, free_port};
 
 const LONG: Duration = Duration::from_secs(30);
 const CHILD: &str = "SMARM_DIST_CHILD_EPMD_PORT";
@@ -695,15 +695,6 @@ fn cluster_node(name: &str, epmd: u16) -> Node {
         .unwrap()
 }
 
-/// Wait (up to [`LONG`]) for `cond`, failing with `what`.
-fn eventually(what: &str, cond: &dyn Fn() -> bool) {
-    let deadline = Instant::now() + LONG;
-    while !cond() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        smarm::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Three smarm nodes share a `pg` group: members joined on each are seen
 /// from all, a leave and a member that ends are seen everywhere, and a
 /// node that stops takes its members with it; a scope of another name
@@ -733,7 +724,9 @@ fn pg_groups_span_smarm_nodes() {
         };
         let all = sorted(vec![ma.pid().clone(), mb.pid().clone(), mc.pid().clone()]);
         for p in [&pa, &pb, &pc] {
-            eventually("every node sees three", &|| sorted(p.members(g())) == all);
+            eventually("every node sees three", LONG, &|| {
+                sorted(p.members(g())) == all
+            });
         }
         assert!(matches!(
             pa.join(g(), mb.pid()),
@@ -741,23 +734,27 @@ fn pg_groups_span_smarm_nodes() {
         ));
         // A second join needs a second leave.
         pb.join(g(), mb.pid()).unwrap();
-        eventually("a sees b's second join", &|| pa.members(g()).len() == 4);
+        eventually("a sees b's second join", LONG, &|| {
+            pa.members(g()).len() == 4
+        });
         assert!(pb.leave(g(), mb.pid()));
         assert!(pb.leave(g(), mb.pid()));
         assert!(!pb.leave(g(), mb.pid()), "not joined any more");
-        eventually("a and c see b's member leave", &|| {
+        eventually("a and c see b's member leave", LONG, &|| {
             pa.members(g()).len() == 2 && pc.members(g()).len() == 2
         });
         drop(mc);
-        eventually("a member that ends leaves everywhere", &|| {
+        eventually("a member that ends leaves everywhere", LONG, &|| {
             pa.members(g()) == vec![ma.pid().clone()] && pb.members(g()) == vec![ma.pid().clone()]
         });
         let other = b.pg_scope("other").unwrap();
         assert!(other.members(g()).is_empty(), "scopes share nothing");
         pb.join(g(), mb.pid()).unwrap();
-        eventually("a sees b's member back", &|| pa.members(g()).len() == 2);
+        eventually("a sees b's member back", LONG, &|| {
+            pa.members(g()).len() == 2
+        });
         b.stop();
-        eventually("a node that stops takes its members", &|| {
+        eventually("a node that stops takes its members", LONG, &|| {
             pa.members(g()) == vec![ma.pid().clone()]
         });
         c.stop();
@@ -774,7 +771,7 @@ fn global_names_span_smarm_nodes_and_a_conflict_leaves_one_holder() {
         let (a, b) = (start("gla@localhost"), start("glb@localhost"));
         let (ga, gb) = (a.global().unwrap(), b.global().unwrap());
         assert!(a.ping("glb@localhost"));
-        eventually("the two sync", &|| {
+        eventually("the two sync", LONG, &|| {
             ga.known_nodes() == ["glb@localhost"] && gb.known_nodes() == ["gla@localhost"]
         });
         // Registered on a, found on b; a call through the name.
@@ -808,7 +805,7 @@ fn global_names_span_smarm_nodes_and_a_conflict_leaves_one_holder() {
             atom("paid")
         );
         answer.join().unwrap();
-        eventually("an ended holder's name goes", &|| {
+        eventually("an ended holder's name goes", LONG, &|| {
             ga.whereis_name(atom("cashier")).is_none() && gb.whereis_name(atom("cashier")).is_none()
         });
         // Unregister.
@@ -822,7 +819,7 @@ fn global_names_span_smarm_nodes_and_a_conflict_leaves_one_holder() {
         // again the pid on the smaller node name keeps it and the other
         // is told.
         assert!(a.disconnect("glb@localhost"));
-        eventually("both see the partition", &|| {
+        eventually("both see the partition", LONG, &|| {
             ga.known_nodes().is_empty() && gb.known_nodes().is_empty()
         });
         let (on_a, on_b) = (a.mailbox(), b.mailbox());
@@ -831,7 +828,7 @@ fn global_names_span_smarm_nodes_and_a_conflict_leaves_one_holder() {
         gb.register_name_with(atom("leader"), on_b.pid(), Resolve::Notify)
             .unwrap();
         assert!(b.ping("gla@localhost"));
-        eventually("one holder on both sides", &|| {
+        eventually("one holder on both sides", LONG, &|| {
             ga.whereis_name(atom("leader")).as_ref() == Some(on_a.pid())
                 && gb.whereis_name(atom("leader")).as_ref() == Some(on_a.pid())
         });

@@ -196,6 +196,12 @@ fn a_certificate_from_an_untrusted_ca_is_refused_both_ways() {
             "{e}"
         );
         assert!(g.nodes().is_empty() && r.nodes().is_empty());
+        // The refusal of the rogue's connection is counted by the good
+        // node's acceptor after its alert went out: maybe after the rogue
+        // heard it.
+        support::eventually("both handshakes counted as failed", LONG, &|| {
+            g.stats().failed_handshakes.load(Ordering::Relaxed) == 2
+        });
         assert_eq!(g.stats().failed_handshakes.load(Ordering::Relaxed), 2);
         g.stop();
         r.stop();

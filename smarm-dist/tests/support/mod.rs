@@ -12,6 +12,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+/// Wait (inside an actor, up to `within`) for `cond`, failing with `what`.
+pub fn eventually(what: &str, within: Duration, cond: &dyn Fn() -> bool) {
+    let deadline = std::time::Instant::now() + within;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        smarm::sleep(Duration::from_millis(10));
+    }
+}
+
 /// A TCP port nothing listens on right now, for a private EPMD.
 ///
 /// Not the kernel's pick for port 0: that port is free again once this
